@@ -1,0 +1,17 @@
+"""mlp_magic: run notebook cells on every rank of an MPI job, and shell commands on every host.
+
+``%load_ext mlp_magic`` registers ``%%mpirun``, ``%allrun`` / ``%%allrun`` and ``%mlp_cluster``.
+"""
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):
+    from .magics import MlpMagics
+
+    ipython.register_magics(MlpMagics)
+
+
+def unload_ipython_extension(ipython):
+    from .magics import shutdown_worlds
+
+    shutdown_worlds()
