@@ -1,0 +1,58 @@
+"""The jupyter_server extension behind the "MLP Cluster" lab panel.
+
+Enabled on install through ``jupyter_server_config.d/mlp_magic.json``; by hand:
+``jupyter server extension enable mlp_magic.server``. Settings (``jupyter_server_config.py``)::
+
+    c.MlpMagicPanel.hostfile = "/etc/mlp/hostfile"   # or env MLP_MAGIC_HOSTFILE
+    c.MlpMagicPanel.probe_timeout = 1.0              # seconds per ssh-port probe
+    c.MlpMagicPanel.cache_seconds = 4.0              # how long one snapshot serves every tab
+"""
+from __future__ import annotations
+
+import os
+
+from traitlets import Float, Unicode, default
+from traitlets.config import Configurable
+
+from .reachability import DEFAULT_TIMEOUT
+from .snapshot import DEFAULT_CACHE_SECONDS, DEFAULT_GPU_PROBE_TIMEOUT, SnapshotCache, SnapshotCollector
+
+
+class MlpMagicPanel(Configurable):
+    """Server-side settings of the MLP Cluster panel."""
+
+    hostfile = Unicode(
+        help="Hostfile describing the cluster; empty: the environment's (MLP_* variables, Slurm, ...) "
+        "or the local machine. Defaults to $MLP_MAGIC_HOSTFILE.",
+    ).tag(config=True)
+    probe_timeout = Float(DEFAULT_TIMEOUT, help="Seconds to wait for each host's ssh port.").tag(config=True)
+    gpu_probe_timeout = Float(DEFAULT_GPU_PROBE_TIMEOUT, help="Seconds to wait for the local GPU probe.").tag(
+        config=True
+    )
+    cache_seconds = Float(
+        DEFAULT_CACHE_SECONDS, help="Seconds one snapshot is served to every client before a new one is taken."
+    ).tag(config=True)
+
+    @default("hostfile")
+    def _hostfile_from_environment(self) -> str:
+        return os.environ.get("MLP_MAGIC_HOSTFILE", "")
+
+
+def _jupyter_server_extension_points() -> list:
+    return [{"module": "mlp_magic.server"}]
+
+
+def _load_jupyter_server_extension(serverapp) -> None:
+    from .handlers import setup_handlers  # tornado/jupyter_server only once a server loads us
+
+    settings = MlpMagicPanel(parent=serverapp)
+    collector = SnapshotCollector(
+        hostfile=settings.hostfile,
+        probe_timeout=settings.probe_timeout,
+        gpu_probe_timeout=settings.gpu_probe_timeout,
+    )
+    snapshots = SnapshotCache(collector.collect, ttl=settings.cache_seconds)
+    serverapp.web_app.settings["mlp_magic_snapshots"] = snapshots
+    routes = setup_handlers(serverapp.web_app, snapshots)
+    serverapp.log.info("mlp_magic: cluster panel endpoints %s (hostfile: %s)", ", ".join(routes),
+                       settings.hostfile or "from the environment")
