@@ -1,0 +1,128 @@
+"""Value types for one host's GPUs, NICs and the links between them.
+
+Both probes (NVML and the ``nvidia-smi topo -m`` text) produce the same ``HostGpus``, so the
+widget, the CLI and the hints never care where the data came from.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+from ..errors import MlpMagicError
+
+SOURCES = ("nvml", "nvidia-smi", "none")
+
+# Link types from nearest to farthest, as nvidia-smi's legend orders them. Drivers before
+# ~2017 printed "SOC" (CPU socket) for what is now "SYS"; we store "SYS" only, so code that
+# reads links never has to know about the old name.
+LINK_ORDER = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS")
+_LINK_RE = re.compile(r"^(X|NV[1-9][0-9]*|PIX|PXB|PHB|NODE|SYS)$")
+
+
+def normalize_link(cell: str) -> Optional[str]:
+    """The canonical link type for a matrix cell, or None when it is not one."""
+    cell = cell.strip().upper()
+    if cell == "SOC":  # old name of SYS
+        return "SYS"
+    return cell if _LINK_RE.match(cell) else None
+
+
+def link_distance(link: str) -> int:
+    """Position of a link type in LINK_ORDER (NV# counts as NV): smaller is closer."""
+    return LINK_ORDER.index("NV" if link.startswith("NV") else link)
+
+
+@dataclass
+class GpuInfo:
+    index: int
+    name: Optional[str] = None
+    pci_bus_id: Optional[str] = None
+    memory_total_mib: Optional[int] = None
+    memory_used_mib: Optional[int] = None
+    utilization_pct: Optional[int] = None
+    numa_node: Optional[int] = None
+    cpu_affinity: Optional[str] = None  # CPU list as nvidia-smi prints it: "0-23,48-71"
+
+    @property
+    def device(self) -> str:
+        """The name this GPU has in the link matrix."""
+        return "GPU%d" % self.index
+
+
+@dataclass
+class HostGpus:
+    host: str
+    source: str = "none"
+    gpus: List[GpuInfo] = field(default_factory=list)
+    nics: List[str] = field(default_factory=list)
+    # links[a][b] is the link type between devices a and b ("X" on the diagonal).
+    links: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    error: Optional[str] = None
+
+    def devices(self) -> List[str]:
+        return [g.device for g in self.gpus] + list(self.nics)
+
+    def link(self, a: str, b: str) -> Optional[str]:
+        return self.links.get(a, {}).get(b)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "host": self.host,
+            "source": self.source,
+            "gpus": [asdict(g) for g in self.gpus],
+            "nics": list(self.nics),
+            "links": {a: dict(row) for a, row in self.links.items()},
+            "error": self.error,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "HostGpus":
+        try:
+            gpus = [GpuInfo(**g) for g in data.get("gpus", [])]
+            host = cls(
+                host=str(data["host"]),
+                source=str(data.get("source", "none")),
+                gpus=gpus,
+                nics=[str(n) for n in data.get("nics", [])],
+                links={str(a): {str(b): str(t) for b, t in row.items()}
+                       for a, row in data.get("links", {}).items()},
+                error=data.get("error"),
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise MlpMagicError("bad GPU inventory JSON: %s: %s" % (type(exc).__name__, exc)) from None
+        if host.source not in SOURCES:
+            raise MlpMagicError("bad GPU inventory JSON: source %r is not one of %s"
+                                % (host.source, ", ".join(SOURCES)))
+        return host
+
+    @classmethod
+    def from_json(cls, text: str) -> "HostGpus":
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise MlpMagicError("bad GPU inventory JSON: %s" % exc) from None
+        if not isinstance(data, dict):
+            raise MlpMagicError("bad GPU inventory JSON: expected an object, got %s" % type(data).__name__)
+        return cls.from_dict(data)
+
+
+_BUS_ID_RE = re.compile(r"^([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$")
+
+
+def normalize_bus_id(bus_id: str) -> str:
+    """PCI address in the sysfs spelling ("0000:18:00.0").
+
+    NVML and nvidia-smi print an 8-digit domain ("00000000:18:00.0"), sysfs and lspci a
+    4-digit one; devices are matched across sources by this normalised form.
+    """
+    text = bus_id.strip()
+    match = _BUS_ID_RE.match(text)
+    if not match:
+        return text.lower()
+    domain, bus, dev, fn = match.groups()
+    return "%04x:%02x:%02x.%s" % (int(domain, 16), int(bus, 16), int(dev, 16), fn)
