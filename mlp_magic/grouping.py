@@ -161,7 +161,8 @@ def _kind_of(results: list) -> str:
     if all(isinstance(r, HostResult) for r in results):
         return "hosts"
     kinds = sorted({type(r).__name__ for r in results})
-    raise MlpMagicError(f"cannot group a mix of {', '.join(kinds)}: expected all RankResult or all HostResult")
+    raise MlpMagicError(
+        f"cannot group a mix of {', '.join(kinds)}: expected all RankResult or all HostResult")
 
 
 def _content_key(result: Result, kind: str) -> tuple:

@@ -183,7 +183,8 @@ def _expand_bracket(body: str, item: str, spec: str) -> list[str]:
     for piece in body.split(","):
         match = _RANK_PIECE.fullmatch(piece)
         if not match or any(len(g or "") > _MAX_DIGITS for g in match.groups()):
-            raise MlpMagicError(f"host list {_quote(spec)}: {_quote(piece)} is not a number or a range like 0-3")
+            raise MlpMagicError(
+                f"host list {_quote(spec)}: {_quote(piece)} is not a number or a range like 0-3")
         first_text, last_text = match.group(1), match.group(2) or match.group(1)
         first, last = int(first_text), int(last_text)
         if last < first:

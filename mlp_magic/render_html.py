@@ -55,8 +55,9 @@ def _group_block(group: OutputGroup, reference: OutputGroup | None, max_chars: i
         escaped = [_diff_html("".join(body))]
     else:
         escaped = [escape(piece, quote=False) for piece in body]  # no copy when nothing needs escaping
+    status = escape(group.status)
     return [
-        f'<div class="mlp-magic-group" data-status="{escape(group.status)}" style="{_BOX.format(accent=accent)}">',
+        f'<div class="mlp-magic-group" data-status="{status}" style="{_BOX.format(accent=accent)}">',
         _header(group, accent),
         *_body_html(body, escaped),
         "</div>",
@@ -79,7 +80,8 @@ def _body_html(body: list[str], escaped: list[str]) -> list[str]:
     characters = sum(len(p) for p in body)
     return [
         f'<pre style="{_PRE}">', escape(_first_lines(body, PREVIEW_LINES), quote=False), "</pre>",
-        f'<details><summary style="{_SUMMARY}">all {line_count:,} lines ({characters:,} characters)</summary>',
+        f'<details><summary style="{_SUMMARY}">',
+        f"all {line_count:,} lines ({characters:,} characters)</summary>",
         f'<pre style="{_PRE};max-height:40em;overflow-y:auto">', *escaped, "</pre></details>",
     ]
 

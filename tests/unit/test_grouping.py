@@ -180,7 +180,8 @@ def test_diff_line_numbers_are_right_after_trimming(size, edits, repeated):
             new[index % len(new)] = f"changed {number}"
         else:
             del new[index % len(new)]
-    groups = group_results([RankResult(0, "h", stdout="\n".join(old)), RankResult(1, "h", stdout="\n".join(new))])
+    results = [RankResult(0, "h", stdout="\n".join(old)), RankResult(1, "h", stdout="\n".join(new))]
+    groups = group_results(results)
     if len(groups) == 1:
         return
     delta = diff_against_majority(groups[1], groups[0])
@@ -191,7 +192,8 @@ def test_diff_line_numbers_are_right_after_trimming(size, edits, repeated):
 
 
 def test_output_group_is_a_plain_value():
-    group = OutputGroup(kind="ranks", members=(RankResult(2, "h"),), keys=(2,), stdout="", stderr="", status=OK)
+    group = OutputGroup(kind="ranks", members=(RankResult(2, "h"),), keys=(2,),
+                        stdout="", stderr="", status=OK)
     assert group.label == "rank 2 on h" and group.ok and group.status_tag == "" and not group.truncated
 
 
@@ -199,12 +201,14 @@ def test_output_group_is_a_plain_value():
 
 
 def _big_results(ranks: int, lines: int) -> list[RankResult]:
-    base = [f"step {i:05d} loss {1 / (i + 1):.6f} lr 3.0e-04 tokens/s {51234.5 + i % 97:.1f}\n" for i in range(lines)]
+    base = [f"step {i:05d} loss {1 / (i + 1):.6f} lr 3.0e-04 tokens/s {51234.5 + i % 97:.1f}\n"
+            for i in range(lines)]
     results = [RankResult(r, f"worker{r // 8}", stdout="".join(base)) for r in range(ranks)]
     for r in (5, 77, ranks - 10):
         results[r].stdout = "".join(base[:lines // 2] + [f"rank {r} differs\n"] + base[lines // 2 + 1:])
     for r in (9, 10):
-        results[r].status, results[r].error, results[r].stdout = ERROR, "Traceback\nOOM\n", "".join(base[:100])
+        results[r].status, results[r].error = ERROR, "Traceback\nOOM\n"
+        results[r].stdout = "".join(base[:100])
     return results
 
 

@@ -225,7 +225,8 @@ def _top_level_items(folded: str) -> list[str]:
 @given(_ANY_NAMES)
 def test_fold_orders_groups_by_first_appearance(names):
     first_seen = {name: index for index, name in reversed(list(enumerate(names)))}
-    group_starts = [min(first_seen[n] for n in expand_hosts(item)) for item in _top_level_items(fold_hosts(names))]
+    items = _top_level_items(fold_hosts(names))
+    group_starts = [min(first_seen[n] for n in expand_hosts(item)) for item in items]
     assert group_starts == sorted(group_starts)
 
 

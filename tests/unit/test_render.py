@@ -26,8 +26,10 @@ def rank_groups():
 
 def host_groups():
     results = [HostResult(f"worker{i}", stdout="Successfully installed x-1.0\n") for i in range(7)]
-    results.append(HostResult("worker7", status=FAILED, exit_code=3, stderr="ERROR: no matching distribution\n"))
-    results.append(HostResult("worker8", status=UNREACHABLE, exit_code=None, stderr="ssh: No route to host\n"))
+    results.append(HostResult("worker7", status=FAILED, exit_code=3,
+                              stderr="ERROR: no matching distribution\n"))
+    results.append(HostResult("worker8", status=UNREACHABLE, exit_code=None,
+                              stderr="ssh: No route to host\n"))
     results.append(HostResult("worker9", status=TIMEOUT, exit_code=None, stdout="Collecting x\n"))
     return group_results(results)
 
@@ -112,7 +114,8 @@ def test_text_caps_each_group_keeping_head_and_tail():
     text = render_groups_text(group_results([RankResult(0, "h", stdout=LOG)]), max_chars_per_group=200)
     body = text.split("\n", 1)[1]
     assert body.startswith("step 0 loss 1.0000\n") and body.endswith("step 59 loss 0.0167\n")
-    marker = re.search(r"\[\.\.\. ([\d,]+) characters \(([\d,]+) lines\) cut here; the log has every byte \.\.\.\]", body)
+    marker = re.search(
+        r"\[\.\.\. ([\d,]+) characters \(([\d,]+) lines\) cut here; the log has every byte \.\.\.\]", body)
     assert marker, body
     shown = body.replace(marker.group(0) + "\n", "")
     assert len(shown) + int(marker.group(1).replace(",", "")) == len(LOG)
