@@ -65,11 +65,17 @@ def _group_block(group: OutputGroup, reference: OutputGroup | None, max_chars: i
 
 
 def _header(group: OutputGroup, accent: str) -> str:
-    tint = f"{accent}1f"  # the accent at ~12% opacity: readable on light and dark backgrounds
+    tint = _tint(accent)
     badge = ""
     if group.status_tag:
         badge = f'<span style="{_BADGE.format(accent=accent)}">{escape(group.status_tag)}</span>'
     return f'<div style="{_HEADER.format(tint=tint)}">{escape(group.label)}{badge}</div>'
+
+
+def _tint(accent: str) -> str:
+    """The accent at 12% opacity (readable on light and dark themes); rgba() passes Lab's sanitizer."""
+    red, green, blue = (int(accent[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},0.12)"
 
 
 def _body_html(body: list[str], escaped: list[str]) -> list[str]:

@@ -1,0 +1,156 @@
+"""Run one cell on some ranks of a World: send once, stream, wait, time out, collect.
+
+One ``execute`` request per engine (the log directory rides along as a trailing comment,
+see engine_side), then a wait loop that wakes on each completion or every ``poll`` seconds
+to forward new output. It never waits longer than ``timeout`` and survives Ctrl-C: both
+return what arrived so far, with the unfinished ranks marked.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import re
+import signal
+import time
+from datetime import datetime, timezone
+
+from . import results as status
+from .engine_side import CELL_TAG
+from .results import RankResult
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CELL_NUMBER = re.compile(r"(Cell |Input )?In ?\[\d*\]")
+INTERRUPT_GRACE = 1.5
+
+
+def plain_traceback(remote_error) -> str:
+    """A rank's traceback as plain text, without what differs between ranks for no reason
+    (colours, execution counts), so identical failures group together."""
+    lines = getattr(remote_error, "traceback", None) or f"{remote_error}"
+    if isinstance(lines, list):
+        lines = "\n".join(lines)
+    text = _CELL_NUMBER.sub("Cell", _ANSI.sub("", lines))
+    # The source listing may reach our trailing tag line: it is not the user's code.
+    text = "\n".join(line for line in text.split("\n") if CELL_TAG not in line)
+    return text.rstrip() + "\n"
+
+
+class CellRun:
+    """One cell in flight on ``ranks``."""
+
+    def __init__(self, world, code: str, ranks: list, log_dir: str):
+        self.world = world
+        self.ranks = list(ranks)
+        self.log_dir = log_dir
+        self.started = time.monotonic()
+        targets = [world.rank_to_engine[r] for r in self.ranks]
+        tagged = f"{code}\n{CELL_TAG}{log_dir}\n"
+        self.async_result = world.client[targets].execute(tagged, silent=False, block=False)
+        # One (reply, output-complete) pair of futures per rank, in rank order.
+        self._children = list(self.async_result._children)
+        self._seen = {rank: {"stdout": 0, "stderr": 0} for rank in self.ranks}
+        self.interrupted = False
+
+    # ------------------------------------------------------------------ progress
+    def _metadata(self, index: int) -> dict:
+        return self._children[index].output.metadata
+
+    def _finished(self, index: int) -> bool:
+        child = self._children[index]
+        return child.done() and child.output.done()
+
+    def unfinished_ranks(self) -> list:
+        return [rank for i, rank in enumerate(self.ranks) if not self._finished(i)]
+
+    def done(self) -> bool:
+        return not self.unfinished_ranks()
+
+    def wait(self, seconds: float) -> bool:
+        """Block up to ``seconds`` or until the next rank finishes; True when all are done."""
+        pending = [f for child in self._children for f in (child, child.output) if not f.done()]
+        if pending:
+            concurrent.futures.wait(pending, timeout=seconds, return_when=concurrent.futures.FIRST_COMPLETED)
+        return self.done()
+
+    def new_output(self) -> list:
+        """[(rank, stream name, text)] written since the last call."""
+        chunks = []
+        for i, rank in enumerate(self.ranks):
+            metadata = self._metadata(i)
+            for name in ("stdout", "stderr"):
+                text = metadata.get(name) or ""
+                start = self._seen[rank][name]
+                if len(text) > start:
+                    chunks.append((rank, name, text[start:]))
+                    self._seen[rank][name] = len(text)
+        return chunks
+
+    # ------------------------------------------------------------------ stopping
+    def interrupt(self, grace: float = INTERRUPT_GRACE) -> bool:
+        """SIGINT the ranks still running (through each engine's nanny); True if they stopped."""
+        running = self.unfinished_ranks()
+        if not running:
+            return True
+        self.interrupted = True
+        engines = [self.world.rank_to_engine[r] for r in running]
+        try:
+            self.world.client.send_signal(signal.SIGINT, targets=engines, block=True)
+        except Exception:  # an engine already gone cannot be signalled; reported as such below
+            return False
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and not self.done():
+            self.wait(0.05)
+        return self.done()
+
+    # ------------------------------------------------------------------ results
+    def results(self, unfinished_status: str = status.TIMEOUT) -> list:
+        return [self._result(i, rank, unfinished_status) for i, rank in enumerate(self.ranks)]
+
+    def _result(self, index: int, rank: int, unfinished_status: str) -> RankResult:
+        metadata = self._metadata(index)
+        result = RankResult(rank=rank, host=self.world.host_of(rank),
+                            stdout=metadata.get("stdout") or "", stderr=metadata.get("stderr") or "")
+        child = self._children[index]
+        if not self._finished(index):
+            result.status = unfinished_status
+        else:
+            error = metadata.get("error") or _child_exception(child)
+            if error is not None:
+                result.status, result.error = _error_status(error), plain_traceback(error)
+        result.displays = list(metadata.get("outputs") or [])
+        if metadata.get("execute_result"):
+            result.displays.append(metadata["execute_result"])
+        result.duration = _seconds_between(metadata.get("started"), metadata.get("completed"))
+        return result
+
+
+def _as_datetime(value):
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if isinstance(value, datetime) and value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value if isinstance(value, datetime) else None
+
+
+def _seconds_between(started, completed) -> float | None:
+    """ipyparallel's timestamps come as datetimes or ISO strings, depending on the path."""
+    start, end = _as_datetime(started), _as_datetime(completed)
+    return (end - start).total_seconds() if start and end else None
+
+
+def _child_exception(child):
+    try:
+        return child.exception(timeout=0)
+    except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+        return None
+
+
+def _error_status(error) -> str:
+    name = getattr(error, "ename", type(error).__name__)
+    if name == "KeyboardInterrupt":
+        return status.INTERRUPTED
+    if name in ("EngineError",) or "EngineError" in type(error).__name__:
+        return status.DIED
+    return status.ERROR

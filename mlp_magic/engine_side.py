@@ -1,0 +1,188 @@
+"""Code that runs inside each engine (one per rank); the client calls it through ipyparallel.
+
+Kept import-light: an engine imports this module once, at World start.
+
+Per cell, the client appends a trailing comment ``# mlp_magic cell: <log dir>`` to the code
+(a comment changes neither line numbers nor the value of the last expression). The
+``pre_run_cell`` hook sees it and tees sys.stdout/sys.stderr into ``<log dir>/rank<N>.stdout``
+and ``.stderr``, forwarding at most ``display_cap`` bytes per stream to the notebook. So every
+byte is on disk, and a rank that floods cannot flood the client's memory.
+"""
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+
+CELL_TAG = "# mlp_magic cell: "
+FLUSH_SECONDS = 0.5
+# This engine's hooks and stack-dump file (module state, kept out of the user's namespace).
+_STATE: dict = {}
+
+
+def identify(controller_ip: str = "127.0.0.1") -> dict:
+    """Who am I: the MPI rank from the launcher's variables (no MPI_Init needed), and the
+    address this host uses towards the controller (rank 0's is MASTER_ADDR)."""
+    rank = None
+    for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MLP_MAGIC_RANK"):
+        if os.environ.get(name, "").isdigit():
+            rank = int(os.environ[name])
+            break
+    return {
+        "rank": rank,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "free_port": free_port(),
+        "addr": _source_address(controller_ip),
+    }
+
+
+def _source_address(destination: str) -> str:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((destination, 9))
+            return probe.getsockname()[0]
+    except OSError:
+        return socket.gethostname()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]
+
+
+def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int) -> dict:
+    """Set the torch/MPI variables, the user-facing names, MPI and the cell hooks.
+
+    Runs before any user code, once per World start.
+    """
+    os.environ.update({key: str(value) for key, value in variables.items()})
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    shell.user_ns.update(names)
+    if init_mpi:
+        # Initialise here, on every rank together: a later `from mpi4py import MPI` inside
+        # `if rank == 0:` would otherwise hang waiting for ranks that never call MPI_Init.
+        from mpi4py import MPI
+
+        shell.user_ns.setdefault("MPI", MPI)
+        shell.user_ns.setdefault("comm", MPI.COMM_WORLD)
+    _install_hooks(shell, int(variables["RANK"]), display_cap)
+    return {"rank": int(variables["RANK"]), "pid": os.getpid()}
+
+
+class TeeStream:
+    """A text stream: everything to the log file, up to ``cap`` characters to the notebook."""
+
+    def __init__(self, forward, log, cap: int):
+        self._forward = forward
+        self._log = log
+        self._cap = cap
+        self.forwarded = 0
+        self.total = 0
+        self._last_flush = time.monotonic()
+
+    def write(self, text: str) -> int:
+        self._log.write(text)
+        self.total += len(text)
+        room = self._cap - self.forwarded
+        if room > 0:
+            piece = text if len(text) <= room else text[:room]
+            self._forward.write(piece)
+            self.forwarded += len(piece)
+        now = time.monotonic()
+        if now - self._last_flush > FLUSH_SECONDS:
+            self._log.flush()
+            self._last_flush = now
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self._log.flush()
+        self._forward.flush()
+
+    @property
+    def capped(self) -> int:
+        return self.total - self.forwarded
+
+    def __getattr__(self, name):
+        # encoding, isatty, fileno, ...: behave as the stream we replaced.
+        return getattr(self._forward, name)
+
+
+def cell_log_dir(raw_cell: str) -> str | None:
+    tail = raw_cell.rstrip().rsplit("\n", 1)[-1]
+    return tail[len(CELL_TAG):].strip() if tail.startswith(CELL_TAG) else None
+
+
+class CellCapture:
+    """The pre/post hooks: tee the streams of one tagged cell into its log directory."""
+
+    def __init__(self, rank: int, cap: int):
+        self.rank = rank
+        self.cap = cap
+        self.active = None  # (log_dir, saved streams, tees, files)
+
+    def pre_run_cell(self, info) -> None:
+        log_dir = cell_log_dir(getattr(info, "raw_cell", "") or "")
+        if not log_dir or self.active:
+            return
+        os.makedirs(log_dir, exist_ok=True)
+        files = [open(os.path.join(log_dir, f"rank{self.rank}.{name}"), "w", encoding="utf-8",
+                      errors="backslashreplace") for name in ("stdout", "stderr")]
+        saved = (sys.stdout, sys.stderr)
+        tees = (TeeStream(saved[0], files[0], self.cap), TeeStream(saved[1], files[1], self.cap))
+        sys.stdout, sys.stderr = tees
+        self.active = (log_dir, saved, tees, files)
+
+    def post_run_cell(self, result) -> None:
+        if not self.active:
+            return
+        log_dir, saved, tees, files = self.active
+        self.active = None
+        sys.stdout, sys.stderr = saved
+        error = getattr(result, "error_in_exec", None)
+        if error is not None:
+            with open(os.path.join(log_dir, f"rank{self.rank}.error"), "w", encoding="utf-8") as handle:
+                handle.write("".join(traceback.format_exception(type(error), error, error.__traceback__)))
+        for tee, stream, log in zip(tees, saved, files):
+            log.close()
+            if tee.capped:
+                stream.write(
+                    f"\n[mlp_magic: {tee.capped:,} more characters not shown; "
+                    f"full text in {socket.gethostname()}:{log.name}]\n"
+                )
+                stream.flush()
+
+
+def _install_hooks(shell, rank: int, display_cap: int) -> None:
+    if "capture" in _STATE:  # bootstrap again (restart of the hooks): replace, never stack
+        shell.events.unregister("pre_run_cell", _STATE["capture"].pre_run_cell)
+        shell.events.unregister("post_run_cell", _STATE["capture"].post_run_cell)
+    capture = _STATE["capture"] = CellCapture(rank, display_cap)
+    shell.events.register("pre_run_cell", capture.pre_run_cell)
+    shell.events.register("post_run_cell", capture.post_run_cell)
+    _register_stack_dump()
+
+
+def stacks_path(pid: int | None = None) -> str:
+    return os.path.join(os.path.expanduser("~"), ".mlp_magic", "stacks", f"{pid or os.getpid()}.txt")
+
+
+def _register_stack_dump() -> None:
+    """SIGUSR1 writes every thread's stack to a file, even while blocked inside a C call."""
+    if "stacks_file" in _STATE:
+        return
+    path = stacks_path()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _STATE["stacks_file"] = open(path, "w")
+    faulthandler.register(signal.SIGUSR1, file=_STATE["stacks_file"], all_threads=True, chain=False)

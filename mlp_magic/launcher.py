@@ -1,0 +1,138 @@
+"""Start and stop the processes of a World: one ipyparallel controller, the engines.
+
+We launch ipyparallel's own controller and engine programs, but manage the processes
+ourselves rather than through ``ipyparallel.Cluster``: the engines (through the job's
+mpiexec, with flavour-specific flags) start at the same time as the controller instead of
+after it, and every process lives in a process group we own, so stopping leaves nothing behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+
+from .errors import MlpMagicError
+
+
+def _tail(path: str, lines: int = 15) -> str:
+    try:
+        with open(path, errors="replace") as handle:
+            return "".join(handle.readlines()[-lines:]).strip()
+    except OSError:
+        return ""
+
+
+class ManagedProcess:
+    """A child in its own session (process group), output to a log file."""
+
+    def __init__(self, argv: list, log_path: str, env: dict | None = None, name: str = ""):
+        self.name = name or os.path.basename(argv[0])
+        self.log_path = log_path
+        self._log = open(log_path, "ab")
+        try:
+            self.popen = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                env=env, start_new_session=True,
+            )
+        except OSError as err:
+            self._log.close()
+            raise MlpMagicError(f"cannot start {self.name} ({argv[0]}): {err}") from None
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def failure(self) -> str:
+        """One message: how it ended and the end of its log."""
+        tail = _tail(self.log_path)
+        return f"{self.name} exited with status {self.popen.returncode}" + (f":\n{tail}" if tail else "")
+
+    def stop(self, grace: float = 3.0) -> None:
+        """Stop the process and every descendant, TERM first, KILL after ``grace`` seconds.
+
+        The whole tree, not just the process group: OpenMPI starts each rank in a session of
+        its own, and each engine's nanny in another.
+        """
+        family = self._family()
+        self._signal_group(signal.SIGTERM)
+        for member in family:
+            _signal(member, signal.SIGTERM)
+        _, alive = psutil.wait_procs(family, timeout=grace)
+        self._signal_group(signal.SIGKILL)
+        for member in alive:
+            _signal(member, signal.SIGKILL)
+        psutil.wait_procs(alive, timeout=grace)
+        try:
+            self.popen.wait(grace)
+        except subprocess.TimeoutExpired:
+            pass
+        self._log.close()
+
+    def _family(self) -> list:
+        try:
+            leader = psutil.Process(self.popen.pid)
+            return [leader] + leader.children(recursive=True)
+        except psutil.Error:
+            return []
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.popen.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _signal(process, sig: int) -> None:
+    try:
+        process.send_signal(sig)
+    except psutil.Error:
+        pass
+
+
+def start_controller(workdir: str, ip: str, cluster_id: str) -> tuple:
+    """Start ipcontroller; return (process, engine connection file, client connection file)."""
+    profile_dir = os.path.join(workdir, "profile")
+    argv = [
+        sys.executable, "-m", "ipyparallel.controller",
+        f"--ip={ip}", f"--profile-dir={profile_dir}", f"--cluster-id={cluster_id}",
+        # Registration completes on the first heartbeat after it: a short period starts
+        # worlds seconds sooner; 20 misses (10 s) before declaring an engine dead.
+        "--log-level=WARN", "--ping=500", "--HeartMonitor.max_heartmonitor_misses=20",
+        "--usethreads",  # schedulers as threads: 8 fewer Python processes to start
+    ]
+    process = ManagedProcess(argv, os.path.join(workdir, "controller.log"), name="ipcontroller")
+    security = os.path.join(profile_dir, "security")
+    base = f"ipcontroller-{cluster_id}"
+    return process, os.path.join(security, f"{base}-engine.json"), os.path.join(security, f"{base}-client.json")
+
+
+def wait_for_file(path: str, process: ManagedProcess, timeout: float) -> dict:
+    """Wait until ``path`` holds complete JSON, failing fast if ``process`` dies."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            try:
+                with open(path) as handle:
+                    return json.load(handle)
+            except ValueError:
+                pass  # being written
+        if not process.running():
+            raise MlpMagicError(process.failure())
+        time.sleep(0.02)
+    raise MlpMagicError(f"{process.name} did not write {path} within {timeout:.0f} s; log: {process.log_path}")
+
+
+def engine_command(url_file: str | None) -> list:
+    argv = [sys.executable, "-m", "ipyparallel.engine", "--log-level=WARN",
+            "--IPEngine.wait_for_url_file=60"]
+    if url_file:
+        argv.append(f"--file={url_file}")
+    return argv

@@ -1,0 +1,51 @@
+"""Per-cell log directories: every byte every rank wrote, whatever the display showed.
+
+Layout: ``<root>/<date>-<time>-<kernel pid>-<cell n>/rank<N>.stdout|.stderr|.error`` (written
+by each rank as it runs, on the rank's own host) plus ``summary.json`` (written here, after the
+cell: status, host and duration of every rank).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+from dataclasses import asdict
+
+_cell_numbers = itertools.count(1)
+
+
+def log_root(explicit: str | None = None) -> str:
+    return (explicit or os.environ.get("MLP_MAGIC_LOG_DIR")
+            or os.path.join(os.path.expanduser("~"), ".mlp_magic", "logs"))
+
+
+def new_cell_dir(root: str | None = None) -> str:
+    name = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_cell_numbers):04d}"
+    path = os.path.abspath(os.path.join(log_root(root), name))
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def write_summary(cell_dir: str, code: str, results: list, extra: dict | None = None) -> None:
+    summary = {
+        "code": code,
+        "ranks": [
+            {key: value for key, value in asdict(r).items() if key not in ("stdout", "stderr", "displays")}
+            for r in results
+        ],
+        **(extra or {}),
+    }
+    with open(os.path.join(cell_dir, "summary.json"), "w") as handle:
+        json.dump(summary, handle, indent=1, default=str)
+
+
+def write_missing_streams(cell_dir: str, results: list) -> None:
+    """Ranks that never ran the capture hook (died, unreachable) still leave what we received."""
+    for result in results:
+        for stream in ("stdout", "stderr"):
+            path = os.path.join(cell_dir, f"rank{result.rank}.{stream}")
+            text = getattr(result, stream)
+            if text and not os.path.exists(path):
+                with open(path, "w", encoding="utf-8", errors="backslashreplace") as handle:
+                    handle.write(text)

@@ -1,0 +1,129 @@
+"""Argument lines of the magics: ``$VAR`` expansion and option parsing (pure).
+
+``%%mpirun -np $MLP_MPI_NP`` must work as written, so ``$NAME`` and ``${NAME}`` are expanded
+from os.environ first, then from the user's namespace; an unknown name is an error naming it,
+never an empty string passed on silently.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Mapping
+
+from .errors import MlpMagicError
+
+_VAR = re.compile(r"\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def expand_vars(line: str, env: Mapping, user_ns: Mapping | None = None) -> str:
+    """Replace ``$NAME``/``${NAME}`` (``$$`` is a literal ``$``)."""
+    user_ns = user_ns or {}
+
+    def replace(match: re.Match) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1) if match.group(1) is not None else match.group(2)
+        if not _NAME.match(name):
+            raise MlpMagicError(f"bad variable reference {match.group(0)!r} in {line.strip()!r}")
+        if name in env:
+            return str(env[name])
+        if name in user_ns:
+            return str(user_ns[name])
+        raise MlpMagicError(f"unknown variable ${name} in {line.strip()!r} (not in the environment nor the notebook)")
+
+    return _VAR.sub(replace, line)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises one MlpMagicError instead of printing usage and exiting."""
+
+    def error(self, message):  # noqa: D401 - argparse hook
+        raise MlpMagicError(f"{self.prog}: {message}")
+
+    def exit(self, status=0, message=None):
+        raise MlpMagicError(f"{self.prog}: {message or 'stopped'}".strip())
+
+
+def split_line(line: str, prog: str) -> list:
+    try:
+        return shlex.split(line)
+    except ValueError as err:
+        raise MlpMagicError(f"{prog}: cannot split {line.strip()!r}: {err}") from None
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def _identifier(text: str) -> str:
+    if not text.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected a Python name, got {text!r}")
+    return text
+
+
+def add_host_options(parser: argparse.ArgumentParser) -> None:
+    """Host selection shared by %%mpirun, %allrun and the commands."""
+    hosts = parser.add_mutually_exclusive_group()
+    hosts.add_argument("--hostfile", "--machinefile", dest="hostfile", metavar="FILE")
+    hosts.add_argument("-H", "--host", dest="hosts", metavar="HOSTS")
+
+
+def _mpirun_parser() -> _Parser:
+    parser = _Parser(prog="%%mpirun", add_help=False, allow_abbrev=False)
+    parser.add_argument("-np", "-n", dest="np", type=_positive_int)
+    add_host_options(parser)
+    parser.add_argument("--oversubscribe", action="store_true")
+    parser.add_argument("--ranks", "--targets", dest="ranks")
+    parser.add_argument("--timeout", type=_positive_float)
+    parser.add_argument("--no-group", dest="group", action="store_false")
+    parser.add_argument("--diff", action="store_true")
+    parser.add_argument("--all-outputs", dest="all_outputs", action="store_true",
+                        help="show rich outputs (display, plots, last value) of every rank, not only rank 0")
+    parser.add_argument("-o", "--out", dest="out", type=_identifier)
+    parser.add_argument("--log-dir", dest="log_dir")
+    parser.add_argument("--restart", action="store_true")
+    parser.add_argument("--status", action="store_true")
+    parser.add_argument("--stop", action="store_true")
+    return parser
+
+
+@dataclass
+class MpirunArgs:
+    np: int | None = None
+    hostfile: str | None = None
+    hosts: str | None = None
+    oversubscribe: bool = False
+    ranks: str | None = None
+    timeout: float | None = None
+    group: bool = True
+    diff: bool = False
+    all_outputs: bool = False
+    out: str | None = None
+    log_dir: str | None = None
+    restart: bool = False
+    status: bool = False
+    stop: bool = False
+
+
+def parse_mpirun_args(line: str, env: Mapping, user_ns: Mapping | None = None) -> MpirunArgs:
+    words = split_line(expand_vars(line, env, user_ns), "%%mpirun")
+    namespace = _mpirun_parser().parse_args(words)
+    args = MpirunArgs(**vars(namespace))
+    if sum([args.status, args.stop]) > 1:
+        raise MlpMagicError("%mpirun: give one of --status or --stop")
+    return args

@@ -1,0 +1,74 @@
+"""The IPython magics: thin wrappers that parse a line and hand over to the commands."""
+from __future__ import annotations
+
+import functools
+import os
+
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+
+from . import mpirun_command
+from .errors import MlpMagicError
+from .magic_args import parse_mpirun_args
+
+
+def _one_line_errors(method):
+    """Bad input shows as one line: MlpMagicError renders without a traceback, and
+    ``from None`` drops the chain of internal frames."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except MlpMagicError as err:
+            raise err.with_traceback(None) from None
+
+    return wrapper
+
+
+@magics_class
+class MlpMagics(Magics):
+    @no_var_expand  # $VARS are ours to expand: os.environ first, then the notebook
+    @line_cell_magic
+    @_one_line_errors
+    def mpirun(self, line: str, cell: str | None = None):
+        """Run the cell on every rank: ``%%mpirun [-np N] [--hostfile F | -H HOSTS] [--ranks SPEC]
+        [--timeout S] [--no-group] [--diff] [--all-outputs] [-o NAME] [--restart] [--log-dir DIR]``.
+
+        Line forms: ``%mpirun --status``, ``%mpirun --stop``, ``%mpirun --restart [-np N]``.
+        """
+        args = parse_mpirun_args(line, os.environ, self.shell.user_ns)
+        if cell is None:
+            print(mpirun_command.line_command(args, os.environ))
+            return None
+        if args.status or args.stop:
+            raise MlpMagicError("%%mpirun: --status and --stop are line forms (%mpirun --status)")
+        try:
+            result = mpirun_command.run_cell(args, cell, os.environ)
+        except mpirun_command.RankFailure as failure:
+            if args.out:
+                self.shell.user_ns[args.out] = failure.result
+            raise
+        if args.out:
+            self.shell.user_ns[args.out] = result
+        return None
+
+    @no_var_expand
+    @line_cell_magic
+    @_one_line_errors
+    def allrun(self, line: str, cell: str | None = None):
+        """Run a shell command once on every host: ``%allrun pip install x`` or ``%%allrun``."""
+        from .allrun import allrun_magic
+
+        return allrun_magic(line, cell, self.shell.user_ns)
+
+    @line_magic
+    @_one_line_errors
+    def mlp_cluster(self, line: str = ""):
+        """Show hosts, ranks and GPU topology as a widget."""
+        from .cluster_view import cluster_view
+
+        return cluster_view()
+
+
+def shutdown_worlds() -> None:
+    mpirun_command.shutdown_worlds()

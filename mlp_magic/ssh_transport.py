@@ -1,0 +1,453 @@
+"""Run one shell command on many hosts through the system OpenSSH client (asyncio, bounded fanout).
+
+Each host gets one ``ssh`` child process (asyncio subprocess: epoll, no ``select()`` limit),
+at most ``fanout`` at a time, with BatchMode, ConnectTimeout, accept-new host keys and a
+ControlMaster socket in a private 0700 directory so a second call reuses the connections.
+
+On the remote side the command runs under a small ``sh`` wrapper that
+- records its process-group id in ``$TMPDIR/.mlp_allrun.<token>`` so a timed-out or interrupted
+  command can really be killed (the whole group) through a second ssh: closing an ssh channel
+  does not stop a remote process that has no terminal;
+- prints a marker line (``__mlp_allrun_started_<token>__``) on stderr once it runs; the marker is
+  removed from the output and tells "ssh could not connect" (exit 255, no marker: unreachable)
+  apart from a command that itself exited 255.
+The local machine (the embedded default) is run with a local subprocess, no ssh.
+
+Host statuses: ok, failed (non-zero exit), timeout, unreachable, interrupted.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import re
+import resource
+import secrets
+import shlex
+import shutil
+import stat
+import tempfile
+import time
+from typing import Callable, Sequence
+
+from .errors import MlpMagicError
+from .results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
+
+CONTROL_DIR_ENV = "MLP_MAGIC_SSH_CONTROL_DIR"
+LOCAL_NAMES = ("localhost", "127.0.0.1")
+DEFAULT_MAX_BYTES = 8 << 20       # output kept in memory per stream per host (--outdir keeps all)
+KILL_GRACE = 2.0                  # seconds between TERM and KILL of a remote process group
+_CHUNK = 65536
+_UNIX_PATH_MAX = 104              # sun_path, less ssh's own temporary suffix margin below
+# A host name or IP literal, an optional user; nothing a shell would interpret.
+_SAFE_HOST = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_])?$|^\[?[0-9A-Fa-f:.]+\]?$")
+_SAFE_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+
+OutputCallback = Callable[[str, str, str], None]   # (host, "stdout"|"stderr", line)
+
+# Runs as the remote login shell's command. $1 = token, $2 = the user's command.
+_WRAPPER = (
+    'f="${TMPDIR:-/tmp}/.mlp_allrun.$1"; echo $$ >"$f" 2>/dev/null; '
+    'echo "__mlp_allrun_started_$1__" >&2; '
+    'if command -v bash >/dev/null 2>&1; then bash -c "$2"; else sh -c "$2"; fi; '
+    'rc=$?; rm -f "$f"; exit $rc'
+)
+# Kills the process group recorded by _WRAPPER. $1 = token.
+_KILLER = (
+    'f="${TMPDIR:-/tmp}/.mlp_allrun.$1"; [ -r "$f" ] || exit 0; p=$(cat "$f"); '
+    '[ -n "$p" ] || exit 0; kill -TERM -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; '
+    f'i=0; while kill -0 -"$p" 2>/dev/null && [ $i -lt {int(KILL_GRACE * 10)} ]; do sleep 0.1; i=$((i+1)); done; '
+    'kill -KILL -"$p" 2>/dev/null; rm -f "$f"; exit 0'
+)
+
+
+# ------------------------------------------------------------------------- host names
+
+
+class Target:
+    """One host to reach: its display name, and how ssh addresses it."""
+
+    __slots__ = ("name", "user", "port")
+
+    def __init__(self, name: str, user: str | None = None, port: int | None = None):
+        self.name, self.user, self.port = name, user, port
+
+    @property
+    def is_local(self) -> bool:
+        return self.name in LOCAL_NAMES and self.port is None and self.user is None
+
+
+def as_target(host) -> Target:
+    """A host name (``[user@]name``) or an object with ``.name`` (``.user``, ``.port``) -> Target,
+    refusing anything a shell would interpret."""
+    if isinstance(host, str):
+        user, _, name = host.rpartition("@") if "@" in host else (None, "", host)
+        port = None
+    else:
+        name, user, port = getattr(host, "name", None), getattr(host, "user", None), getattr(host, "port", None)
+    if not isinstance(name, str) or not _SAFE_HOST.match(name):
+        raise MlpMagicError(f"invalid host name {name!r}: letters, digits, '.', '-', '_' only")
+    if user is not None and not _SAFE_USER.match(user):
+        raise MlpMagicError(f"invalid user name {user!r} for host {name!r}")
+    if port is not None and not (isinstance(port, int) and 0 < port < 65536):
+        raise MlpMagicError(f"invalid ssh port {port!r} for host {name!r}")
+    return Target(name, user, port)
+
+
+def as_targets(hosts) -> list[Target]:
+    targets = [as_target(h) for h in hosts]
+    if not targets:
+        raise MlpMagicError("no hosts to run on (the host list is empty)")
+    seen: set[str] = set()
+    for target in targets:
+        if target.name in seen:
+            raise MlpMagicError(f"host {target.name!r} is listed twice")
+        seen.add(target.name)
+    return targets
+
+
+def ssh_argv(ssh) -> list[str]:
+    """``--ssh`` as given (a string or a sequence) -> argv list."""
+    if isinstance(ssh, str):
+        try:
+            argv = shlex.split(ssh)
+        except ValueError as err:
+            raise MlpMagicError(f"--ssh: cannot split {ssh!r}: {err}") from None
+    else:
+        argv = [str(a) for a in ssh]
+    if not argv:
+        raise MlpMagicError("--ssh: empty ssh command")
+    return argv
+
+
+# ------------------------------------------------------------------------- control dir
+
+
+def control_dir(path: str | None = None) -> str:
+    """The private directory of ControlMaster sockets: made 0700, refused when not ours."""
+    path = path or os.environ.get(CONTROL_DIR_ENV) or os.path.join(
+        tempfile.gettempdir(), f"mlp_magic-ssh-{os.getuid()}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+    except OSError as err:
+        raise MlpMagicError(f"ssh control directory {path!r}: {err.strerror}") from None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise MlpMagicError(f"ssh control directory {path!r} is not a directory owned by you")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def _ssh_options(connect_timeout: float, control: str | None) -> list[str]:
+    options = [
+        "-o", "BatchMode=yes",
+        "-o", f"ConnectTimeout={max(1, math.ceil(connect_timeout))}",
+        "-o", "StrictHostKeyChecking=accept-new",
+        "-T",
+    ]
+    if control and len(control) + 42 + 20 < _UNIX_PATH_MAX:
+        options += ["-o", "ControlMaster=auto", "-o", "ControlPersist=60",
+                    "-o", f"ControlPath={control}/%C"]
+    else:  # no room for a socket path: connect without reuse
+        options += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
+    return options
+
+
+def _destination(target: Target) -> list[str]:
+    args = ["-p", str(target.port)] if target.port else []
+    args += ["-l", target.user] if target.user else []
+    return args + ["--", target.name]
+
+
+def raise_nofile_limit(needed: int) -> None:
+    """Lift the soft RLIMIT_NOFILE toward the hard limit when the fanout needs more descriptors."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            pass  # keep going; the semaphore still bounds what we open
+
+
+# ------------------------------------------------------------------------- output capture
+
+
+class _Stream:
+    """One host's stdout or stderr: live lines out, a capped copy in memory, all to a file."""
+
+    def __init__(self, host: str, name: str, on_output, max_bytes: int, path: str | None,
+                 marker: bytes | None = None):
+        self.host, self.name, self.on_output = host, name, on_output
+        self.max_bytes, self.marker = max_bytes, marker
+        self.kept: list[bytes] = []
+        self.kept_size = self.dropped = 0
+        self.partial = b""
+        self.saw_marker = False
+        self.file = open(path, "wb") if path else None
+
+    def feed(self, data: bytes) -> None:
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        for line in lines:
+            self._line(line, b"\n")
+
+    def close(self) -> None:
+        if self.partial:
+            self._line(self.partial, b"")
+            self.partial = b""
+        if self.file:
+            self.file.close()
+            self.file = None
+
+    def text(self) -> str:
+        out = b"".join(self.kept).decode("utf-8", errors="replace")
+        if self.dropped:
+            out += f"\n[mlp_magic: {self.dropped} more bytes not kept in memory]\n"
+        return out
+
+    def _line(self, line: bytes, end: bytes) -> None:
+        if self.marker is not None and not self.saw_marker and line == self.marker:
+            self.saw_marker = True
+            return
+        whole = line + end
+        if self.file:
+            self.file.write(whole)
+        if self.kept_size + len(whole) <= self.max_bytes:
+            self.kept.append(whole)
+            self.kept_size += len(whole)
+        else:
+            self.dropped += len(whole)
+        if self.on_output is not None:
+            self.on_output(self.host, self.name, line.decode("utf-8", errors="replace"))
+
+
+async def _pump(reader: asyncio.StreamReader, stream: _Stream) -> None:
+    while True:
+        data = await reader.read(_CHUNK)
+        if not data:
+            break
+        stream.feed(data)
+    stream.close()
+
+
+# ------------------------------------------------------------------------- the runner
+
+
+class HostRunner:
+    """Run ``command`` on every host; ``results`` (input order) always holds what is known.
+
+    ``await run()`` returns the results. ``interrupt()`` (from the loop's thread) stops every
+    unfinished host: its remote process group is killed, what it printed is kept, and its
+    status becomes ``interrupted``; ``run()`` then returns normally. Cancelling ``run()`` does
+    the same cleanup and re-raises the cancellation.
+    """
+
+    def __init__(self, hosts, command: str, *, ssh=("ssh",), fanout: int = 64,
+                 connect_timeout: float = 10.0, timeout: float | None = None,
+                 on_output: OutputCallback | None = None, control: str | None = None,
+                 local: bool | None = None, outdir: str | None = None,
+                 stdin_path: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES):
+        if not isinstance(command, str) or not command.strip():
+            raise MlpMagicError("no command to run")
+        if not isinstance(fanout, int) or fanout < 1:
+            raise MlpMagicError(f"fanout must be a positive integer, got {fanout!r}")
+        if not connect_timeout > 0:
+            raise MlpMagicError(f"connect timeout must be positive, got {connect_timeout!r}")
+        if timeout is not None and not timeout > 0:
+            raise MlpMagicError(f"timeout must be positive, got {timeout!r}")
+        self.targets = as_targets(hosts)
+        self.command = command
+        self.local = (len(self.targets) == 1 and self.targets[0].is_local) if local is None else local
+        self.ssh = [] if self.local else ssh_argv(ssh)
+        self.fanout, self.connect_timeout, self.timeout = fanout, connect_timeout, timeout
+        self.on_output, self.outdir, self.stdin_path, self.max_bytes = on_output, outdir, stdin_path, max_bytes
+        if self.ssh and shutil.which(self.ssh[0]) is None:
+            raise MlpMagicError(f"--ssh: cannot find the command {self.ssh[0]!r}")
+        self.control = None if self.local else control_dir(control)
+        self.token = secrets.token_hex(8)
+        self.results = [HostResult(t.name, status=INTERRUPTED, exit_code=None) for t in self.targets]
+        self._stop: asyncio.Event | None = None
+
+    def interrupt(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+
+    async def run(self) -> list[HostResult]:
+        self._stop = asyncio.Event()
+        raise_nofile_limit(8 * min(self.fanout, len(self.targets)) + 256)
+        if self.outdir:
+            os.makedirs(self.outdir, exist_ok=True)
+        limit = asyncio.Semaphore(self.fanout)
+        tasks = [asyncio.ensure_future(self._run_host(i, limit)) for i in range(len(self.targets))]
+        try:
+            # asyncio.wait, not gather: being cancelled must not cancel the host tasks, which
+            # have remote processes to kill first.
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError:
+            self._stop.set()
+            await asyncio.wait(tasks, timeout=2 * KILL_GRACE + min(self.connect_timeout, 5.0) + 2)
+            raise
+        for task in tasks:
+            if task.exception() is not None:
+                raise task.exception()
+        return self.results
+
+    # one host
+
+    async def _run_host(self, index: int, limit: asyncio.Semaphore) -> None:
+        target = self.targets[index]
+        async with limit:
+            if self._stop.is_set():
+                return  # stays "interrupted", never started
+            start = time.monotonic()
+            out = self._stream(target.name, "stdout", None)
+            err = self._stream(target.name, "stderr", self._marker(index))
+            status, code = INTERRUPTED, None
+            try:
+                status, code = await self._execute(target, f"{self.token}{index}", out, err)
+            finally:  # also when cancelled: keep what arrived
+                out.close()
+                err.close()
+                if status == FAILED and code == 255 and not err.saw_marker and not self.local:
+                    status = UNREACHABLE   # ssh's own failure: the wrapper never ran
+                self.results[index] = HostResult(target.name, status, code, out.text(), err.text(),
+                                                 time.monotonic() - start)
+
+    def _marker(self, index: int) -> bytes | None:
+        return None if self.local else f"__mlp_allrun_started_{self.token}{index}__".encode()
+
+    def _stream(self, host: str, name: str, marker: bytes | None) -> _Stream:
+        path = os.path.join(self.outdir, f"{host}.{name}") if self.outdir else None
+        return _Stream(host, name, self.on_output, self.max_bytes, path, marker)
+
+    async def _execute(self, target: Target, token: str, out: _Stream, err: _Stream) -> tuple[str, int | None]:
+        proc = await self._spawn(target, token)
+        drained = asyncio.ensure_future(self._drain(proc, out, err))
+        stopper = asyncio.ensure_future(self._stop.wait())
+        try:
+            done, _ = await asyncio.wait({drained, stopper}, timeout=self.timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            await self._kill(target, token, proc, err, drained)
+            raise
+        finally:
+            stopper.cancel()
+        if drained in done:
+            code = drained.result()
+            return (OK if code == 0 else FAILED), code
+        status = INTERRUPTED if self._stop.is_set() else TIMEOUT
+        await self._kill(target, token, proc, err, drained)
+        return status, None
+
+    async def _spawn(self, target: Target, token: str) -> asyncio.subprocess.Process:
+        stdin = open(self.stdin_path, "rb") if self.stdin_path else asyncio.subprocess.DEVNULL
+        try:
+            if self.local:
+                argv = ["sh", "-c", 'if command -v bash >/dev/null 2>&1; then exec bash -c "$1"; '
+                                    'else exec sh -c "$1"; fi', "mlp_allrun", self.command]
+            else:
+                remote = "exec sh -c " + " ".join(shlex.quote(a) for a in (_WRAPPER, "mlp_allrun", token, self.command))
+                argv = [*self.ssh, *_ssh_options(self.connect_timeout, self.control), *_destination(target), remote]
+            return await asyncio.create_subprocess_exec(
+                *argv, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # a terminal's Ctrl-C reaches us, not the children
+            )
+        except OSError as error:
+            raise MlpMagicError(f"cannot start {(self.ssh or ['sh'])[0]!r}: {error.strerror}") from None
+        finally:
+            if self.stdin_path:
+                stdin.close()
+
+    @staticmethod
+    async def _drain(proc, out: _Stream, err: _Stream) -> int:
+        await asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
+        return await proc.wait()
+
+    async def _kill(self, target: Target, token: str, proc, err: _Stream, drained: asyncio.Future) -> None:
+        """Stop a host's command for real, keeping the output it had printed."""
+        if self.local:
+            _signal_group(proc.pid, 15)
+        elif err.saw_marker:  # the remote command started: kill its process group over ssh
+            await self._kill_remote(target, token)
+        await _wait_bounded(drained, KILL_GRACE)
+        if not drained.done():
+            if self.local:
+                _signal_group(proc.pid, 9)
+            elif proc.returncode is None:
+                proc.kill()
+            await _wait_bounded(drained, KILL_GRACE)
+
+    async def _kill_remote(self, target: Target, token: str) -> None:
+        remote = "exec sh -c " + " ".join(shlex.quote(a) for a in (_KILLER, "mlp_allrun_kill", token))
+        argv = [*self.ssh, *_ssh_options(min(self.connect_timeout, 5.0), self.control),
+                *_destination(target), remote]
+        killer = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+        try:
+            await asyncio.wait_for(killer.wait(), KILL_GRACE + min(self.connect_timeout, 5.0) + 1)
+        except asyncio.TimeoutError:
+            killer.kill()
+            await killer.wait()
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def _wait_bounded(future: asyncio.Future, seconds: float) -> None:
+    try:
+        await asyncio.wait_for(asyncio.shield(future), seconds)
+    except asyncio.TimeoutError:
+        pass
+
+
+# ------------------------------------------------------------------------- public functions
+
+
+async def run_on_hosts(hosts, command: str, *, ssh=("ssh",), fanout: int = 64, connect_timeout: float = 10.0,
+                       timeout: float | None = None, on_output: OutputCallback | None = None,
+                       **options) -> list[HostResult]:
+    """Run ``command`` once on every host; HostResults in input order.
+
+    ``on_output(host, stream, line)`` is called live for each line. Extra keyword options go to
+    HostRunner (``control``, ``local``, ``outdir``, ``stdin_path``, ``max_bytes``).
+    """
+    runner = HostRunner(hosts, command, ssh=ssh, fanout=fanout, connect_timeout=connect_timeout,
+                        timeout=timeout, on_output=on_output, **options)
+    return await runner.run()
+
+
+def copy_command(src: str, dest: str) -> str:
+    """The remote shell command that stores stdin as ``dest`` (into it when it is a directory),
+    atomically, with ``src``'s permission bits."""
+    mode = format(stat.S_IMODE(os.stat(src).st_mode), "o")
+    name = os.path.basename(src)
+    return (
+        f'd={shlex.quote(dest)}; if [ -d "$d" ]; then d="${{d%/}}/"{shlex.quote(name)}; fi; '
+        'mkdir -p "$(dirname "$d")" && t="$d.mlp_part.$$" && cat >"$t" && '
+        f'chmod {mode} "$t" && mv -f "$t" "$d"'
+    )
+
+
+def check_copy_source(src: str) -> None:
+    if not os.path.exists(src):
+        raise MlpMagicError(f"--copy: no such file {src!r}")
+    if not os.path.isfile(src):
+        raise MlpMagicError(f"--copy: {src!r} is not a regular file (tar a directory first)")
+    if not os.access(src, os.R_OK):
+        raise MlpMagicError(f"--copy: cannot read {src!r}")
+
+
+async def copy_to_hosts(hosts, src: str, dest: str | None = None, **options) -> list[HostResult]:
+    """Put the local file ``src`` at ``dest`` (default: the same absolute path) on every host,
+    streaming it through each host's ssh connection: no shared filesystem assumed."""
+    check_copy_source(src)
+    dest = dest or os.path.abspath(src)
+    runner = HostRunner(hosts, copy_command(src, dest), stdin_path=src, **options)
+    return await runner.run()

@@ -1,0 +1,256 @@
+"""A World: one ipyparallel engine per MPI rank, started by the job's mpiexec, kept across cells.
+
+Engine ids are not ranks: each engine reports the rank its launcher gave it and we map
+explicitly. Before user code runs, every engine has RANK, WORLD_SIZE, LOCAL_RANK,
+LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, MASTER_ADDR, MASTER_PORT in os.environ and
+``rank``, ``world_size``, ``local_rank``, ``node_rank`` in its namespace.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import shlex
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+
+from . import engine_side, world_state
+from .addresses import LOOPBACK, controller_ip
+from .errors import MlpMagicError
+from .launcher import ManagedProcess, engine_command, start_controller, wait_for_file
+from .mpi import (FAST_LOCAL_OMPI, OPENMPI, LaunchPlan, MpiInfo, detect_flavour, find_mpiexec,
+                  hostfile_text, mpiexec_argv, names_to_forward)
+from .topology import Topology, count_local_gpus
+
+DISPLAY_CAP = 1_000_000  # characters per rank and stream shown in the notebook; the log has all
+_counter = itertools.count()
+
+
+def base_dir() -> str:
+    return os.environ.get("MLP_MAGIC_HOME") or os.path.join(os.path.expanduser("~"), ".mlp_magic")
+
+
+def ssh_command(env=None) -> list | None:
+    """The ssh client mpiexec and allrun use (``$MLP_MAGIC_SSH``, e.g. ``ssh -F cfg``)."""
+    env = os.environ if env is None else env
+    return shlex.split(env["MLP_MAGIC_SSH"]) if env.get("MLP_MAGIC_SSH") else None
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    """What a World is: reused while the spec is unchanged, restarted when it changes."""
+
+    topology: Topology
+    np: int
+    oversubscribe: bool = False
+
+
+class World:
+    def __init__(self, spec: WorldSpec, notice=print, start_timeout: float = 120.0):
+        self.spec = spec
+        self.layout = spec.topology.layout(spec.np, spec.oversubscribe)
+        self.notice = notice
+        self.start_timeout = start_timeout
+        self.processes: list = []
+        self.client = None
+        self.mpi: MpiInfo | None = None
+        self.rank_to_engine: dict = {}
+        self.started_at = None
+        self.workdir = None
+        self.controller_ip = LOOPBACK
+
+    # ----------------------------------------------------------------------------- start
+    def start(self) -> "World":
+        os.makedirs(base_dir(), exist_ok=True)
+        self.workdir = tempfile.mkdtemp(prefix=f"world-{os.getpid()}-{next(_counter)}-",
+                                        dir=_run_dir())
+        try:
+            self._start_processes()
+            self._connect()
+            self._map_ranks_and_bootstrap()
+        except BaseException:
+            self.stop()
+            raise
+        self.started_at = world_state.now_iso()
+        self.publish()
+        return self
+
+    def _start_processes(self) -> None:
+        topology = self.spec.topology
+        local = topology.is_local
+        path = find_mpiexec()
+        self.mpi = detect_flavour(path) if path else None
+        ip = self.controller_ip = LOOPBACK if local else controller_ip(topology.host_names(), ssh_command())
+        cluster_id = uuid.uuid4().hex[:8]
+        controller, engine_file, self.client_file = start_controller(self.workdir, ip, cluster_id)
+        self.processes.append(controller)
+        if self.mpi is None:
+            if not local:
+                raise MlpMagicError(f"no mpiexec found, needed to start ranks on {topology.source}; "
+                                    "install the job's MPI or `pip install mlp_magic[mpi]`")
+            self.notice(f"mlp_magic: no mpiexec found; starting {self.spec.np} local engines without MPI "
+                        "(mpi4py unavailable in cells; `pip install mlp_magic[mpi]` adds it)")
+            self._start_plain_engines(engine_file)
+        elif local:
+            self._start_mpiexec(engine_command(engine_file), self._engine_env(None))
+        else:
+            info = wait_for_file(engine_file, controller, self.start_timeout)
+            self._start_mpiexec(engine_command(None), self._engine_env(info))
+
+    def _engine_env(self, connection_info: dict | None) -> dict:
+        env = dict(os.environ)
+        env.pop("IPP_CONNECTION_INFO", None)
+        if connection_info is not None:
+            import json
+
+            env["IPP_CONNECTION_INFO"] = json.dumps(connection_info)  # forwarded by name, never on argv
+        if self.spec.topology.is_local and not count_local_gpus():
+            for key, value in FAST_LOCAL_OMPI.items():
+                env.setdefault(key, value)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        return env
+
+    def _start_mpiexec(self, command: list, env: dict) -> None:
+        topology = self.spec.topology
+        counts = [(host.name, n) for host, n in
+                  zip(topology.hosts, topology.ranks_per_host(self.spec.np, self.spec.oversubscribe))]
+        plan = LaunchPlan(
+            counts=counts, command=command, forward=names_to_forward(env),
+            ssh_agent=os.environ.get("MLP_MAGIC_SSH") or None, local=topology.is_local,
+            as_root=os.geteuid() == 0, hostfile_path=os.path.join(self.workdir, "hostfile"),
+        )
+        with open(plan.hostfile_path, "w") as handle:
+            handle.write(hostfile_text(self.mpi.flavour, counts))
+        argv = mpiexec_argv(self.mpi, plan)
+        with open(os.path.join(self.workdir, "mpiexec.argv"), "w") as handle:
+            handle.write(shlex.join(argv) + "\n")
+        self.processes.append(ManagedProcess(argv, os.path.join(self.workdir, "mpiexec.log"), env, "mpiexec"))
+
+    def _start_plain_engines(self, engine_file: str) -> None:
+        for rank in range(self.spec.np):
+            env = self._engine_env(None)
+            env["MLP_MAGIC_RANK"] = str(rank)
+            log = os.path.join(self.workdir, f"engine{rank}.log")
+            self.processes.append(ManagedProcess(engine_command(engine_file), log, env, f"engine {rank}"))
+
+    def _connect(self) -> None:
+        import ipyparallel
+
+        controller = self.processes[0]
+        info = wait_for_file(self.client_file, controller, self.start_timeout)
+        self.client = ipyparallel.Client(info, timeout=self.start_timeout)
+        _quiet_ipyparallel()
+        deadline = time.monotonic() + self.start_timeout
+        while len(self.client.ids) < self.spec.np:
+            dead = [p for p in self.processes if not p.running()]
+            if dead:
+                raise MlpMagicError("the engines did not start: " + dead[0].failure())
+            if time.monotonic() > deadline:
+                raise MlpMagicError(
+                    f"only {len(self.client.ids)} of {self.spec.np} engines registered within "
+                    f"{self.start_timeout:.0f} s; logs in {self.workdir}")
+            time.sleep(0.02)
+
+    def _map_ranks_and_bootstrap(self) -> None:
+        view = self.client[:]
+        identities = dict(zip(view.targets, view.apply_sync(engine_side.identify, self.controller_ip)))
+        by_rank = {}
+        for engine_id, identity in identities.items():
+            rank = identity["rank"]
+            if rank is None or rank in by_rank:
+                raise MlpMagicError(f"engine {engine_id} reported rank {rank!r}; cannot map engines to ranks")
+            by_rank[rank] = engine_id
+        if sorted(by_rank) != list(range(self.spec.np)):
+            raise MlpMagicError(f"engines reported ranks {sorted(by_rank)}, expected 0-{self.spec.np - 1}")
+        self.rank_to_engine = by_rank
+        self.identities = {rank: identities[eid] for rank, eid in by_rank.items()}
+        self._bootstrap()
+
+    def _bootstrap(self) -> None:
+        master_port = self.spec.topology.master_port or self.identities[0]["free_port"]
+        master_addr = LOOPBACK if self.spec.topology.is_local else self.identities[0]["addr"]
+        pending = []
+        for row in self.layout:
+            variables = {
+                "RANK": row.rank, "WORLD_SIZE": self.spec.np, "LOCAL_RANK": row.local_rank,
+                "LOCAL_WORLD_SIZE": row.local_world_size, "NODE_RANK": row.node_rank,
+                "GROUP_RANK": row.node_rank, "MASTER_ADDR": master_addr, "MASTER_PORT": master_port,
+            }
+            if self.spec.topology.is_local:
+                variables["GLOO_SOCKET_IFNAME"] = os.environ.get("GLOO_SOCKET_IFNAME", "lo")
+            names = {"rank": row.rank, "world_size": self.spec.np,
+                     "local_rank": row.local_rank, "node_rank": row.node_rank}
+            engine = self.client[self.rank_to_engine[row.rank]]
+            pending.append(engine.apply_async(engine_side.bootstrap, variables, names,
+                                              self.mpi is not None, DISPLAY_CAP))
+        for result in pending:
+            result.get(self.start_timeout)
+        self.master = (master_addr, master_port)
+
+    # ----------------------------------------------------------------------------- state
+    @property
+    def np(self) -> int:
+        return self.spec.np
+
+    def host_of(self, rank: int) -> str:
+        return self.layout[rank].host
+
+    def processes_alive(self) -> bool:
+        return bool(self.processes) and all(p.running() for p in self.processes)
+
+    def alive(self) -> bool:
+        return self.client is not None and self.processes_alive()
+
+    def state(self, busy_ranks=()) -> dict:
+        return {
+            "pid": os.getpid(), "started_at": self.started_at, "np": self.np,
+            "mpi": self.mpi.flavour if self.mpi else None, "source": self.spec.topology.source,
+            "ranks": [
+                {"rank": r.rank, "host": r.host, "engine_id": self.rank_to_engine.get(r.rank),
+                 "state": "busy" if r.rank in busy_ranks else ("idle" if self.alive() else "dead")}
+                for r in self.layout
+            ],
+        }
+
+    def publish(self, busy_ranks=()) -> None:
+        try:
+            world_state.publish(self.state(busy_ranks))
+        except OSError:
+            pass  # the panel is a nicety; never fail a cell over it
+
+    def describe(self) -> str:
+        hosts = {}
+        for row in self.layout:
+            hosts.setdefault(row.host, []).append(row.rank)
+        from .ranges import fold_ranks
+
+        where = "; ".join(f"{h}: ranks {fold_ranks(r)}" for h, r in hosts.items())
+        mpi = f"{self.mpi.flavour} {self.mpi.version}" if self.mpi else "no MPI"
+        state = "running" if self.alive() else "stopped"
+        return f"World of {self.np} ranks ({mpi}, {self.spec.topology.source}), {state}: {where}"
+
+    # ----------------------------------------------------------------------------- stop
+    def stop(self) -> None:
+        client, self.client = self.client, None
+        if client is not None:
+            try:
+                client.close(linger=0)
+            except Exception:  # a half-dead client must not stop the teardown
+                pass
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes = []
+        world_state.withdraw()
+
+
+def _run_dir() -> str:
+    path = os.path.join(base_dir(), "run")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _quiet_ipyparallel() -> None:
+    """ipyparallel logs engine (un)registration to the notebook; that is our job to report."""
+    logging.getLogger("ipyparallel").setLevel(logging.ERROR)

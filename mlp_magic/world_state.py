@@ -1,0 +1,74 @@
+"""Kernels publish their World here so the Jupyter server's panel can show it.
+
+One JSON file per kernel process in ``~/.mlp_magic/worlds/`` (``$MLP_MAGIC_STATE_DIR``
+overrides). Writes are atomic (write + rename) so a reader never sees half a file; files whose
+process is gone are ignored (and removed) by readers, so a dead kernel leaves no ghost World.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+
+
+def state_dir() -> str:
+    return os.environ.get("MLP_MAGIC_STATE_DIR") or os.path.join(os.path.expanduser("~"), ".mlp_magic", "worlds")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _path(pid: int, directory: str) -> str:
+    return os.path.join(directory, f"{pid}.json")
+
+
+def publish(state: dict, directory: str | None = None) -> None:
+    directory = directory or state_dir()
+    os.makedirs(directory, exist_ok=True)
+    state = dict(state, pid=state.get("pid", os.getpid()), updated_at=now_iso())
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(state, handle)
+    os.replace(tmp, _path(state["pid"], directory))
+
+
+def withdraw(pid: int | None = None, directory: str | None = None) -> None:
+    try:
+        os.unlink(_path(pid or os.getpid(), directory or state_dir()))
+    except FileNotFoundError:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_worlds(directory: str | None = None) -> list:
+    directory = directory or state_dir()
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    worlds = []
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            with open(path) as handle:
+                state = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if isinstance(state, dict) and isinstance(state.get("pid"), int) and _alive(state["pid"]):
+            worlds.append(state)
+        elif isinstance(state, dict) and isinstance(state.get("pid"), int):
+            withdraw(state["pid"], directory)  # its kernel is gone
+    return worlds
