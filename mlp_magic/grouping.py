@@ -21,9 +21,12 @@ DIFF_CONTEXT = 3
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OutputGroup:
-    """Results whose output is identical, shown once under a folded label."""
+    """Results whose output is identical, shown once under a folded label.
+
+    Compared and hashed by identity: its fields can hold megabytes of text.
+    """
 
     kind: str                     # "ranks" or "hosts"
     members: tuple                # the RankResult / HostResult objects, in key order

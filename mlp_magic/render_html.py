@@ -73,7 +73,7 @@ def _header(group: OutputGroup, accent: str) -> str:
 
 
 def _tint(accent: str) -> str:
-    """The accent at 12% opacity (readable on light and dark themes); rgba() passes Lab's sanitizer."""
+    """The accent at 12% opacity, readable on light and dark themes (rgba: the most widely accepted form)."""
     red, green, blue = (int(accent[i:i + 2], 16) for i in (1, 3, 5))
     return f"rgba({red},{green},{blue},0.12)"
 
