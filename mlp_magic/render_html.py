@@ -51,15 +51,12 @@ def render_groups_html(groups: Sequence[OutputGroup], *, diff: bool = False,
 def _group_block(group: OutputGroup, reference: OutputGroup | None, max_chars: int | None) -> list[str]:
     accent = _ACCENTS.get(group.status, _ACCENTS["error"])
     body = group_body(group, reference, max_chars)
-    if is_diff(group, reference):
-        escaped = [_diff_html("".join(body))]
-    else:
-        escaped = [escape(piece, quote=False) for piece in body]  # no copy when nothing needs escaping
+    to_html = _diff_html if is_diff(group, reference) else _plain_html
     status = escape(group.status)
     return [
         f'<div class="mlp-magic-group" data-status="{status}" style="{_BOX.format(accent=accent)}">',
         _header(group, accent),
-        *_body_html(body, escaped),
+        *_body_html(body, to_html),
         "</div>",
     ]
 
@@ -78,14 +75,15 @@ def _tint(accent: str) -> str:
     return f"rgba({red},{green},{blue},0.12)"
 
 
-def _body_html(body: list[str], escaped: list[str]) -> list[str]:
+def _body_html(body: list[str], to_html) -> list[str]:
     """The text in <pre>; a long one shows its first lines, the whole of it folded in <details>."""
     line_count = sum(p.count("\n") for p in body) + (0 if body[-1].endswith("\n") else 1)
+    escaped = to_html(body)
     if line_count <= COLLAPSE_OVER_LINES:
         return [f'<pre style="{_PRE}">', *escaped, "</pre>"]
     characters = sum(len(p) for p in body)
     return [
-        f'<pre style="{_PRE}">', escape(_first_lines(body, PREVIEW_LINES), quote=False), "</pre>",
+        f'<pre style="{_PRE}">', *to_html([_first_lines(body, PREVIEW_LINES)]), "</pre>",
         f'<details><summary style="{_SUMMARY}">',
         f"all {line_count:,} lines ({characters:,} characters)</summary>",
         f'<pre style="{_PRE};max-height:40em;overflow-y:auto">', *escaped, "</pre></details>",
@@ -106,10 +104,15 @@ def _first_lines(pieces: list[str], count: int) -> str:
     return "".join(taken)
 
 
-def _diff_html(text: str) -> str:
+def _plain_html(pieces: list[str]) -> list[str]:
+    return [escape(piece, quote=False) for piece in pieces]  # no copy when nothing needs escaping
+
+
+def _diff_html(pieces: list[str]) -> list[str]:
+    """A unified diff (small) with added, removed and hunk lines coloured."""
     lines = []
-    for line in text.split("\n"):
+    for line in "".join(pieces).split("\n"):
         color = None if line.startswith(("+++", "---")) else _DIFF_COLORS.get(line[:1])
         escaped = escape(line, quote=False)
         lines.append(f'<span style="color:{color}">{escaped}</span>' if color else escaped)
-    return "\n".join(lines)
+    return ["\n".join(lines)]

@@ -246,3 +246,15 @@ def test_html_survives_nbconvert():
     assert html in body
     exported = parse(body[body.index('<div class="mlp-magic-groups">'):body.index(html) + len(html)])
     assert "+ERROR: no matching distribution" in exported.pre_texts[1]
+
+
+def test_html_long_diff_is_coloured_in_the_preview_too():
+    base = "".join(f"line {i}\n" for i in range(60))
+    results = [RankResult(r, "h", stdout=base) for r in range(3)]
+    results[2].stdout = "".join(f"other {i}\n" for i in range(60))
+    html = render_groups_html(group_results(results), diff=True)
+    _, majority_and_diff_preview, full_diff = html.split("<details>")
+    diff_preview = majority_and_diff_preview.split("</details>")[1]
+    assert '<span style="color:#c62828">-line 0</span>' in diff_preview
+    assert '<span style="color:#2e7d32">+other 59</span>' in full_diff
+    parse(html)
