@@ -175,7 +175,8 @@ def _install_hooks(shell, rank: int, display_cap: int) -> None:
 
 
 def stacks_path(pid: int | None = None) -> str:
-    return os.path.join(os.path.expanduser("~"), ".mlp_magic", "stacks", f"{pid or os.getpid()}.txt")
+    home = os.environ.get("MLP_MAGIC_HOME") or os.path.join(os.path.expanduser("~"), ".mlp_magic")
+    return os.path.join(home, "stacks", f"{pid or os.getpid()}.txt")
 
 
 def _register_stack_dump() -> None:

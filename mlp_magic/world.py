@@ -80,7 +80,7 @@ class World:
     def _start_processes(self) -> None:
         topology = self.spec.topology
         local = topology.is_local
-        path = find_mpiexec()
+        path = None if os.environ.get("MLP_MAGIC_MPIEXEC", "").lower() == "none" else find_mpiexec()
         self.mpi = detect_flavour(path) if path else None
         ip = self.controller_ip = LOOPBACK if local else controller_ip(topology.host_names(), ssh_command())
         cluster_id = uuid.uuid4().hex[:8]
@@ -90,7 +90,7 @@ class World:
             if not local:
                 raise MlpMagicError(f"no mpiexec found, needed to start ranks on {topology.source}; "
                                     "install the job's MPI or `pip install mlp_magic[mpi]`")
-            self.notice(f"mlp_magic: no mpiexec found; starting {self.spec.np} local engines without MPI "
+            self.notice(f"mlp_magic: no MPI (no mpiexec found, or $MLP_MAGIC_MPIEXEC=none); starting {self.spec.np} local engines without MPI "
                         "(mpi4py unavailable in cells; `pip install mlp_magic[mpi]` adds it)")
             self._start_plain_engines(engine_file)
         elif local:

@@ -1,0 +1,25 @@
+"""Shared test set-up: a private mlp_magic home, OpenMPI allowed as root, fast local MPI."""
+import os
+import shutil
+import tempfile
+
+import pytest
+
+_HOME = tempfile.mkdtemp(prefix="mlp-magic-tests-")
+os.environ.update(
+    MLP_MAGIC_HOME=_HOME,
+    MLP_MAGIC_LOG_DIR=os.path.join(_HOME, "logs"),
+    MLP_MAGIC_STATE_DIR=os.path.join(_HOME, "worlds"),
+    # Tests run as root in CI; OpenMPI refuses root without these.
+    OMPI_ALLOW_RUN_AS_ROOT="1",
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+)
+for _name in list(os.environ):
+    if _name.startswith(("MLP_MPI_", "MLP_WORKER_", "SLURM_", "AZ_BATCH")):
+        del os.environ[_name]  # the tests describe their own clusters
+
+
+@pytest.fixture(scope="session")
+def mlp_home():
+    yield _HOME
+    shutil.rmtree(_HOME, ignore_errors=True)

@@ -1,0 +1,163 @@
+"""%%mpirun against a real World: real mpiexec, real ipyparallel engines, real mpi4py and torch."""
+import os
+import time
+
+import pytest
+
+from mlp_magic import mpirun_command
+from mlp_magic.errors import MlpMagicError
+
+from .conftest import child_pids, run
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def test_each_rank_gets_its_identity_and_torch_variables(ip, capsys):
+    error = run(ip, """%%mpirun -np 4 -o ids
+import os
+print(rank, world_size, local_rank, node_rank)
+print(*(os.environ[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                 "NODE_RANK", "GROUP_RANK", "MASTER_ADDR")))
+""")
+    assert error is None
+    ids = ip.user_ns["ids"]
+    assert len(ids) == 4
+    for r in range(4):
+        first, second = ids[r].stdout.splitlines()
+        assert first == f"{r} 4 {r} 0"
+        assert second == f"{r} 4 {r} 4 0 0 127.0.0.1"
+        assert ids[r].status == "ok"
+    ports = {os.environ.get("MASTER_PORT")}  # one MASTER_PORT for all ranks, a real number
+    assert ports
+
+
+def test_identical_output_is_shown_once_under_folded_ranks(ip, capsys):
+    run(ip, "%%mpirun\nprint('same everywhere')")
+    out = capsys.readouterr().out
+    summary = out[out.index("----"):]
+    assert "ranks 0-3 (4) on localhost" in summary
+    assert summary.count("same everywhere") == 1
+
+
+def test_state_persists_between_cells(ip):
+    assert run(ip, "%%mpirun\nkept = rank * 10") is None
+    assert run(ip, "%%mpirun -o kept_out\nprint(kept + 1)") is None
+    assert [ip.user_ns["kept_out"][r].stdout for r in range(4)] == ["1\n", "11\n", "21\n", "31\n"]
+
+
+def test_mpi4py_allreduce(ip):
+    assert run(ip, "%%mpirun -o red\nfrom mpi4py import MPI\nprint(MPI.COMM_WORLD.allreduce(rank + 1))") is None
+    assert {r.stdout for r in ip.user_ns["red"]} == {"10\n"}
+
+
+def test_torch_gloo_all_reduce(ip):
+    error = run(ip, """%%mpirun -o tr
+import torch, torch.distributed as dist
+if not dist.is_initialized():
+    dist.init_process_group("gloo", init_method="env://")
+t = torch.tensor([float(rank + 1)])
+dist.all_reduce(t)
+print(int(t.item()), dist.get_rank(), dist.get_world_size())
+""")
+    assert error is None
+    assert [r.stdout for r in ip.user_ns["tr"]] == [f"10 {r} 4\n" for r in range(4)]
+
+
+def test_errors_are_grouped_and_the_cell_fails(ip, capsys):
+    error = run(ip, """%%mpirun -o bad
+if rank in (1, 3):
+    raise ValueError(f"odd rank")
+print("fine")
+""")
+    assert isinstance(error, mpirun_command.RankFailure)
+    assert "error on ranks 1,3 (2 of 4)" in str(error)
+    out = capsys.readouterr().out
+    summary = out[out.index("----"):]
+    assert summary.count("ValueError: odd rank") == 1  # one group for both failing ranks
+    assert "ranks 1,3 (2) on localhost [error]" in summary
+    bad = ip.user_ns["bad"]
+    assert [r.status for r in bad] == ["ok", "error", "ok", "error"]
+    assert "ValueError: odd rank" in bad[1].error
+
+
+def test_ranks_option_targets_a_subset(ip):
+    assert run(ip, "%%mpirun --ranks 0,2-3 -o sub\nprint(rank)") is None
+    assert [r.rank for r in ip.user_ns["sub"]] == [0, 2, 3]
+
+
+def test_rank_zero_rich_output_is_displayed(ip, capsys):
+    run(ip, "%%mpirun\nrank + 100")
+    out = capsys.readouterr().out
+    assert "100" in out and "103" not in out
+    run(ip, "%%mpirun --all-outputs\nrank + 100")
+    out = capsys.readouterr().out
+    assert "[rank 3] 103" in out
+
+
+def test_timeout_returns_and_names_running_ranks(ip, capsys):
+    started = time.monotonic()
+    error = run(ip, "%%mpirun --timeout 2 -o slow\nimport time\nif rank != 0:\n    time.sleep(60)\nprint('quick')")
+    elapsed = time.monotonic() - started
+    assert elapsed < 8, elapsed
+    assert "timeout on ranks 1-3" in str(error)
+    assert [r.status for r in ip.user_ns["slow"]] == ["ok", "timeout", "timeout", "timeout"]
+    assert "World is still usable" in capsys.readouterr().out
+    assert run(ip, "%%mpirun -o after\nprint('next cell works')") is None
+    assert {r.stdout for r in ip.user_ns["after"]} == {"next cell works\n"}
+
+
+def test_every_byte_goes_to_the_log_while_the_display_is_capped(ip, capsys):
+    error = run(ip, "%%mpirun -o big\nif rank == 1:\n    print('x' * 3_000_000)\nelse:\n    print('small')")
+    assert error is None
+    big = ip.user_ns["big"]
+    log_dir = big.log_dir
+    with open(os.path.join(log_dir, "rank1.stdout")) as handle:
+        assert handle.read() == "x" * 3_000_000 + "\n"
+    assert len(big[1].stdout) < 1_100_000  # capped on the engine, never shipped whole
+    assert "more characters not shown" in big[1].stdout
+    assert open(os.path.join(log_dir, "rank0.stdout")).read() == "small\n"
+    assert os.path.exists(os.path.join(log_dir, "summary.json"))
+    assert log_dir in capsys.readouterr().out
+
+
+def test_bad_np_changes_nothing(ip, capsys):
+    world = mpirun_command.current_world()
+    error = run(ip, "%%mpirun -np 0\nprint('never')")
+    assert isinstance(error, MlpMagicError)
+    assert "-np" in str(error) and "'0'" in str(error)
+    assert mpirun_command.current_world() is world and world.alive()
+
+
+def test_unknown_variable_is_named(ip):
+    error = run(ip, "%%mpirun -np $MLP_NO_SUCH_VARIABLE\npass")
+    assert "$MLP_NO_SUCH_VARIABLE" in str(error)
+
+
+def test_np_from_user_namespace_and_environment(ip):
+    ip.user_ns["n_ranks"] = 4
+    assert run(ip, "%%mpirun -np $n_ranks -o viavar\nprint(world_size)") is None
+    assert len(ip.user_ns["viavar"]) == 4
+
+
+def test_restart_on_new_np_and_clean_stop(ip):
+    before = child_pids()
+    assert run(ip, "%%mpirun -np 2 -o two\nprint(world_size)") is None
+    assert [r.stdout for r in ip.user_ns["two"]] == ["2\n", "2\n"]
+    assert run(ip, "%mpirun --stop") is None
+    assert mpirun_command.current_world() is None
+    deadline = time.monotonic() + 10
+    while child_pids() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert child_pids() == set(), f"stray processes after stop (had {len(before)} before)"
+    assert run(ip, "%%mpirun -np 4\nprint('back')") is None  # the next tests get 4 ranks again
+
+
+def test_plain_engines_without_mpi(ip, monkeypatch, capsys):
+    run(ip, "%mpirun --stop")
+    monkeypatch.setenv("MLP_MAGIC_MPIEXEC", "none")
+    try:
+        assert run(ip, "%%mpirun -np 2 -o plain\nimport os\nprint(rank, os.environ['WORLD_SIZE'])") is None
+        assert "no MPI" in capsys.readouterr().out
+        assert [r.stdout for r in ip.user_ns["plain"]] == ["0 2\n", "1 2\n"]
+    finally:
+        run(ip, "%mpirun --stop")
