@@ -10,7 +10,6 @@ import pytest
 # keeps them, including its autouse event-loop fixture, to the tests in this folder.
 from pytest_jupyter.jupyter_server import *  # noqa: F401,F403
 
-PROBE_TIMEOUT = 0.5
 
 
 class LoopbackHosts:
@@ -81,8 +80,14 @@ def world_state_dir(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def jp_server_config(test_hostfile, world_state_dir):
+def probe_timeout() -> float:
+    """Seconds the server waits for each host's port (short: the silent host costs this)."""
+    return 0.5
+
+
+@pytest.fixture
+def jp_server_config(test_hostfile, world_state_dir, probe_timeout):
     return {
         "ServerApp": {"jpserver_extensions": {"mlp_magic.server": True}},
-        "MlpMagicPanel": {"hostfile": str(test_hostfile), "probe_timeout": PROBE_TIMEOUT},
+        "MlpMagicPanel": {"hostfile": str(test_hostfile), "probe_timeout": probe_timeout},
     }

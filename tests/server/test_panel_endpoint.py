@@ -9,8 +9,6 @@ import time
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from conftest import PROBE_TIMEOUT
-
 
 async def fetch_cluster(jp_fetch) -> dict:
     response = await jp_fetch("mlp-magic", "cluster")
@@ -32,7 +30,7 @@ async def test_cluster_lists_the_hosts_of_the_hostfile(jp_fetch, test_hostfile):
     assert snapshot["updated_at"].endswith("+00:00")
 
 
-async def test_reachability_of_each_host(jp_fetch):
+async def test_reachability_of_each_host(jp_fetch, probe_timeout):
     started = time.monotonic()
     hosts = {h["name"]: h for h in (await fetch_cluster(jp_fetch))["hosts"]}
     elapsed = time.monotonic() - started
@@ -42,10 +40,10 @@ async def test_reachability_of_each_host(jp_fetch):
     assert hosts["127.0.0.3"]["reachable"] is False
     assert "refused" in hosts["127.0.0.3"]["error"].lower()
     assert hosts["127.0.0.4"]["reachable"] is False
-    assert f"within {PROBE_TIMEOUT:g} s" in hosts["127.0.0.4"]["error"]
+    assert f"within {probe_timeout:g} s" in hosts["127.0.0.4"]["error"]
     # The probes run concurrently and are bounded: one timeout, not one per host, plus slack.
-    assert hosts["127.0.0.4"]["probe_ms"] < PROBE_TIMEOUT * 1000 + 250
-    assert elapsed < PROBE_TIMEOUT + 2.0
+    assert hosts["127.0.0.4"]["probe_ms"] < probe_timeout * 1000 + 250
+    assert elapsed < probe_timeout + 2.0
 
 
 async def test_local_host_carries_this_machines_gpu_inventory(jp_fetch):
