@@ -38,6 +38,14 @@ class MlpMagicPanel(Configurable):
         return os.environ.get("MLP_MAGIC_HOSTFILE", "")
 
 
+def labextension_installed() -> bool:
+    """Is the panel's prebuilt lab extension in a Jupyter data path (a Node-less build lacks it)?"""
+    from jupyter_core.paths import jupyter_path
+
+    return any(os.path.isfile(os.path.join(folder, "mlp-magic", "package.json"))
+               for folder in jupyter_path("labextensions"))
+
+
 def _jupyter_server_extension_points() -> list:
     return [{"module": "mlp_magic.server"}]
 
@@ -56,3 +64,8 @@ def _load_jupyter_server_extension(serverapp) -> None:
     routes = setup_handlers(serverapp.web_app, snapshots)
     serverapp.log.info("mlp_magic: cluster panel endpoints %s (hostfile: %s)", ", ".join(routes),
                        settings.hostfile or "from the environment")
+    if not labextension_installed():
+        serverapp.log.warning(
+            "mlp_magic: the 'MLP Cluster' JupyterLab panel is not installed in the Jupyter data paths "
+            "(mlp_magic was probably built without Node.js); the endpoints work, the panel will not show."
+        )
