@@ -37,6 +37,7 @@ CONTROL_DIR_ENV = "MLP_MAGIC_SSH_CONTROL_DIR"
 LOCAL_NAMES = ("localhost", "127.0.0.1")
 DEFAULT_MAX_BYTES = 8 << 20       # output kept in memory per stream per host (--outdir keeps all)
 KILL_GRACE = 2.0                  # seconds between TERM and KILL of a remote process group
+CONNECT_GRACE = 2.0               # beyond ConnectTimeout, for authentication and session start
 _CHUNK = 65536
 _UNIX_PATH_MAX = 104              # sun_path, less ssh's own temporary suffix margin below
 # A host name or IP literal, an optional user; nothing a shell would interpret.
@@ -45,19 +46,20 @@ _SAFE_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 OutputCallback = Callable[[str, str, str], None]   # (host, "stdout"|"stderr", line)
 
-# Runs as the remote login shell's command. $1 = token, $2 = the user's command.
+# Runs as the remote login shell's command (exec'd, so $$ is the session's process group,
+# sshd having made the shell a session leader). $1 = token, $2 = the user's command.
 _WRAPPER = (
     'f="${TMPDIR:-/tmp}/.mlp_allrun.$1"; echo $$ >"$f" 2>/dev/null; '
+    "trap 'rm -f \"$f\"; exit 143' HUP INT TERM; "
     'echo "__mlp_allrun_started_$1__" >&2; '
     'if command -v bash >/dev/null 2>&1; then bash -c "$2"; else sh -c "$2"; fi; '
     'rc=$?; rm -f "$f"; exit $rc'
 )
-# Kills the process group recorded by _WRAPPER. $1 = token.
+# Signals the process group recorded by _WRAPPER. $1 = token, $2 = TERM or KILL.
 _KILLER = (
-    'f="${TMPDIR:-/tmp}/.mlp_allrun.$1"; [ -r "$f" ] || exit 0; p=$(cat "$f"); '
-    '[ -n "$p" ] || exit 0; kill -TERM -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; '
-    f'i=0; while kill -0 -"$p" 2>/dev/null && [ $i -lt {int(KILL_GRACE * 10)} ]; do sleep 0.1; i=$((i+1)); done; '
-    'kill -KILL -"$p" 2>/dev/null; rm -f "$f"; exit 0'
+    'f="${TMPDIR:-/tmp}/.mlp_allrun.$1"; p=$(cat "$f" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0; '
+    'kill -"$2" -"$p" 2>/dev/null || kill -"$2" "$p" 2>/dev/null; '
+    'if [ "$2" = KILL ]; then rm -f "$f"; fi; exit 0'
 )
 
 
@@ -144,6 +146,9 @@ def _ssh_options(connect_timeout: float, control: str | None) -> list[str]:
         "-o", "BatchMode=yes",
         "-o", f"ConnectTimeout={max(1, math.ceil(connect_timeout))}",
         "-o", "StrictHostKeyChecking=accept-new",
+        # A persisted master whose host went away must not hang later calls forever.
+        "-o", f"ServerAliveInterval={max(1, math.ceil(connect_timeout / 3))}",
+        "-o", "ServerAliveCountMax=3",
         "-T",
     ]
     if control and len(control) + 42 + 20 < _UNIX_PATH_MAX:
@@ -185,6 +190,7 @@ class _Stream:
         self.kept_size = self.dropped = 0
         self.partial = b""
         self.saw_marker = False
+        self.started = asyncio.Event()  # set when the marker arrives: the remote command runs
         self.file = open(path, "wb") if path else None
 
     def feed(self, data: bytes) -> None:
@@ -210,6 +216,7 @@ class _Stream:
     def _line(self, line: bytes, end: bytes) -> None:
         if self.marker is not None and not self.saw_marker and line == self.marker:
             self.saw_marker = True
+            self.started.set()
             return
         whole = line + end
         if self.file:
@@ -269,13 +276,30 @@ class HostRunner:
         self.token = secrets.token_hex(8)
         self.results = [HostResult(t.name, status=INTERRUPTED, exit_code=None) for t in self.targets]
         self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._interrupt_asked = False
 
     def interrupt(self) -> None:
+        """Stop the unfinished hosts (call from the loop's thread)."""
+        self._interrupt_asked = True
         if self._stop is not None:
             self._stop.set()
 
+    def request_interrupt(self) -> None:
+        """``interrupt()`` from any thread, before or during ``run()``."""
+        self._interrupt_asked = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self.interrupt)
+            except RuntimeError:
+                pass  # the loop just closed: the run is over
+
     async def run(self) -> list[HostResult]:
+        self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
+        if self._interrupt_asked:
+            self._stop.set()
         raise_nofile_limit(8 * min(self.fanout, len(self.targets)) + 256)
         if self.outdir:
             os.makedirs(self.outdir, exist_ok=True)
@@ -326,20 +350,42 @@ class HostRunner:
         proc = await self._spawn(target, token)
         drained = asyncio.ensure_future(self._drain(proc, out, err))
         stopper = asyncio.ensure_future(self._stop.wait())
+        started = asyncio.ensure_future(err.started.wait())
         try:
-            done, _ = await asyncio.wait({drained, stopper}, timeout=self.timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            status = await self._watch(drained, stopper, started)
         except asyncio.CancelledError:
             await self._kill(target, token, proc, err, drained)
             raise
         finally:
             stopper.cancel()
-        if drained in done:
+            started.cancel()
+        if status is None:
             code = drained.result()
             return (OK if code == 0 else FAILED), code
-        status = INTERRUPTED if self._stop.is_set() else TIMEOUT
         await self._kill(target, token, proc, err, drained)
-        return status, None
+        return status, (255 if status == UNREACHABLE else None)
+
+    async def _watch(self, drained, stopper, started) -> str | None:
+        """Wait for the command's end (None), an interrupt, the command timeout, or, while the
+        remote wrapper has not started, the connect deadline: a reused ssh connection to a host
+        that vanished would otherwise hang past ConnectTimeout."""
+        now = time.monotonic()
+        command_deadline = now + self.timeout if self.timeout else None
+        connect_deadline = None if self.local else now + self.connect_timeout + CONNECT_GRACE
+        while True:
+            waiting = {drained, stopper} | ({started} if not started.done() else set())
+            deadlines = [d for d in (command_deadline, None if started.done() else connect_deadline) if d]
+            wait = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+            done, _ = await asyncio.wait(waiting, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            if drained in done:
+                return None
+            if stopper in done:
+                return INTERRUPTED
+            now = time.monotonic()
+            if command_deadline is not None and now >= command_deadline:
+                return TIMEOUT
+            if not started.done() and connect_deadline is not None and now >= connect_deadline:
+                return UNREACHABLE
 
     async def _spawn(self, target: Target, token: str) -> asyncio.subprocess.Process:
         stdin = open(self.stdin_path, "rb") if self.stdin_path else asyncio.subprocess.DEVNULL
@@ -366,28 +412,31 @@ class HostRunner:
         return await proc.wait()
 
     async def _kill(self, target: Target, token: str, proc, err: _Stream, drained: asyncio.Future) -> None:
-        """Stop a host's command for real, keeping the output it had printed."""
-        if self.local:
-            _signal_group(proc.pid, 15)
-        elif err.saw_marker:  # the remote command started: kill its process group over ssh
-            await self._kill_remote(target, token)
-        await _wait_bounded(drained, KILL_GRACE)
-        if not drained.done():
+        """Stop a host's command for real (TERM, then KILL after a grace period), keeping the
+        output it had printed. Done means the channel closed: the remote group has exited."""
+        for sig in (15, 9):
             if self.local:
-                _signal_group(proc.pid, 9)
+                _signal_group(proc.pid, sig)
+            elif err.saw_marker:  # the remote command started: signal its process group over ssh
+                await self._signal_remote(target, token, "TERM" if sig == 15 else "KILL")
             elif proc.returncode is None:
-                proc.kill()
+                proc.kill()   # still connecting: nothing runs remotely yet
             await _wait_bounded(drained, KILL_GRACE)
+            if drained.done():
+                return
+        if proc.returncode is None:
+            proc.kill()
+        await _wait_bounded(drained, KILL_GRACE)
 
-    async def _kill_remote(self, target: Target, token: str) -> None:
-        remote = "exec sh -c " + " ".join(shlex.quote(a) for a in (_KILLER, "mlp_allrun_kill", token))
+    async def _signal_remote(self, target: Target, token: str, signal_name: str) -> None:
+        remote = "exec sh -c " + " ".join(shlex.quote(a) for a in (_KILLER, "mlp_allrun_kill", token, signal_name))
         argv = [*self.ssh, *_ssh_options(min(self.connect_timeout, 5.0), self.control),
                 *_destination(target), remote]
         killer = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
         try:
-            await asyncio.wait_for(killer.wait(), KILL_GRACE + min(self.connect_timeout, 5.0) + 1)
+            await asyncio.wait_for(killer.wait(), min(self.connect_timeout, 5.0) + 1)
         except asyncio.TimeoutError:
             killer.kill()
             await killer.wait()
@@ -421,6 +470,90 @@ async def run_on_hosts(hosts, command: str, *, ssh=("ssh",), fanout: int = 64, c
     runner = HostRunner(hosts, command, ssh=ssh, fanout=fanout, connect_timeout=connect_timeout,
                         timeout=timeout, on_output=on_output, **options)
     return await runner.run()
+
+
+async def _ssh_config_of(ssh: list[str], target: Target) -> dict:
+    """``ssh -G``: the configuration ssh would use for this host (no connection is made)."""
+    proc = await asyncio.create_subprocess_exec(
+        *ssh, "-G", *_destination(target), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    if proc.returncode != 0:
+        raise MlpMagicError(f"host {target.name!r}: ssh -G failed: {err.decode(errors='replace').strip()}")
+    config = {}
+    for line in out.decode(errors="replace").splitlines():
+        key, _, value = line.partition(" ")
+        config.setdefault(key.lower(), value.strip())
+    return config
+
+
+def _is_address(name: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+        return True
+    except ValueError:
+        return False
+
+
+async def _check_name(ssh: list[str], target: Target, timeout: float) -> None:
+    config = await _ssh_config_of(ssh, target)
+    hostname = config.get("hostname", target.name)
+    if _is_address(hostname) or config.get("proxycommand", "none") != "none" \
+            or config.get("proxyjump", "none") != "none":
+        return  # nothing to resolve here (or a jump host resolves it)
+    loop = asyncio.get_running_loop()
+    try:
+        await asyncio.wait_for(loop.getaddrinfo(hostname, None), timeout)
+    except (OSError, asyncio.TimeoutError) as error:
+        why = "no answer" if isinstance(error, asyncio.TimeoutError) else (error.strerror or str(error))
+        alias = f" (HostName {hostname!r})" if hostname != target.name else ""
+        raise MlpMagicError(f"unknown host {target.name!r}{alias}: cannot resolve it ({why})") from None
+
+
+def check_names_resolve(targets: list, ssh, timeout: float = 10.0) -> None:
+    """Refuse (MlpMagicError) a host name that neither the ssh configuration nor the resolver
+    knows, before anything runs anywhere. Blocking; runs ``ssh -G`` per host concurrently."""
+    ssh = ssh_argv(ssh)
+    if shutil.which(ssh[0]) is None:
+        raise MlpMagicError(f"--ssh: cannot find the command {ssh[0]!r}")
+
+    async def check_all() -> None:
+        limit = asyncio.Semaphore(32)
+
+        async def one(target):
+            async with limit:
+                await _check_name(ssh, target, timeout)
+        results = await asyncio.gather(*(one(t) for t in targets), return_exceptions=True)
+        for result in results:  # the first bad host in input order
+            if isinstance(result, BaseException):
+                raise result
+
+    _run_coroutine(check_all())
+
+
+def _run_coroutine(coroutine):
+    """asyncio.run, also from a thread whose loop is already running (a Jupyter kernel)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    box: dict = {}
+
+    def work():
+        try:
+            box["value"] = asyncio.run(coroutine)
+        except BaseException as error:
+            box["error"] = error
+    import threading
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def copy_command(src: str, dest: str) -> str:

@@ -1,0 +1,48 @@
+"""Fixtures of the multi-host suite: a session-wide test bed of namespace hosts with sshd.
+
+``testbed``: 4 hosts (MLPT_HOSTS overrides), up once per session, torn down at the end even when
+tests fail. Tests that stop a host use ``testbed.host_down(i)`` (restarted on exit); the
+``healthy_testbed`` fixture additionally checks every host is back up before a test.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import netns  # noqa: E402  (the test-bed library next to this file)
+
+
+def pytest_collection_modifyitems(items):
+    here = os.path.dirname(__file__)
+    for item in items:
+        if str(item.fspath).startswith(here):
+            item.add_marker(pytest.mark.multihost)
+
+
+@pytest.fixture(scope="session")
+def testbed():
+    reason = netns.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    bed = netns.Testbed(int(os.environ.get("MLPT_HOSTS", "4")))
+    try:
+        bed.up()
+    except netns.TestbedUnavailable as why:
+        pytest.skip(str(why))
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
+@pytest.fixture
+def healthy_testbed(testbed):
+    """The test bed with every sshd running and every link up."""
+    for host in testbed.hosts:
+        testbed.set_link(host.index, up=True)
+        if not any("sshd" in line for _, line in testbed.processes_on(host.index)):
+            testbed.start_sshd(host.index)
+    return testbed
