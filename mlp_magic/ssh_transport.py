@@ -336,7 +336,10 @@ class HostRunner:
                 err.close()
                 if status == FAILED and code == 255 and not err.saw_marker and not self.local:
                     status = UNREACHABLE   # ssh's own failure: the wrapper never ran
-                self.results[index] = HostResult(target.name, status, code, out.text(), err.text(),
+                stderr = err.text()
+                if status == UNREACHABLE and not stderr:  # our connect deadline, not ssh's message
+                    stderr = f"mlp_magic: no answer within {self.connect_timeout + CONNECT_GRACE:g} s\n"
+                self.results[index] = HostResult(target.name, status, code, out.text(), stderr,
                                                  time.monotonic() - start)
 
     def _marker(self, index: int) -> bytes | None:
@@ -419,14 +422,22 @@ class HostRunner:
                 _signal_group(proc.pid, sig)
             elif err.saw_marker:  # the remote command started: signal its process group over ssh
                 await self._signal_remote(target, token, "TERM" if sig == 15 else "KILL")
-            elif proc.returncode is None:
-                proc.kill()   # still connecting: nothing runs remotely yet
+            else:
+                break  # still connecting: nothing runs remotely yet
             await _wait_bounded(drained, KILL_GRACE)
             if drained.done():
                 return
+        # Stop the local client. Its pipes may be held by a ControlMaster still waiting on a dead
+        # connection, so stop reading them after a moment instead of waiting for their end.
         if proc.returncode is None:
             proc.kill()
-        await _wait_bounded(drained, KILL_GRACE)
+        await _wait_bounded(drained, 0.5)
+        if not drained.done():
+            drained.cancel()
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()
+            await asyncio.gather(drained, return_exceptions=True)
 
     async def _signal_remote(self, target: Target, token: str, signal_name: str) -> None:
         remote = "exec sh -c " + " ".join(shlex.quote(a) for a in (_KILLER, "mlp_allrun_kill", token, signal_name))

@@ -1,0 +1,258 @@
+"""``allrun`` across the namespace hosts of the test bed: real sshd, real OpenSSH client.
+
+Each test runs the real console script (``python -m mlp_magic.cli_allrun``) as a subprocess,
+with ``MLP_MAGIC_SSH=ssh -F <test bed config>`` and a private ControlPath directory.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+HOSTS = "worker[0-3]"
+STARTUP_SLACK = 3.0   # interpreter start and ssh handshakes on a small, shared machine
+
+
+def allrun_env(bed, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MLP_", "SLURM_", "OMPI_", "PMI_", "AZ_BATCH"))
+           and k not in ("WORLD_SIZE", "LOCAL_WORLD_SIZE", "NO_COLOR")}
+    env.update(bed.env())
+    env["MLP_MAGIC_SSH"] = " ".join(bed.ssh_command())
+    env.update(extra)
+    return env
+
+
+def allrun(bed, *args, env=None, timeout=60, prefix=()):
+    started = time.monotonic()
+    done = subprocess.run([*prefix, sys.executable, "-m", "mlp_magic.cli_allrun", *args],
+                          env=env or allrun_env(bed), capture_output=True, text=True, timeout=timeout)
+    done.seconds = time.monotonic() - started
+    return done
+
+
+def by_host(done) -> dict:
+    return {entry["host"]: entry for entry in json.loads(done.stdout)}
+
+
+def leftover(bed, command: str) -> list:
+    """Live processes running exactly ``command`` (e.g. "sleep 100"), per host."""
+    return [(h.name, line) for h in bed.hosts for _, line in bed.processes_on(h.index) if line == command]
+
+
+def wait_gone(bed, needle: str, seconds: float = 5.0) -> list:
+    deadline = time.monotonic() + seconds
+    while leftover(bed, needle) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return leftover(bed, needle)
+
+
+def test_hostname_differs_per_host(healthy_testbed):
+    done = allrun(healthy_testbed, "--json", "-H", HOSTS, "--", "hostname")
+    assert done.returncode == 0, done.stderr
+    results = by_host(done)
+    assert list(results) == [f"worker{i}" for i in range(4)]
+    for name, entry in results.items():
+        assert (entry["status"], entry["exit_code"], entry["stdout"]) == ("ok", 0, f"{name}\n")
+
+
+def test_identical_output_is_grouped_under_a_node_set(healthy_testbed):
+    done = allrun(healthy_testbed, "-H", HOSTS, "--", "echo same on all")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("same on all") == 1
+    assert "worker[0-3] (4)" in done.stdout
+
+
+def test_one_host_down_is_unreachable_and_the_others_complete(healthy_testbed):
+    bed, connect_timeout, command_time = healthy_testbed, 3, 1
+    with bed.host_down(2):
+        done = allrun(bed, "--json", "-H", HOSTS, "--connect-timeout", str(connect_timeout),
+                      "--", f"echo out-$(hostname); echo err-$(hostname) >&2; sleep {command_time}")
+    assert done.seconds < connect_timeout + command_time + STARTUP_SLACK
+    assert done.returncode == 255
+    results = by_host(done)
+    assert results["worker2"]["status"] == "unreachable"
+    assert "Connection refused" in results["worker2"]["stderr"]
+    for name in ("worker0", "worker1", "worker3"):
+        entry = results[name]
+        assert (entry["status"], entry["exit_code"]) == ("ok", 0)
+        assert (entry["stdout"], entry["stderr"]) == (f"out-{name}\n", f"err-{name}\n")
+
+
+def test_blackholed_host_gives_up_after_the_connect_timeout(healthy_testbed):
+    """No answer at all (link down), even with a reused connection from an earlier call."""
+    bed, connect_timeout = healthy_testbed, 2
+    assert allrun(bed, "-H", HOSTS, "--", "true").returncode == 0   # leaves ssh masters behind
+    with bed.host_blackholed(3):
+        done = allrun(bed, "--json", "-H", HOSTS, "--connect-timeout", str(connect_timeout), "--", "hostname")
+    assert done.returncode == 255
+    results = by_host(done)
+    assert results["worker3"]["status"] == "unreachable"
+    assert [results[f"worker{i}"]["stdout"] for i in range(3)] == [f"worker{i}\n" for i in range(3)]
+    # ssh's ConnectTimeout, or our connect deadline (+2 s grace) for a reused connection
+    assert done.seconds < connect_timeout + 2 + STARTUP_SLACK
+
+
+def test_command_failing_on_one_host_only(healthy_testbed):
+    script = 'echo same; if [ "$(hostname)" = worker1 ]; then echo broken >&2; exit 3; fi'
+    done = allrun(healthy_testbed, "-H", HOSTS, "--", script)
+    assert done.returncode == 3
+    assert "worker[0,2-3] (3)" in done.stdout
+    assert "worker1 (1) [exit 3]" in done.stdout
+    assert done.stdout.count("broken") == 1
+    as_json = by_host(allrun(healthy_testbed, "--json", "-H", HOSTS, "--", script))
+    assert as_json["worker1"]["status"] == "failed" and as_json["worker1"]["exit_code"] == 3
+    assert {as_json[f"worker{i}"]["status"] for i in (0, 2, 3)} == {"ok"}
+
+
+def test_a_command_exiting_255_is_failed_not_unreachable(healthy_testbed):
+    done = allrun(healthy_testbed, "--json", "-H", HOSTS, "--", "echo here; exit 255")
+    assert done.returncode == 255
+    assert {(e["status"], e["exit_code"], e["stdout"]) for e in by_host(done).values()} == {("failed", 255, "here\n")}
+
+
+def test_timeout_kills_the_remote_command_on_every_host(healthy_testbed):
+    bed = healthy_testbed
+    done = allrun(bed, "--json", "-H", HOSTS, "-t", "2", "--", "echo started; sleep 100")
+    assert done.returncode == 255
+    assert done.seconds < 2 + STARTUP_SLACK
+    for entry in by_host(done).values():
+        assert (entry["status"], entry["stdout"]) == ("timeout", "started\n")
+    assert wait_gone(bed, "sleep 100") == []
+
+
+def test_timeout_kills_a_command_that_ignores_sigterm(healthy_testbed):
+    bed = healthy_testbed
+    done = allrun(bed, "--json", "-H", HOSTS, "-t", "1", "--", "trap '' TERM; echo started; sleep 101")
+    assert done.returncode == 255
+    assert {e["status"] for e in by_host(done).values()} == {"timeout"}
+    assert wait_gone(bed, "sleep 101") == []
+
+
+def test_ctrl_c_keeps_partial_output_and_stops_remote_commands(healthy_testbed):
+    bed = healthy_testbed
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlp_magic.cli_allrun", "-H", HOSTS, "--", "echo started-$(hostname); sleep 102"],
+        env=allrun_env(bed), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while len(leftover(bed, "sleep 102")) < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(leftover(bed, "sleep 102")) == 4
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert time.monotonic() - sent < 5
+    assert proc.returncode == 130
+    for i in range(4):
+        assert f"worker{i} (1) [interrupted]" in out and f"started-worker{i}" in out
+    assert "not finished: worker[0-3]" in err
+    assert wait_gone(bed, "sleep 102") == []
+
+
+def test_bad_host_names_exit_2_and_run_nothing(healthy_testbed, tmp_path):
+    bed = healthy_testbed
+    touch = f"touch {tmp_path}/ran-$(hostname)"
+    bad = [
+        ("-H", "worker0,bad;name"),
+        ("-H", "worker0,$(reboot)"),
+        ("-H", ""),
+        ("-H", HOSTS, "-x", HOSTS),
+        ("-H", HOSTS, "-x", "worker9"),
+    ]
+    for options in bad:
+        done = allrun(bed, *options, "--", touch)
+        assert done.returncode == 2, (options, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("allrun: ")
+        assert done.stdout == ""
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("worker0 slots=2\nworker1 slots=two\n")
+    done = allrun(bed, "--hostfile", str(hostfile), "--", touch)
+    assert done.returncode == 2 and "line 2" in done.stderr and "two" in done.stderr
+    assert list(tmp_path.glob("ran-*")) == []
+
+
+def test_unknown_host_name_exits_2_and_runs_nothing(healthy_testbed, tmp_path):
+    """Run from inside worker0's namespace: a name lookup there cannot leave the test bed."""
+    bed = healthy_testbed
+    prefix = ("ip", "netns", "exec", bed.hosts[0].netns)
+    done = allrun(bed, "-H", "worker1,nosuchhost-mlpt,worker2", "--", f"touch {tmp_path}/ran-$(hostname)",
+                  prefix=prefix)
+    assert done.returncode == 2, done.stderr
+    assert "nosuchhost-mlpt" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.glob("ran-*")) == []
+    # the same command with known names does run from there
+    done = allrun(bed, "-H", "worker1,worker2", "--", f"touch {tmp_path}/ran-$(hostname)", prefix=prefix)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.glob("ran-*")) == ["ran-worker1", "ran-worker2"]
+
+
+def test_copy_puts_the_file_in_every_hosts_own_home(healthy_testbed, tmp_path):
+    bed = healthy_testbed
+    payload = tmp_path / "payload.sh"
+    payload.write_bytes(b"#!/bin/sh\necho payload \xe2\x9c\x93\n")
+    payload.chmod(0o750)
+    done = allrun(bed, "--json", "-H", HOSTS, "--copy", str(payload), "mlpt-payload.sh", "--",
+                  "./mlpt-payload.sh; stat -c %a mlpt-payload.sh")
+    assert done.returncode == 0, done.stderr
+    assert {e["stdout"] for e in by_host(done).values()} == {"payload \u2713\n750\n"}
+    for host in bed.hosts:  # each host has its own home directory: really one copy per host
+        assert (tmp_path / "payload.sh").read_bytes() == open(os.path.join(host.home, "mlpt-payload.sh"), "rb").read()
+
+
+def test_outdir_and_no_group(healthy_testbed, tmp_path):
+    done = allrun(healthy_testbed, "-H", HOSTS, "--no-group", "--outdir", str(tmp_path),
+                  "--", "echo same; echo err-$(hostname) >&2")
+    assert done.returncode == 0, done.stderr
+    for i in range(4):
+        assert f"worker{i} (1)" in done.stdout
+        assert (tmp_path / f"worker{i}.stdout").read_text() == "same\n"
+        assert (tmp_path / f"worker{i}.stderr").read_text() == f"err-worker{i}\n"
+
+
+def test_fanout_bounds_how_many_hosts_run_at_once(healthy_testbed):
+    done = allrun(healthy_testbed, "--json", "-H", HOSTS, "-f", "2", "--", "sleep 0.7; date +%s.%N")
+    assert done.returncode == 0, done.stderr
+    ends = sorted(float(e["stdout"]) for e in by_host(done).values())
+    assert ends[2] - ends[0] > 0.5   # the second pair started after the first finished
+
+
+def test_second_call_reuses_connections(healthy_testbed):
+    bed = healthy_testbed
+    allrun(bed, "-H", HOSTS, "--", "true")
+    sockets = os.listdir(bed.control_dir)
+    assert len(sockets) >= 4
+    done = allrun(bed, "--json", "-H", HOSTS, "--", "hostname")
+    assert done.returncode == 0
+    assert sorted(os.listdir(bed.control_dir)) == sorted(sockets)
+
+
+def test_run_on_hosts_api_streams_lines_live(healthy_testbed):
+    import asyncio
+
+    from mlp_magic.ssh_transport import run_on_hosts
+
+    bed = healthy_testbed
+    seen = []
+    started = time.monotonic()
+
+    def on_output(host, stream, line):
+        seen.append((host, stream, line, time.monotonic() - started))
+
+    results = asyncio.run(run_on_hosts(bed.host_names(), "echo first; sleep 1.5; echo second >&2",
+                                       ssh=bed.ssh_command(), on_output=on_output, control=bed.control_dir))
+    assert [r.host for r in results] == bed.host_names()
+    assert all(r.status == "ok" and r.stdout == "first\n" and r.stderr == "second\n" for r in results)
+    firsts = [t for _, _, line, t in seen if line == "first"]
+    seconds = [t for _, stream, line, t in seen if line == "second" and stream == "stderr"]
+    assert len(firsts) == 4 and len(seconds) == 4
+    assert max(firsts) < min(seconds) - 1.0   # "first" arrived before the hosts finished
