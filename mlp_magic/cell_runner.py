@@ -49,6 +49,7 @@ class CellRun:
         self._children = list(self.async_result._children)
         self._seen = {rank: {"stdout": 0, "stderr": 0} for rank in self.ranks}
         self.interrupted = False
+        self.published_busy = False
 
     # ------------------------------------------------------------------ progress
     def _metadata(self, index: int) -> dict:
@@ -65,10 +66,14 @@ class CellRun:
         return not self.unfinished_ranks()
 
     def wait(self, seconds: float) -> bool:
-        """Block up to ``seconds`` or until the next rank finishes; True when all are done."""
+        """Block up to ``seconds`` or until every rank is done; True when all are done.
+
+        Waking once per poll (not once per finished rank) keeps a 512-rank cell cheap; live
+        output is forwarded between polls anyway.
+        """
         pending = [f for child in self._children for f in (child, child.output) if not f.done()]
         if pending:
-            concurrent.futures.wait(pending, timeout=seconds, return_when=concurrent.futures.FIRST_COMPLETED)
+            concurrent.futures.wait(pending, timeout=seconds)
         return self.done()
 
     def new_output(self) -> list:

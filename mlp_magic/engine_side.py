@@ -78,17 +78,24 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int) ->
 
 
 class TeeStream:
-    """A text stream: everything to the log file, up to ``cap`` characters to the notebook."""
+    """A text stream: everything to a log file, up to ``cap`` characters to the notebook.
 
-    def __init__(self, forward, log, cap: int):
+    The log file is created on the first write, so a silent cell costs no file at all.
+    """
+
+    def __init__(self, forward, log_path: str, cap: int):
         self._forward = forward
-        self._log = log
+        self.log_path = log_path
+        self._log = None
         self._cap = cap
         self.forwarded = 0
         self.total = 0
         self._last_flush = time.monotonic()
 
     def write(self, text: str) -> int:
+        if self._log is None:
+            os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+            self._log = open(self.log_path, "w", encoding="utf-8", errors="backslashreplace")
         self._log.write(text)
         self.total += len(text)
         room = self._cap - self.forwarded
@@ -107,8 +114,13 @@ class TeeStream:
             self.write(line)
 
     def flush(self) -> None:
-        self._log.flush()
+        if self._log is not None:
+            self._log.flush()
         self._forward.flush()
+
+    def close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
 
     @property
     def capped(self) -> int:
@@ -130,36 +142,35 @@ class CellCapture:
     def __init__(self, rank: int, cap: int):
         self.rank = rank
         self.cap = cap
-        self.active = None  # (log_dir, saved streams, tees, files)
+        self.active = None  # (log_dir, saved streams, tees)
 
     def pre_run_cell(self, info) -> None:
         log_dir = cell_log_dir(getattr(info, "raw_cell", "") or "")
         if not log_dir or self.active:
             return
-        os.makedirs(log_dir, exist_ok=True)
-        files = [open(os.path.join(log_dir, f"rank{self.rank}.{name}"), "w", encoding="utf-8",
-                      errors="backslashreplace") for name in ("stdout", "stderr")]
         saved = (sys.stdout, sys.stderr)
-        tees = (TeeStream(saved[0], files[0], self.cap), TeeStream(saved[1], files[1], self.cap))
+        tees = tuple(TeeStream(stream, os.path.join(log_dir, f"rank{self.rank}.{name}"), self.cap)
+                     for stream, name in zip(saved, ("stdout", "stderr")))
         sys.stdout, sys.stderr = tees
-        self.active = (log_dir, saved, tees, files)
+        self.active = (log_dir, saved, tees)
 
     def post_run_cell(self, result) -> None:
         if not self.active:
             return
-        log_dir, saved, tees, files = self.active
+        log_dir, saved, tees = self.active
         self.active = None
         sys.stdout, sys.stderr = saved
         error = getattr(result, "error_in_exec", None)
         if error is not None:
+            os.makedirs(log_dir, exist_ok=True)
             with open(os.path.join(log_dir, f"rank{self.rank}.error"), "w", encoding="utf-8") as handle:
                 handle.write("".join(traceback.format_exception(type(error), error, error.__traceback__)))
-        for tee, stream, log in zip(tees, saved, files):
-            log.close()
+        for tee, stream in zip(tees, saved):
+            tee.close_log()
             if tee.capped:
                 stream.write(
                     f"\n[mlp_magic: {tee.capped:,} more characters not shown; "
-                    f"full text in {socket.gethostname()}:{log.name}]\n"
+                    f"full text in {socket.gethostname()}:{tee.log_path}]\n"
                 )
                 stream.flush()
 

@@ -6,13 +6,19 @@ cell: status, host and duration of every rank).
 """
 from __future__ import annotations
 
+import atexit
 import itertools
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 _cell_numbers = itertools.count(1)
+# Summaries are written off the cell's critical path, in order, by one thread; the pool is
+# drained at interpreter exit so none is lost.
+_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlp-magic-logs")
+atexit.register(_writer.shutdown, wait=True)
 
 
 def log_root(explicit: str | None = None) -> str:
@@ -21,13 +27,18 @@ def log_root(explicit: str | None = None) -> str:
 
 
 def new_cell_dir(root: str | None = None) -> str:
+    """A fresh cell directory's path; it is created by whoever writes in it first."""
     name = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_cell_numbers):04d}"
-    path = os.path.abspath(os.path.join(log_root(root), name))
-    os.makedirs(path, exist_ok=True)
-    return path
+    return os.path.abspath(os.path.join(log_root(root), name))
 
 
-def write_summary(cell_dir: str, code: str, results: list, extra: dict | None = None) -> None:
+def write_summary(cell_dir: str, code: str, results: list, extra: dict | None = None):
+    """Write ``summary.json`` in the background; returns the Future (tests wait on it)."""
+    return _writer.submit(_write_summary, cell_dir, code, results, extra)
+
+
+def _write_summary(cell_dir: str, code: str, results: list, extra: dict | None = None) -> None:
+    os.makedirs(cell_dir, exist_ok=True)
     summary = {
         "code": code,
         "ranks": [
@@ -42,6 +53,11 @@ def write_summary(cell_dir: str, code: str, results: list, extra: dict | None = 
 
 def write_missing_streams(cell_dir: str, results: list) -> None:
     """Ranks that never ran the capture hook (died, unreachable) still leave what we received."""
+    _writer.submit(_write_missing_streams, cell_dir, list(results))
+
+
+def _write_missing_streams(cell_dir: str, results: list) -> None:
+    os.makedirs(cell_dir, exist_ok=True)
     for result in results:
         for stream in ("stdout", "stderr"):
             path = os.path.join(cell_dir, f"rank{result.rank}.{stream}")

@@ -7,6 +7,7 @@ never an empty string passed on silently.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -83,6 +84,7 @@ def add_host_options(parser: argparse.ArgumentParser) -> None:
     hosts.add_argument("-H", "--host", dest="hosts", metavar="HOSTS")
 
 
+@functools.lru_cache(maxsize=None)
 def _mpirun_parser() -> _Parser:
     parser = _Parser(prog="%%mpirun", add_help=False, allow_abbrev=False)
     parser.add_argument("-np", "-n", dest="np", type=_positive_int)

@@ -18,6 +18,9 @@ from .topology import topology_from_environment
 from .world import World, WorldSpec
 
 POLL_SECONDS = 0.1
+# The panel polls every few seconds: only cells running longer than this are published as busy,
+# so short cells pay nothing for it.
+PUBLISH_BUSY_AFTER = 1.0
 _world: World | None = None
 
 
@@ -34,9 +37,10 @@ class RankFailure(Exception):
 class MpirunResult:
     """What ``-o NAME`` stores: per-rank results of one cell."""
 
-    def __init__(self, results: list, log_dir: str):
+    def __init__(self, results: list, log_dir: str, summary_written=None):
         self.results = list(results)
         self.log_dir = log_dir
+        self.summary_written = summary_written  # a Future: summary.json is written in the background
         self.by_rank = {r.rank: r for r in results}
 
     def __getitem__(self, rank: int):
@@ -132,15 +136,16 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
     cell_dir = logs.new_cell_dir(args.log_dir)
     live = LiveOutput()
     run = CellRun(world, code, ranks, cell_dir)
-    world.publish(busy_ranks=ranks)
     outcome = _follow(run, world, live, args.timeout)
     live.add(run.new_output())
     results = _finish(run, outcome)
-    world.publish()
-    logs.write_missing_streams(cell_dir, results)
-    logs.write_summary(cell_dir, code, results, {"outcome": outcome})
+    if run.published_busy:
+        world.publish()
+    if any(r.status != status.OK for r in results):
+        logs.write_missing_streams(cell_dir, results)
+    summary = logs.write_summary(cell_dir, code, results, {"outcome": outcome})
     _show(results, args, live, cell_dir, _outcome_note(run, outcome))
-    result = MpirunResult(results, cell_dir)
+    result = MpirunResult(results, cell_dir, summary)
     _raise_for_failures(result)
     return result
 
@@ -154,6 +159,9 @@ def _follow(run: CellRun, world: World, live: LiveOutput, timeout: float | None)
             if run.wait(wait):
                 return "done"
             live.add(run.new_output())
+            if not run.published_busy and time.monotonic() - run.started > PUBLISH_BUSY_AFTER:
+                world.publish(busy_ranks=run.unfinished_ranks())
+                run.published_busy = True
             if deadline is not None and time.monotonic() >= deadline:
                 return "timeout"
             if not world.processes_alive():

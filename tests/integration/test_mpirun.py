@@ -116,6 +116,7 @@ def test_every_byte_goes_to_the_log_while_the_display_is_capped(ip, capsys):
     assert len(big[1].stdout) < 1_100_000  # capped on the engine, never shipped whole
     assert "more characters not shown" in big[1].stdout
     assert open(os.path.join(log_dir, "rank0.stdout")).read() == "small\n"
+    big.summary_written.result(timeout=10)
     assert os.path.exists(os.path.join(log_dir, "summary.json"))
     assert log_dir in capsys.readouterr().out
 
