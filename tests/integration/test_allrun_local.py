@@ -1,0 +1,213 @@
+"""allrun on the embedded default (this machine as the only host, no ssh): the real console
+script and the real transport, run as subprocesses, plus the notebook entry point."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.ssh_transport import HostRunner, run_on_hosts
+
+
+def local_env(**extra) -> dict:
+    """No job variables: the topology is the local machine."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MLP_", "SLURM_", "OMPI_", "PMI_", "AZ_BATCH"))
+           and k not in ("WORLD_SIZE", "LOCAL_WORLD_SIZE", "NO_COLOR")}
+    env.update(extra)
+    return env
+
+
+def allrun(*args, env=None, timeout=60):
+    return subprocess.run([sys.executable, "-m", "mlp_magic.cli_allrun", *args], env=env or local_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def processes_running(command: str) -> list[int]:
+    """PIDs of live processes whose command line is exactly ``command``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                if handle.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if handle.read().replace(b"\0", b" ").decode(errors="replace").strip() == command:
+                    found.append(int(entry))
+        except (OSError, IndexError):
+            pass
+    return found
+
+
+def wait_gone(command: str, seconds: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while processes_running(command) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return processes_running(command)
+
+
+def test_local_machine_runs_without_ssh():
+    done = allrun("--json", "--ssh", "/nonexistent/ssh", "--", "echo out; echo err >&2; exit 4")
+    assert done.returncode == 4
+    [entry] = json.loads(done.stdout)
+    assert entry["host"] == "localhost"
+    assert (entry["status"], entry["exit_code"], entry["stdout"], entry["stderr"]) == ("failed", 4, "out\n", "err\n")
+
+
+def test_grouped_summary_and_footer():
+    done = allrun("-H", "localhost", "--", "echo hello")
+    assert done.returncode == 0
+    assert done.stdout.splitlines() == ["---------------- localhost (1) ----------------", "hello"]
+    assert done.stderr.startswith("allrun: 1 host: 1 ok")
+
+
+def test_bash_script_with_bashisms():
+    done = allrun("--json", "--", 'a=(x y z); echo "${#a[@]}" $((6 * 7))')
+    assert json.loads(done.stdout)[0]["stdout"] == "3 42\n"
+
+
+def test_timeout_kills_the_whole_process_group():
+    done = allrun("--json", "-t", "1", "--", "sleep 103.5 & sleep 103.6; wait")
+    assert done.returncode == 255
+    assert json.loads(done.stdout)[0]["status"] == "timeout"
+    assert wait_gone("sleep 103.5") == [] and wait_gone("sleep 103.6") == []
+
+
+def test_ctrl_c_returns_partial_output_and_stops_the_command():
+    proc = subprocess.Popen([sys.executable, "-m", "mlp_magic.cli_allrun", "--", "echo begun; sleep 104"],
+                            env=local_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not processes_running("sleep 104") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=15)
+    assert time.monotonic() - sent < 3
+    assert proc.returncode == 130
+    assert "localhost (1) [interrupted]" in out and "begun" in out
+    assert "not finished: localhost" in err
+    assert wait_gone("sleep 104") == []
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    marker = tmp_path / "ran"
+    for args in (["-H", "a;b", "--", f"touch {marker}"], ["-f", "0", "--", f"touch {marker}"],
+                 ["--copy", str(tmp_path / "missing"), "--", f"touch {marker}"], ["--bogus"]):
+        done = allrun(*args)
+        assert done.returncode == 2, args
+        assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("allrun: ")
+    assert not marker.exists()
+
+
+def test_zero_config_from_mlp_variables_reports_bad_hostfile(tmp_path):
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("worker0 slots=8\nworker1 slots=eight\n")
+    done = allrun("--", "true", env=local_env(MLP_MPI_HOSTFILE=str(hostfile)))
+    assert done.returncode == 2
+    assert "line 2" in done.stderr and "eight" in done.stderr
+
+
+def test_help_exits_0():
+    done = allrun("--help")
+    assert done.returncode == 0 and "usage: allrun" in done.stdout
+
+
+def run_on_a_terminal(args, env) -> str:
+    """Run allrun with its stdout on a pseudo-terminal; return what the terminal received."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "mlp_magic.cli_allrun", *args], env=env,
+                            stdout=follower, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    os.close(follower)
+    chunks, deadline = [], time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.2)
+        if ready:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # the terminal closed: the command is done
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=10)
+    os.close(leader)
+    return b"".join(chunks).decode()
+
+
+def test_live_lines_on_a_terminal_are_host_prefixed_in_colour():
+    text = run_on_a_terminal(["--", "echo live-line"], local_env())
+    assert "\x1b[36mlocalhost:\x1b[0m live-line" in text   # the live line, then the summary
+    assert text.index("live-line") < text.index("localhost (1)")
+
+
+def test_no_color_is_honoured():
+    text = run_on_a_terminal(["--", "echo live-line"], local_env(NO_COLOR="1"))
+    assert "localhost: live-line" in text
+    assert "\x1b[" not in text
+
+
+def test_run_on_hosts_streams_lines_before_the_command_ends():
+    seen = []
+    started = time.monotonic()
+    results = asyncio.run(run_on_hosts(["localhost"], "echo one; sleep 1; echo two",
+                                       on_output=lambda h, s, line: seen.append((line, time.monotonic() - started))))
+    assert results[0].stdout == "one\ntwo\n"
+    times = dict(seen)
+    assert times["two"] - times["one"] > 0.8
+
+
+def test_memory_cap_keeps_the_head_and_outdir_keeps_everything(tmp_path):
+    runner = HostRunner(["localhost"], "seq 1 100000", max_bytes=1000, outdir=str(tmp_path))
+    [result] = asyncio.run(runner.run())
+    assert result.stdout.startswith("1\n2\n3\n") and "more bytes not kept" in result.stdout
+    assert len(result.stdout) < 1200
+    assert (tmp_path / "localhost.stdout").read_text() == "".join(f"{i}\n" for i in range(1, 100001))
+
+
+def test_cancelling_the_coroutine_kills_the_command():
+    async def cancel_soon():
+        task = asyncio.ensure_future(run_on_hosts(["localhost"], "sleep 105"))
+        deadline = time.monotonic() + 10
+        while not processes_running("sleep 105") and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_soon())
+    assert wait_gone("sleep 105") == []
+
+
+def test_missing_ssh_client_is_bad_input():
+    with pytest.raises(MlpMagicError, match="cannot find"):
+        HostRunner(["worker0", "worker1"], "true", ssh="/nonexistent/ssh")
+
+
+def test_magic_entry_point_returns_and_stores_results(capsys):
+    from mlp_magic.allrun import AllrunOutcome, HostFailure, allrun_magic, run_allrun_line
+
+    options, outcome = run_allrun_line("--timeout 20 echo from-line", None, {}, env=local_env())
+    assert isinstance(outcome, AllrunOutcome) and outcome.ok and outcome.exit_status == 0
+    assert outcome["localhost"].stdout == "from-line\n"
+    assert "localhost (1)" in outcome.text and "from-line" in outcome.html
+
+    namespace: dict = {}
+    with pytest.raises(HostFailure, match="failed on localhost"):
+        allrun_magic("-o res", "echo from-cell\nexit 5\n", namespace, env=local_env())
+    assert namespace["res"]["localhost"].exit_code == 5
+    shown = capsys.readouterr().out
+    assert "[localhost] from-cell" in shown            # the live line
+    assert "localhost (1) [exit 5]" in shown            # then the grouped summary
