@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ QUERY_GPU = (
 PANEL = "#mlp-magic-cluster"
 PANEL_TAB = '.jp-SideBar .lm-TabBar-tab[data-id="mlp-magic-cluster"]'
 UI_TIMEOUT_MS = 60_000
+POLL_INTERVAL_MS = 5_000  # the panel's polling period (labextension/src/panel.ts)
 
 
 @pytest.fixture
@@ -106,4 +108,29 @@ def test_panel_says_when_the_server_extension_is_missing(browser, start_lab, clu
 
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "mlp-cluster-panel-no-server-extension.png"))
+    page.close()
+
+
+def test_panel_stands_by_while_hidden(browser, start_lab, cluster):
+    lab = start_lab(hostfile=str(cluster))
+    page = browser.new_page()
+    requested = []
+    page.on("request", lambda request: "/mlp-magic/cluster" in request.url and requested.append(time.monotonic()))
+    page.goto(f"{lab.url}lab?token={lab.token}")
+    tab = page.locator(PANEL_TAB)
+    tab.wait_for(timeout=UI_TIMEOUT_MS)
+    page.wait_for_timeout(POLL_INTERVAL_MS + 1000)
+    assert requested == []  # the panel was never shown: nothing polled
+
+    tab.click()
+    page.locator(f"{PANEL} tr.jp-MlpCluster-host").first.wait_for(timeout=UI_TIMEOUT_MS)
+    page.wait_for_timeout(POLL_INTERVAL_MS + 1000)
+    assert len(requested) >= 2  # shown: one request at once, then every 5 s
+
+    tab.click()  # collapses the sidebar: the panel is hidden
+    page.locator(PANEL).wait_for(state="hidden", timeout=UI_TIMEOUT_MS)
+    page.wait_for_timeout(500)
+    hidden_since = len(requested)
+    page.wait_for_timeout(2 * POLL_INTERVAL_MS)
+    assert len(requested) == hidden_since
     page.close()
