@@ -23,3 +23,16 @@ for _name in list(os.environ):
 def mlp_home():
     yield _HOME
     shutil.rmtree(_HOME, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ip():
+    """The one IPython shell of the session (IPython's test shell is a singleton), with
+    mlp_magic loaded; its World is stopped at the end."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython() or get_ipython()
+    shell.run_line_magic("load_ext", "mlp_magic")
+    yield shell
+    shell.run_line_magic("mpirun", "--stop")
