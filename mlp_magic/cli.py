@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     commands.required = True
     topo = commands.add_parser("topo", help="GPU/NIC link matrix (like nvidia-smi topo -m)")
     topo.add_argument("--host", help="host to show (this machine by default)")
-    topo.add_argument("--from-file", metavar="FILE", help="read a saved `nvidia-smi topo -m` text ('-': stdin)")
+    topo.add_argument("--from-file", metavar="FILE",
+                      help="read a saved `nvidia-smi topo -m` text ('-': stdin)")
     topo.add_argument("--json", action="store_true", help='print {"<host>": {"gpus", "nics", "links"}}')
     topo.add_argument("--timeout", type=float, default=5.0, help="GPU probe timeout in seconds (5)")
     status = commands.add_parser("status", help="hosts, slots, ranks, reachability and GPUs")
@@ -106,8 +107,9 @@ def topo_text(gpus: HostGpus) -> str:
     """The human form: a title line, the matrix, the GPU table, the hints."""
     if not gpus.gpus:
         return "%s: no GPU (CPU-only host%s)\n" % (gpus.host, "; %s" % gpus.error if gpus.error else "")
-    title = "%s (%s): %d GPU%s, %d NIC%s" % (gpus.host, gpus.source, len(gpus.gpus), "" if len(gpus.gpus) == 1
-                                            else "s", len(gpus.nics), "" if len(gpus.nics) == 1 else "s")
+    title = "%s (%s): %d GPU%s, %d NIC%s" % (
+        gpus.host, gpus.source, len(gpus.gpus), "" if len(gpus.gpus) == 1 else "s",
+        len(gpus.nics), "" if len(gpus.nics) == 1 else "s")
     lines = [title] + (["note: %s" % gpus.error] if gpus.error else [])
     lines += ["", format_topo_matrix(gpus).rstrip("\n")]
     table = _gpu_table(gpus)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import html
 import os
+import shlex
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -94,16 +96,20 @@ def _engines_by_host(worlds: Sequence[Mapping], local_names: Iterable[str]) -> D
 
 def cluster_state(topology: Any, inventories: Iterable[HostGpus] = (), worlds: Sequence[Mapping] = (),
                   reachability: Optional[Mapping[str, Any]] = None, local_names: Iterable[str] = (),
-                  updated_at: str = "") -> ClusterState:
+                  updated_at: str = "", layout: Optional[Sequence[Any]] = None) -> ClusterState:
     """The whole picture, from values only.
 
     ``topology``: a topology.Topology; ``inventories``: HostGpus whose ``host`` names a topology
-    host; ``worlds``: world_state records; ``reachability``: host name -> Reachability or bool.
+    host; ``worlds``: world_state records; ``reachability``: host name -> Reachability or bool;
+    ``layout``: the ranks to show (a running World's), else those of a job on every slot.
     """
     local_names = {n.lower() for n in local_names}
     gpus_by_key = {_key(g.host, local_names): g for g in inventories}
     engines = _engines_by_host(worlds, local_names)
-    ranks = topology.layout(topology.total_slots) if topology.total_slots else []
+    if layout is not None:
+        ranks = list(layout)
+    else:
+        ranks = topology.layout(topology.total_slots) if topology.total_slots else []
     hosts = []
     for host in topology.hosts:
         key = _key(host.name, local_names)
@@ -201,7 +207,8 @@ def gpu_lines(gpus: HostGpus) -> List[str]:
         nic = nearest_nic(gpus, g.device)
         near = "%s (%s)" % (nic, gpus.link(g.device, nic)) if nic else "no NIC"
         lines.append("%s%s: %s, %s, NUMA %s, CPUs %s, nearest NIC %s" % (
-            g.device, " " + g.name if g.name else "", memory, util, "n/a" if g.numa_node is None else g.numa_node,
+            g.device, " " + g.name if g.name else "", memory, util,
+            "n/a" if g.numa_node is None else g.numa_node,
             g.cpu_affinity or "n/a", near))
     return lines
 
@@ -224,15 +231,15 @@ def state_text(state: ClusterState) -> str:
 
 def _table_html(rows: List[List[str]], css_class: str) -> str:
     head = "".join("<th style=\"text-align:left;padding:2px 8px\">%s</th>" % html.escape(c) for c in rows[0])
-    body = "".join("<tr>%s</tr>" % "".join("<td style=\"padding:2px 8px\">%s</td>" % html.escape(c) for c in row)
-                   for row in rows[1:])
+    cell = "<td style=\"padding:2px 8px\">%s</td>"
+    body = "".join("<tr>%s</tr>" % "".join(cell % html.escape(c) for c in row) for row in rows[1:])
     return '<table class="%s"><thead><tr>%s</tr></thead><tbody>%s</tbody></table>' % (css_class, head, body)
 
 
 def matrix_html(gpus: HostGpus) -> str:
     devices = gpus.devices()
-    head = "<tr><th></th>%s</tr>" % "".join("<th style=\"padding:2px 4px\">%s</th>" % html.escape(d)
-                                             for d in devices)
+    head = "<tr><th></th>%s</tr>" % "".join(
+        "<th style=\"padding:2px 4px\">%s</th>" % html.escape(d) for d in devices)
     rows = "".join("<tr><th style=\"text-align:left;padding:2px 4px\">%s</th>%s</tr>" % (
         html.escape(a), "".join("<td style=\"padding:1px\">%s</td>" % link_cell_html(gpus.link(a, b))
                                 for b in devices)) for a in devices)
@@ -328,9 +335,12 @@ def load_inventories(gpus: Union[None, Mapping[str, InventorySource], Sequence[H
     return loaded
 
 
-def _in_own_thread(work: Callable[[], Any], timeout: float, default: Any) -> Any:
-    """work() in a fresh thread (its own event loop if it wants one), bounded by timeout."""
+def _in_background(work: Callable[[], Any], timeout: float, default: Any) -> Callable[[], Any]:
+    """Start work() in a daemon thread now (its own event loop if it wants one); the returned
+    function waits for it until ``timeout`` seconds after the start and gives its result, or
+    ``default`` when it failed or is late."""
     box = [default]
+    deadline = time.monotonic() + timeout
 
     def run() -> None:
         try:
@@ -340,62 +350,107 @@ def _in_own_thread(work: Callable[[], Any], timeout: float, default: Any) -> Any
 
     worker = threading.Thread(target=run, name="mlp-cluster-collect", daemon=True)
     worker.start()
-    worker.join(timeout)
-    return box[0]
+
+    def result() -> Any:
+        worker.join(max(0.0, deadline - time.monotonic()))
+        return box[0] if not worker.is_alive() else default
+
+    return result
+
+
+def _running_world() -> Any:
+    """This kernel's World, if %%mpirun started one (never imports the magics to find out)."""
+    module = sys.modules.get("mlp_magic.mpirun_command")
+    return module.current_world() if module is not None else None
 
 
 class StateCollector:
-    """The I/O behind a ClusterState: topology, GPU probe, reachability, published Worlds."""
+    """The I/O behind a ClusterState: topology, GPUs, reachability, engines.
+
+    With a World running in this kernel (or ``world`` given), its topology and ranks are shown
+    (unless ``hostfile``/``hosts`` say otherwise), each host's GPUs come from one of its
+    engines and the engine states from ``world.state()``; this machine is probed directly
+    when no engine told us about it. Reachability probes run while the engines answer.
+    """
 
     def __init__(self, *, hostfile: Optional[str] = None, hosts: Optional[str] = None, gpus: Any = None,
                  probe: bool = True, timeout: float = 5.0, check_reachable: bool = True,
-                 state_dir: Optional[str] = None, env: Optional[Mapping[str, str]] = None):
+                 state_dir: Optional[str] = None, env: Optional[Mapping[str, str]] = None, world: Any = None):
         if timeout <= 0:
             raise MlpMagicError("cluster view: timeout must be positive, got %r" % timeout)
         self.hostfile, self.hosts, self.env, self.state_dir = hostfile, hosts, env, state_dir
         self.inventories = load_inventories(gpus)
         self.probe, self.timeout, self.check_reachable = probe, timeout, check_reachable
+        self.world = world
 
     def __call__(self) -> ClusterState:
         from .server.reachability import local_host_names
-        from .topology import topology_from_environment
 
         now = datetime.now().strftime("%H:%M:%S")
+        world = self.world if self.world is not None else _running_world()
         try:
-            topology = topology_from_environment(self.env, hostfile=self.hostfile, hosts=self.hosts)
+            topology = self._topology(world)
         except MlpMagicError as exc:
             return ClusterState(source="?", master_addr="?", total_slots=0, hosts=[], updated_at=now,
                                 error=str(exc))
         local_names = local_host_names()
-        inventories = self.inventories + self._local_probe(topology, local_names)
-        return cluster_state(topology, inventories, self._worlds(), self._reachability(topology), local_names,
-                             updated_at=now)
+        reachability = self._start_reachability(topology)
+        inventories = self.inventories + self._world_inventories(world, topology, local_names)
+        inventories += self._local_probe(topology, local_names, inventories)
+        layout = world.layout if world is not None and topology is world.spec.topology else None
+        return cluster_state(topology, inventories, self._worlds(world), reachability(), local_names,
+                             updated_at=now, layout=layout)
 
-    def _local_probe(self, topology: Any, local_names: Iterable[str]) -> List[HostGpus]:
-        """This machine's GPUs, under the name the topology gives it, unless given already."""
+    def _topology(self, world: Any) -> Any:
+        if world is not None and not (self.hostfile or self.hosts):
+            return world.spec.topology
+        from .topology import topology_from_environment
+
+        return topology_from_environment(self.env, hostfile=self.hostfile, hosts=self.hosts)
+
+    def _world_inventories(self, world: Any, topology: Any, local_names: Iterable[str]) -> List[HostGpus]:
+        """One engine per host of the World probes its host, except hosts given or not shown."""
+        if world is None or not self.probe:
+            return []
+        from .gpu.collect import collect_from_world
+
+        shown = {_key(h.name, local_names) for h in topology.hosts}
+        given = {_key(g.host, local_names) for g in self.inventories}
+        skip = [row.host for row in world.layout
+                if _key(row.host, local_names) not in shown or _key(row.host, local_names) in given]
+        return list(collect_from_world(world, self.timeout, skip=skip).values())
+
+    def _local_probe(self, topology: Any, local_names: Iterable[str],
+                     known: List[HostGpus]) -> List[HostGpus]:
+        """This machine's GPUs, under the name the topology gives it, unless known already
+        (an engine that did not answer does not count: this machine can be asked directly)."""
         from .gpu import probe_local
 
-        given = {_key(g.host, local_names) for g in self.inventories}
+        answered = {_key(g.host, local_names) for g in known if g.gpus or not g.error}
         here = [h.name for h in topology.hosts if _key(h.name, local_names) == LOCAL]
-        if not self.probe or not here or LOCAL in given:
+        if not self.probe or not here or LOCAL in answered:
             return []
         return [probe_local(timeout=self.timeout, host=here[0])]
 
-    def _reachability(self, topology: Any) -> Dict[str, Any]:
+    def _start_reachability(self, topology: Any) -> Callable[[], Dict[str, Any]]:
         if not self.check_reachable:
-            return {}
+            return dict
         from .server.reachability import probe_hosts
 
-        return _in_own_thread(lambda: asyncio.run(probe_hosts(topology.hosts, min(self.timeout, 2.0))),
+        return _in_background(lambda: asyncio.run(probe_hosts(topology.hosts, min(self.timeout, 2.0))),
                               self.timeout + 1.0, {})
 
-    def _worlds(self) -> List[Mapping]:
+    def _worlds(self, world: Any) -> List[Mapping]:
+        """Published Worlds of other kernels, and this kernel's own from the World itself."""
         from .world_state import read_worlds
 
         try:
-            return read_worlds(self.state_dir)
+            worlds = read_worlds(self.state_dir)
         except (OSError, ValueError):
-            return []
+            worlds = []
+        if world is None:
+            return worlds
+        return [w for w in worlds if w.get("pid") != os.getpid()] + [world.state()]
 
 
 # ---------------------------------------------------------------------------------- widget
@@ -623,8 +678,9 @@ def _matrix_grid(gpus: HostGpus) -> Any:
     for a in devices:
         cells.append(w.HTML("<b>%s</b>" % html.escape(a), **shared))
         cells += [w.HTML(link_cell_html(gpus.link(a, b)), **shared) for b in devices]
-    grid = w.GridBox(cells, layout=w.Layout(grid_template_columns="repeat(%d, max-content)" % (len(devices) + 1),
-                                            grid_gap="1px 1px", width="max-content"))
+    columns = "repeat(%d, max-content)" % (len(devices) + 1)
+    grid = w.GridBox(cells, layout=w.Layout(grid_template_columns=columns, grid_gap="1px 1px",
+                                            width="max-content"))
     grid.add_class("mlp-matrix")
     return grid
 
@@ -656,15 +712,105 @@ def _set_bars(bars: Any, g: Any) -> None:
 def cluster_view(*, hostfile: Optional[str] = None, hosts: Optional[str] = None, gpus: Any = None,
                  probe: bool = True, timeout: float = 5.0, check_reachable: bool = True,
                  auto_refresh: Optional[float] = None, state_dir: Optional[str] = None,
-                 env: Optional[Mapping[str, str]] = None) -> ClusterView:
+                 env: Optional[Mapping[str, str]] = None, world: Any = None) -> ClusterView:
     """The cluster of this job (or of ``hostfile`` / ``hosts``) as a ClusterView.
 
     ``gpus``: inventories to show instead of probing, {host: HostGpus or a saved
-    `nvidia-smi topo -m` file}; this machine is probed unless given or ``probe=False``.
-    ``check_reachable=False`` skips the ssh-port probes. ``auto_refresh``: seconds.
+    `nvidia-smi topo -m` file}. The other hosts' GPUs come from the running World's engines
+    (one per host, ``timeout`` seconds at most), this machine's from a local probe when no
+    engine answered for it; ``probe=False`` probes nothing. ``check_reachable=False`` skips
+    the ssh-port probes. ``auto_refresh``: seconds. ``world``: a World other than this
+    kernel's ``%%mpirun`` one.
     """
     view = ClusterView(StateCollector(hostfile=hostfile, hosts=hosts, gpus=gpus, probe=probe, timeout=timeout,
-                                      check_reachable=check_reachable, state_dir=state_dir, env=env))
+                                      check_reachable=check_reachable, state_dir=state_dir, env=env,
+                                      world=world))
     if auto_refresh:
         view.start_auto_refresh(auto_refresh)
     return view
+
+
+# ------------------------------------------------------------------------ magic arguments
+
+CLUSTER_USAGE = ("%mlp_cluster [--hostfile FILE | -H HOSTS] [--refresh SECONDS] [--timeout SECONDS] "
+                 "[--no-probe] [--topo-file HOST=FILE]...")
+
+
+def _usage_error(message: str, usage: bool = False) -> MlpMagicError:
+    return MlpMagicError("%%mlp_cluster: %s%s" % (message, " (usage: %s)" % CLUSTER_USAGE if usage else ""))
+
+
+def _seconds(option: str, value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise _usage_error("%s expects a number of seconds > 0, got %r" % (option, value))
+    return seconds
+
+
+def _topo_file(value: str, given: Mapping[str, str]) -> tuple:
+    host, sep, path = value.partition("=")
+    if not sep or not host.strip() or not path.strip():
+        raise _usage_error("--topo-file expects HOST=FILE (a saved `nvidia-smi topo -m`), got %r" % value)
+    if host.strip() in given:
+        raise _usage_error("--topo-file gives host %r twice" % host.strip())
+    return host.strip(), path.strip()
+
+
+# option -> (keyword of cluster_view, takes a value)
+_CLUSTER_OPTIONS = {"--hostfile": ("hostfile", True), "-H": ("hosts", True), "--hosts": ("hosts", True),
+                    "--refresh": ("auto_refresh", True), "--timeout": ("timeout", True),
+                    "--no-probe": ("probe", False), "--topo-file": ("gpus", True)}
+
+
+def parse_cluster_args(line: str) -> Dict[str, Any]:
+    """The keywords of ``cluster_view()`` for a ``%mlp_cluster`` line. Pure; MlpMagicError on bad input.
+
+    ``--hostfile FILE`` or ``-H HOSTS``; ``--refresh S``: auto-refresh every S seconds;
+    ``--timeout S``: per-host probe timeout; ``--no-probe``: no GPU probing;
+    ``--topo-file HOST=FILE`` (repeatable): HOST's saved `nvidia-smi topo -m` text.
+    Options also take ``--option=value``.
+    """
+    try:
+        words = shlex.split(line or "")
+    except ValueError as exc:
+        raise _usage_error("cannot split %r: %s" % (line, exc)) from None
+    found: Dict[str, Any] = {}
+    topo_files: Dict[str, str] = {}
+    position = 0
+    while position < len(words):
+        option, sep, inline = words[position].partition("=") if words[position].startswith("--") \
+            else (words[position], "", "")
+        if option not in _CLUSTER_OPTIONS:
+            raise _usage_error("unknown argument %r" % words[position], usage=True)
+        keyword, takes_value = _CLUSTER_OPTIONS[option]
+        position += 1
+        if not takes_value:
+            if sep:
+                raise _usage_error("%s takes no value, got %r" % (option, inline))
+            found[keyword] = False
+            continue
+        if sep:
+            value = inline
+        elif position < len(words):
+            value, position = words[position], position + 1
+        else:
+            raise _usage_error("%s needs a value" % option)
+        if keyword == "gpus":
+            host, path = _topo_file(value, topo_files)
+            topo_files[host] = path
+        elif keyword in found:
+            raise _usage_error("%s given twice" % option)
+        elif keyword in ("auto_refresh", "timeout"):
+            found[keyword] = _seconds(option, value)
+        elif not value.strip():
+            raise _usage_error("%s needs a non-empty value" % option)
+        else:
+            found[keyword] = value
+    if "hostfile" in found and "hosts" in found:
+        raise _usage_error("give --hostfile or -H, not both")
+    return {"hostfile": found.get("hostfile"), "hosts": found.get("hosts"),
+            "auto_refresh": found.get("auto_refresh"), "timeout": found.get("timeout", 5.0),
+            "probe": found.get("probe", True), "gpus": topo_files or None}

@@ -50,8 +50,8 @@ def _run_smi(smi: str, args: List[str], timeout: float) -> str:
         raise MlpMagicError("%s %s: no answer in %gs" % (smi, " ".join(args), timeout)) from None
     if child.returncode != 0:
         said = (out + err).strip().splitlines()
-        raise MlpMagicError("%s %s: exit %d: %s" % (smi, args[0], child.returncode,
-                                                   said[0] if said else "no output"))
+        raise MlpMagicError("%s %s: exit %d: %s"
+                            % (smi, args[0], child.returncode, said[0] if said else "no output"))
     return out
 
 

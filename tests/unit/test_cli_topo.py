@@ -103,7 +103,8 @@ def test_status_json_for_a_host_list(capsys):
     status = json.loads(out)
     assert status["total_slots"] == 3
     [host] = status["hosts"]
-    assert (host["name"], host["slots"], host["ranks"], host["reachable"]) == ("localhost", 3, [0, 1, 2], True)
+    assert (host["name"], host["slots"], host["ranks"], host["reachable"]) == (
+        "localhost", 3, [0, 1, 2], True)
     if NO_GPU_HERE:
         assert host["gpus"]["source"] == "none" and host["gpus"]["gpus"] == []
 
@@ -114,7 +115,8 @@ def test_status_text_with_an_unreachable_host(capsys, tmp_path):
     code, out, err = run(capsys, "status", "--hostfile", str(hostfile))
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].startswith("topology: hostfile") and lines[0].endswith("1 host, 2 slots, master 127.0.0.1")
+    assert lines[0].startswith("topology: hostfile")
+    assert lines[0].endswith("1 host, 2 slots, master 127.0.0.1")
     assert lines[1].split() == ["HOST", "SLOTS", "RANKS", "REACHABLE", "GPUS"]
     assert lines[2].split()[:4] == ["localhost", "2", "0-1", "yes"]
     # pssh format, root@host:port: port 1 on loopback is closed, so the probe is refused at once.
@@ -132,7 +134,8 @@ def test_status_json_carries_gpus_and_hints_of_the_local_host():
     status = status_json(topology, {}, local)
     [host] = status["hosts"]
     assert host["gpus"]["links"]["GPU0"]["GPU7"] == "NV2"
-    assert host["hints"] == ["localhost: ranks 0-7 span NUMA nodes 0,1 (node 0: ranks 0-3; node 1: ranks 4-7); "
+    assert host["hints"] == ["localhost: ranks 0-7 span NUMA nodes 0,1 "
+                             "(node 0: ranks 0-3; node 1: ranks 4-7); "
                              "pin each rank to its GPU's CPUs (cpu_affinity) or memory and PCIe traffic "
                              "cross the socket"]
     text = status_text(status)

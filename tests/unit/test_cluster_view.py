@@ -12,7 +12,7 @@ import pytest
 
 from mlp_magic.cluster_view import (
     ClusterState, ClusterView, StateCollector, cluster_state, cluster_view, link_colours, load_inventories,
-    state_html, state_text,
+    parse_cluster_args, state_html, state_text,
 )
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu import HostGpus, parse_query_gpu, parse_topo_matrix
@@ -24,8 +24,8 @@ from mlp_magic.world_state import publish
 TOPO = Path(__file__).resolve().parents[1] / "fixtures" / "topo"
 H200 = TOPO / "hgx-h200-8gpu-12nic.txt"
 DGX1 = TOPO / "dgx1-v100-8gpu-2nic.txt"
-QUERY = "\n".join("%d, NVIDIA H200, 00000000:%02X:00.0, 143771, %d, %d" % (i, 0x18 + i, 140000 if i == 5 else 1024,
-                                                                         10 * i) for i in range(8))
+QUERY = "\n".join("%d, NVIDIA H200, 00000000:%02X:00.0, 143771, %d, %d"
+                  % (i, 0x18 + i, 140000 if i == 5 else 1024, 10 * i) for i in range(8))
 NO_GPU_HERE = not os.path.exists("/dev/nvidiactl")
 
 
@@ -49,7 +49,8 @@ def test_state_of_two_hosts():
     state = two_host_state()
     assert (state.source, state.total_slots, state.master_addr) == ("-H worker0:8,worker1:8", 16, "worker0")
     worker0, worker1 = state.hosts
-    assert (worker0.name, worker0.slots, worker0.ranks, worker0.reachable) == ("worker0", 8, list(range(8)), True)
+    assert (worker0.name, worker0.slots, worker0.ranks, worker0.reachable) == (
+        "worker0", 8, list(range(8)), True)
     assert worker0.engine_summary == "8 engines: 1 busy, 7 idle"
     assert worker0.gpus.links["GPU0"]["mlx5_0"] == "PXB"
     assert worker0.hints == ["worker0: ranks 0-7 span NUMA nodes 0,1 (node 0: ranks 0-3; node 1: ranks 4-7); "
@@ -63,7 +64,8 @@ def test_state_of_two_hosts():
 def test_local_names_are_one_host():
     topology = topology_from_environment({}, hosts="127.0.0.1:2")
     worlds = [{"pid": 1, "ranks": [{"rank": 0, "host": "myhost", "engine_id": 0, "state": "idle"}]}]
-    state = cluster_state(topology, [h200("localhost")], worlds, {}, local_names=["localhost", "127.0.0.1", "myhost"])
+    state = cluster_state(topology, [h200("localhost")], worlds, {},
+                          local_names=["localhost", "127.0.0.1", "myhost"])
     [host] = state.hosts
     assert host.gpus is not None and len(host.gpus.gpus) == 8
     assert host.engine_summary == "1 engine: 1 idle" and host.reachable is None
@@ -89,7 +91,8 @@ def test_text_repr():
     assert lines[2].index("yes") == lines[3].index("no (port")  # aligned columns
     assert "== worker0 ==" in lines
     assert any(line.split()[:10] == ["GPU0", "X"] + ["NV18"] * 7 + ["PXB"] for line in lines)
-    assert "GPU5 NVIDIA H200: 136.7 / 140.4 GiB, 50%, NUMA 1, CPUs 56-111,168-223, nearest NIC mlx5_9 (PXB)" in lines
+    assert ("GPU5 NVIDIA H200: 136.7 / 140.4 GiB, 50%, NUMA 1, CPUs 56-111,168-223, "
+            "nearest NIC mlx5_9 (PXB)") in lines
     assert lines[-1].startswith("hint: worker0: ranks 0-7 span NUMA nodes 0,1")
     assert "<" not in text
 
@@ -293,7 +296,8 @@ def test_collector_with_saved_topology_and_published_world(tmp_path):
     saved.write_text(DGX1.read_text())
     publish({"pid": os.getpid(), "np": 2, "mpi": "openmpi",
              "ranks": [{"rank": 0, "host": "localhost", "engine_id": 0, "state": "idle"},
-                       {"rank": 1, "host": "localhost", "engine_id": 1, "state": "busy"}]}, str(tmp_path / "worlds"))
+                       {"rank": 1, "host": "localhost", "engine_id": 1, "state": "busy"}]},
+            str(tmp_path / "worlds"))
     view = cluster_view(hosts="localhost:2,worker1:8", gpus={"worker1": saved}, check_reachable=False,
                         state_dir=str(tmp_path / "worlds"), timeout=3.0)
     local, worker1 = view.state.hosts
@@ -340,8 +344,8 @@ def test_in_a_real_kernel_auto_refresh_runs_between_cells_and_html_survives_expo
         nbformat.v4.new_code_cell("import asyncio\nawait asyncio.sleep(1.5)\nprint(view.refresh_count >= 3)\n"
                                   "view.stop_auto_refresh()"),
     ]
-    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(tmp_path)}},
-                            ).execute()
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120,
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
     shown = nb.cells[0].outputs[0]["data"]
     assert {"text/plain", "text/html", "application/vnd.jupyter.widget-view+json"} <= set(shown)
     assert nb.cells[1].outputs[0]["text"] == "True\n"
@@ -350,3 +354,54 @@ def test_in_a_real_kernel_auto_refresh_runs_between_cells_and_html_survives_expo
     nb.metadata.pop("widgets", None)  # without saved widget state nbconvert falls back to text/html
     page, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
     assert 'class="mlp-cluster-hosts"' in page and "NVLink, # links bonded" in page
+
+
+def test_a_running_worlds_ranks_are_shown_rather_than_a_full_job():
+    topology = topology_from_environment({}, hosts="worker0:8,worker1:8")
+    state = cluster_state(topology, layout=topology.layout(4))
+    assert [h.ranks for h in state.hosts] == [[0, 1, 2, 3], []]
+
+
+# ------------------------------------------------------------------------ magic arguments
+
+def test_cluster_args_defaults_and_every_option():
+    assert parse_cluster_args("") == {"hostfile": None, "hosts": None, "auto_refresh": None, "timeout": 5.0,
+                                      "probe": True, "gpus": None}
+    args = parse_cluster_args("-H gpu[0-1]:8 --refresh 2.5 --timeout=3 --no-probe "
+                              "--topo-file gpu0=topo/a.txt --topo-file='gpu1=my topo.txt'")
+    assert args == {"hostfile": None, "hosts": "gpu[0-1]:8", "auto_refresh": 2.5, "timeout": 3.0,
+                    "probe": False, "gpus": {"gpu0": "topo/a.txt", "gpu1": "my topo.txt"}}
+    assert parse_cluster_args("--hostfile ~/hosts")["hostfile"] == "~/hosts"
+
+
+@pytest.mark.parametrize("line, message", [
+    ("--refresh soon", "--refresh expects a number of seconds > 0, got 'soon'"),
+    ("--refresh 0", "--refresh expects a number of seconds > 0, got '0'"),
+    ("--timeout=-1", "--timeout expects a number of seconds > 0, got '-1'"),
+    ("--refresh nan", "--refresh expects a number of seconds > 0, got 'nan'"),
+    ("--topo-file gpu0", "--topo-file expects HOST=FILE (a saved `nvidia-smi topo -m`), got 'gpu0'"),
+    ("--topo-file =a.txt", "--topo-file expects HOST=FILE"),
+    ("--topo-file a=1 --topo-file a=2", "--topo-file gives host 'a' twice"),
+    ("-H", "-H needs a value"),
+    ("-H ''", "-H needs a non-empty value"),
+    ("-H a:1 -H b:1", "-H given twice"),
+    ("--hostfile f -H a:1", "give --hostfile or -H, not both"),
+    ("--no-probe=yes", "--no-probe takes no value, got 'yes'"),
+    ("--bogus", "unknown argument '--bogus' (usage: %mlp_cluster [--hostfile FILE"),
+    ("worker0", "unknown argument 'worker0'"),
+    ("-H 'unclosed", "cannot split \"-H 'unclosed\": No closing quotation"),
+])
+def test_cluster_args_errors(line, message):
+    with pytest.raises(MlpMagicError) as caught:
+        parse_cluster_args(line)
+    assert str(caught.value).startswith("%mlp_cluster: " + message)
+
+
+def test_cluster_args_feed_cluster_view(tmp_path):
+    saved = tmp_path / "h200.txt"
+    saved.write_text(H200.read_text())
+    args = parse_cluster_args("-H hgx0:8,hgx1:8 --topo-file hgx0=%s" % saved)
+    view = cluster_view(check_reachable=False, state_dir=str(tmp_path), **args)
+    hgx0, hgx1 = view.state.hosts
+    assert hgx0.gpus.links["GPU0"]["GPU7"] == "NV18" and hgx1.gpus is None
+    view.close()

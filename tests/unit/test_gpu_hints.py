@@ -22,7 +22,8 @@ def ranks(first_rank: int, count: int):
 def test_eight_ranks_over_two_sockets():
     hint = numa_span_hint(capture("hgx-h200-8gpu-12nic.txt"), ranks(8, 8))
     assert hint == ("worker0: ranks 8-15 span NUMA nodes 0,1 (node 0: ranks 8-11; node 1: ranks 12-15); "
-                    "pin each rank to its GPU's CPUs (cpu_affinity) or memory and PCIe traffic cross the socket")
+                    "pin each rank to its GPU's CPUs (cpu_affinity) or memory and PCIe traffic "
+                    "cross the socket")
 
 
 def test_ranks_on_one_socket_give_no_hint():

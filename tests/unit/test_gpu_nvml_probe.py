@@ -76,10 +76,12 @@ class FakeNvml:
                 wires[a] = [(_nvml_bus_id("0000:%02x:00.0" % (0xe0 + link % 4)), 2) for link in range(n)]
             return wires
         for a in gpus:
-            wires[a] = [(_nvml_bus_id(self.bus_ids[b]), 0) for b in gpus
-                        for _ in range(int(self.truth.links[a][b][2:]) if self.truth.links[a][b].startswith("NV")
-                                       else 0)]
+            wires[a] = [(_nvml_bus_id(self.bus_ids[b]), 0) for b in gpus for _ in range(self._nvlinks(a, b))]
         return wires
+
+    def _nvlinks(self, a: str, b: str) -> int:
+        link = self.truth.links[a][b]
+        return int(link[2:]) if link.startswith("NV") else 0
 
     def _gpu(self, handle):
         return self.truth.gpus[handle.index]

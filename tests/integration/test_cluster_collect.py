@@ -1,0 +1,99 @@
+"""GPU inventories collected through a real World's engines (real mpiexec, real ipyparallel)."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from mlp_magic import mpirun_command
+from mlp_magic.cluster_view import cluster_view, state_text
+from mlp_magic.gpu.collect import collect_from_engines, collect_from_world, probe_targets
+
+pytestmark = pytest.mark.timeout(240)
+CPU_ONLY = not os.path.exists("/dev/nvidiactl")
+
+
+@pytest.fixture(scope="module")
+def world(ip):
+    """A World of 2 ranks on this machine, stopped when the module is done."""
+    result = ip.run_cell("%%mpirun -np 2\npass")
+    assert result.error_in_exec is None and result.error_before_exec is None
+    world = mpirun_command.current_world()
+    assert world is not None and world.np == 2
+    yield world
+    ip.run_line_magic("mpirun", "--stop")
+
+
+def _busy(world, rank: int, seconds: float):
+    """Keep the engine of ``rank`` busy for a while, as a running cell would."""
+    return world.client[world.rank_to_engine[rank]].apply_async(time.sleep, seconds)
+
+
+def test_one_engine_per_host_answers_for_it(world):
+    assert probe_targets(world.layout, world.rank_to_engine) == {"localhost": (0, world.rank_to_engine[0])}
+    started = time.monotonic()
+    found = collect_from_world(world, timeout=10.0)
+    took = time.monotonic() - started
+    assert list(found) == ["localhost"]
+    gpus = found["localhost"]
+    assert gpus.host == "localhost" and gpus.error is None
+    if CPU_ONLY:
+        assert (gpus.source, gpus.gpus, gpus.nics, gpus.links) == ("none", [], [], {})
+    assert took < 5.0, took
+    assert [r["state"] for r in world.state()["ranks"]] == ["idle", "idle"]
+
+
+def test_a_busy_engine_is_reported_never_waited_on(world):
+    sleeping = _busy(world, 0, 3.0)
+    try:
+        started = time.monotonic()
+        found = collect_from_world(world, timeout=0.5)
+        took = time.monotonic() - started
+        engine = world.rank_to_engine[0]
+        assert found["localhost"].error == "no answer within 0.5 s from engine %d (rank 0)" % engine
+        assert found["localhost"].gpus == [] and took < 1.5, took
+        # Two hosts asked at once: the idle engine answers, the busy one costs one timeout, not more.
+        targets = {"idle-host": (1, world.rank_to_engine[1]), "busy-host": (0, world.rank_to_engine[0])}
+        started = time.monotonic()
+        found = collect_from_engines(world.client, targets, timeout=1.0)
+        took = time.monotonic() - started
+        assert found["idle-host"].error is None and found["idle-host"].host == "idle-host"
+        assert found["busy-host"].error.startswith("no answer within 1 s from engine")
+        assert took < 2.0, took
+    finally:
+        sleeping.get(10)
+    # The probes left queued behind the sleep were aborted; the engine answers the next one.
+    again = collect_from_world(world, timeout=10.0)
+    assert again["localhost"].error is None
+
+
+def test_the_cluster_view_shows_the_world(ip, world):
+    view = ip.run_line_magic("mlp_cluster", "")  # the magic: this kernel's World
+    [host] = view.state.hosts
+    assert (host.name, host.ranks, host.engine_summary) == ("localhost", [0, 1], "2 engines: 2 idle")
+    assert [e.engine_id for e in host.engines] == [world.rank_to_engine[0], world.rank_to_engine[1]]
+    if CPU_ONLY:
+        assert host.gpus.source == "none" and host.gpus.gpus == [] and host.gpus.error is None
+        assert "2 engines: 2 idle  none" in state_text(view.state)
+    view.close()
+    # An engine busy past the timeout: this machine is probed directly instead.
+    sleeping = _busy(world, 0, 2.0)
+    try:
+        view = cluster_view(timeout=0.5, check_reachable=False)
+        [host] = view.state.hosts
+        assert host.gpus is not None and host.gpus.error is None and host.ranks == [0, 1]
+        view.close()
+    finally:
+        sleeping.get(10)
+
+
+def test_after_stop(ip, world):
+    ip.run_line_magic("mpirun", "--stop")
+    assert mpirun_command.current_world() is None
+    found = collect_from_world(world, timeout=1.0)
+    assert found["localhost"].error == "the World is stopped"
+    view = cluster_view(check_reachable=False, env={})  # no World: the embedded default, probed here
+    [host] = view.state.hosts
+    assert host.engines == [] and view.state.source == "local machine" and host.gpus is not None
+    view.close()
