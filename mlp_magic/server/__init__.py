@@ -30,7 +30,8 @@ class MlpMagicPanel(Configurable):
         config=True
     )
     cache_seconds = Float(
-        DEFAULT_CACHE_SECONDS, help="Seconds one snapshot is served to every client before a new one is taken."
+        DEFAULT_CACHE_SECONDS,
+        help="Seconds one snapshot is served to every client before a new one is taken.",
     ).tag(config=True)
 
     @default("hostfile")

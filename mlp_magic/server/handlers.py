@@ -41,9 +41,10 @@ class RefreshHandler(_SnapshotHandler):
 def setup_handlers(web_app, snapshots: SnapshotCache) -> list:
     """Register the routes under ``{base_url}mlp-magic/``; returns their URL patterns."""
     base_url = web_app.settings.get("base_url", "/")
+    shared = {"snapshots": snapshots}
     routes = [
-        (url_path_join(base_url, ROUTE_PREFIX, "cluster"), ClusterHandler, {"snapshots": snapshots}),
-        (url_path_join(base_url, ROUTE_PREFIX, "cluster", "refresh"), RefreshHandler, {"snapshots": snapshots}),
+        (url_path_join(base_url, ROUTE_PREFIX, "cluster"), ClusterHandler, shared),
+        (url_path_join(base_url, ROUTE_PREFIX, "cluster", "refresh"), RefreshHandler, shared),
     ]
     web_app.add_handlers(".*$", routes)
     return [pattern for pattern, _, _ in routes]

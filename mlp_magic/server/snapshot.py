@@ -37,7 +37,8 @@ def topology_json(topology) -> dict:
         "is_local": topology.is_local,
         "total_slots": topology.total_slots,
         "hosts": [
-            {"name": host.name, "slots": host.slots, "index": host.index, "ranks": ranks_by_host.get(host.name, [])}
+            {"name": host.name, "slots": host.slots, "index": host.index,
+             "ranks": ranks_by_host.get(host.name, [])}
             for host in topology.hosts
         ],
     }

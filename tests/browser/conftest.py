@@ -36,7 +36,7 @@ def _build_is_stale() -> bool:
     built = LABEXTENSION_BUILD / "package.json"
     if not built.exists():
         return True
-    sources = [LABEXTENSION_SOURCE / "src", LABEXTENSION_SOURCE / "style", LABEXTENSION_SOURCE / "package.json"]
+    sources = [LABEXTENSION_SOURCE / name for name in ("src", "style", "package.json")]
     return _newest_mtime(sources) > built.stat().st_mtime
 
 
@@ -88,7 +88,8 @@ class LabServer:
         (home / "root").mkdir()
         server_config = {
             "ServerApp": {
-                "ip": "127.0.0.1", "port": self.port, "port_retries": 0, "open_browser": False, "allow_root": True,
+                "ip": "127.0.0.1", "port": self.port, "port_retries": 0,
+                "open_browser": False, "allow_root": True,
                 "root_dir": str(home / "root"),
                 "jpserver_extensions": {"mlp_magic.server": server_extension},
             },
@@ -105,7 +106,7 @@ class LabServer:
             }
         }
         # No "get Jupyter news?" toast over the screenshots (and no news fetching).
-        notification = home / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+        notification = home / "settings/@jupyterlab/apputils-extension/notification.jupyterlab-settings"
         notification.parent.mkdir(parents=True)
         notification.write_text(json.dumps({"fetchNews": "false"}))
         (config_dir / "jupyter_server_config.json").write_text(json.dumps(server_config))

@@ -49,13 +49,16 @@ def cluster(tmp_path, loopback_hosts, monkeypatch):
     """A hostfile of three hosts and a World (this test process) with engines on two of them."""
     answering_port, refusing_port = loopback_hosts
     hostfile = tmp_path / "hostfile"
-    hostfile.write_text(f"localhost slots=2\nroot@127.0.0.2:{answering_port}\nroot@127.0.0.3:{refusing_port}\n")
+    hostfile.write_text(
+        f"localhost slots=2\nroot@127.0.0.2:{answering_port}\nroot@127.0.0.3:{refusing_port}\n")
     state_dir = tmp_path / "worlds"
     state_dir.mkdir()
     monkeypatch.setenv("MLP_MAGIC_STATE_DIR", str(state_dir))
-    gpus = merge_query(parse_topo_matrix(TOPO_CAPTURE.read_text(), host="127.0.0.2"), parse_query_gpu(QUERY_GPU))
+    topo = parse_topo_matrix(TOPO_CAPTURE.read_text(), host="127.0.0.2")
+    gpus = merge_query(topo, parse_query_gpu(QUERY_GPU))
     world = {
-        "pid": os.getpid(), "started_at": "2026-01-01T00:00:00+00:00", "updated_at": "2026-01-01T00:00:00+00:00",
+        "pid": os.getpid(),
+        "started_at": "2026-01-01T00:00:00+00:00", "updated_at": "2026-01-01T00:00:00+00:00",
         "np": 3, "mpi": "openmpi",
         "ranks": [
             {"rank": 0, "host": "localhost", "engine_id": 0, "state": "idle"},
@@ -75,6 +78,10 @@ def open_panel(browser, lab):
     return page
 
 
+def row_class(page, host: str) -> str:
+    return page.locator(f'{PANEL} tr[data-host="{host}"]').get_attribute("class")
+
+
 def test_panel_shows_every_host(browser, start_lab, cluster):
     lab = start_lab(hostfile=str(cluster))
     page = open_panel(browser, lab)
@@ -85,8 +92,8 @@ def test_panel_shows_every_host(browser, start_lab, cluster):
         row = page.locator(f'{PANEL} tr[data-host="{name}"]')
         assert row.locator("td").first.inner_text() == name
     assert rows.count() == 3
-    assert "jp-MlpCluster-reachable-yes" in page.locator(f'{PANEL} tr[data-host="127.0.0.2"]').get_attribute("class")
-    assert "jp-MlpCluster-reachable-no" in page.locator(f'{PANEL} tr[data-host="127.0.0.3"]').get_attribute("class")
+    assert "jp-MlpCluster-reachable-yes" in row_class(page, "127.0.0.2")
+    assert "jp-MlpCluster-reachable-no" in row_class(page, "127.0.0.3")
     localhost_cells = page.locator(f'{PANEL} tr[data-host="localhost"] td').all_inner_texts()
     assert localhost_cells[1:3] == ["2", "0-1"] and localhost_cells[4] == "1 idle\n1 busy"
     assert page.locator(f"{PANEL} .jp-MlpCluster-gpu").count() == 4
@@ -115,7 +122,7 @@ def test_panel_stands_by_while_hidden(browser, start_lab, cluster):
     lab = start_lab(hostfile=str(cluster))
     page = browser.new_page()
     requested = []
-    page.on("request", lambda request: "/mlp-magic/cluster" in request.url and requested.append(time.monotonic()))
+    page.on("request", lambda req: "/mlp-magic/cluster" in req.url and requested.append(time.monotonic()))
     page.goto(f"{lab.url}lab?token={lab.token}")
     tab = page.locator(PANEL_TAB)
     tab.wait_for(timeout=UI_TIMEOUT_MS)

@@ -11,7 +11,6 @@ import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F401,F403
 
 
-
 class LoopbackHosts:
     """Sockets standing in for hosts' ssh ports, all on 127.0.0.0/8 (nothing else is contacted)."""
 

@@ -58,7 +58,8 @@ async def test_local_host_carries_this_machines_gpu_inventory(jp_fetch):
 
 async def test_published_world_shows_engines_per_host(jp_fetch, world_state_dir):
     world = {
-        "pid": os.getpid(), "started_at": "2026-01-01T00:00:00+00:00", "updated_at": "2026-01-01T00:00:00+00:00",
+        "pid": os.getpid(),
+        "started_at": "2026-01-01T00:00:00+00:00", "updated_at": "2026-01-01T00:00:00+00:00",
         "np": 3, "mpi": "openmpi",
         "ranks": [
             {"rank": 0, "host": "localhost", "engine_id": 4, "state": "idle"},
@@ -142,7 +143,8 @@ async def test_cookie_post_needs_the_xsrf_token(jp_fetch):
     assert b"_xsrf" in refused.value.response.body
 
     xsrf = "2|deadbeef|0123456789abcdef0123456789abcdef|1700000000"
-    with_xsrf = {"Cookie": cookie_header({**cookies, "_xsrf": xsrf}), "X-XSRFToken": xsrf, "Authorization": ""}
+    with_xsrf = {"Cookie": cookie_header({**cookies, "_xsrf": xsrf}), "X-XSRFToken": xsrf,
+                 "Authorization": ""}
     accepted = await jp_fetch("mlp-magic", "cluster", "refresh", method="POST", body=b"", headers=with_xsrf)
     assert accepted.code == 200
 

@@ -12,8 +12,9 @@ LOCAL = frozenset({"localhost", "127.0.0.1", "::1", "node7"})
 TOPOLOGY = {"source": "hostfile h", "master_addr": "node7", "is_local": False, "total_slots": 3,
             "hosts": [{"name": "node7", "slots": 2, "index": 0, "ranks": [0, 1]},
                       {"name": "node8", "slots": 1, "index": 1, "ranks": [2]}]}
-GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "00000000:18:00.0", "memory_total_mib": 81559,
-       "memory_used_mib": 4, "utilization_pct": 0, "numa_node": 0, "cpu_affinity": "0-79"}
+GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "00000000:18:00.0",
+       "memory_total_mib": 81559, "memory_used_mib": 4, "utilization_pct": 0, "numa_node": 0,
+       "cpu_affinity": "0-79"}
 
 
 def world(pid, ranks, **extra):

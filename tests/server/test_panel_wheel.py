@@ -108,7 +108,8 @@ def test_wheel_installed_without_node_lists_the_extension_ok(wheel_built_with_no
     assert re.search(r"mlp-magic v0\.1\.0 enabled\s+OK \(python, mlp_magic\)", listed), listed
     assert str(tmp_path / "venv") in listed  # found in the fresh environment, not elsewhere
 
-    servers = run_without_node(python, "-m", "jupyter_server.extension.serverextension", "list", home=tmp_path)
+    servers = run_without_node(python, "-m", "jupyter_server.extension.serverextension", "list",
+                               home=tmp_path)
     assert re.search(r"mlp_magic\.server\s+enabled", servers), servers
 
 

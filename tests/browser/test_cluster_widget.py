@@ -1,0 +1,83 @@
+"""The %mlp_cluster widget rendered by JupyterLab in headless Chromium (Playwright).
+
+Runs examples/04-cluster-view.ipynb in a real JupyterLab (engineer C's ``start_lab`` fixture),
+waits for the live ipywidgets views, checks their host tables in the DOM and saves screenshots
+to test-artifacts/.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+NOTEBOOK = "04-cluster-view.ipynb"
+ARTIFACTS = REPO / "test-artifacts"
+CPU_ONLY = not os.path.exists("/dev/nvidiactl")
+UI_TIMEOUT_MS = 60_000
+RUN_TIMEOUT_MS = 180_000  # the notebook starts and stops a World of 2 ranks
+# The widget's root VBox (add_class("mlp-cluster")); the static HTML fallback is a plain div.
+WIDGET = ".widget-vbox.mlp-cluster"
+
+
+def open_notebook(browser, lab):
+    root = lab.log_path.parent / "root"  # the fixture's server root_dir
+    shutil.copy(EXAMPLES / NOTEBOOK, root / NOTEBOOK)
+    shutil.copytree(EXAMPLES / "topo", root / "topo")
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(f"{lab.url}lab/tree/{NOTEBOOK}?token={lab.token}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=UI_TIMEOUT_MS)
+    return page
+
+
+def run_all_cells(page) -> None:
+    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+    page.locator('.lm-Menu-item[data-command="notebook:run-all-cells"]').click()
+
+
+def host_table(widget) -> list:
+    """The host table of one widget view, as rows of cell texts (header first)."""
+    rows = widget.locator("table.mlp-cluster-hosts tr")
+    return [[cell.strip() for cell in rows.nth(i).locator("th, td").all_inner_texts()] for i in range(rows.count())]
+
+
+def test_cluster_widget_renders_its_host_table(browser, start_lab):
+    lab = start_lab()
+    page = open_notebook(browser, lab)
+    run_all_cells(page)
+    page.get_by_text("stopped the World of 2 ranks").wait_for(timeout=RUN_TIMEOUT_MS)
+
+    widgets = page.locator(WIDGET)
+    widgets.nth(2).wait_for(timeout=UI_TIMEOUT_MS)
+    assert widgets.count() == 3  # this machine, the saved HGX topology, the running World
+    local, hgx, with_world = (widgets.nth(i) for i in range(3))
+
+    header, row = host_table(local)
+    assert header == ["host", "slots", "ranks", "reachable", "engines", "GPUs"]
+    assert row[0] == "localhost" and row[3:5] == ["yes", "no engines"]
+    if CPU_ONLY:
+        assert row[5] == "none"
+        assert "no GPU (CPU-only host)" in local.inner_text()
+
+    assert host_table(hgx)[1:] == [["hgx0", "8", "0-7", "?", "no engines", "8 x GPU"],
+                                   ["hgx1", "8", "8-15", "?", "no engines", "8 x GPU"]]
+    tab_titles = [t.strip() for t in hgx.locator(".lm-TabBar-tab").all_inner_texts()]
+    assert tab_titles == ["hgx0", "hgx1"]
+    grid = hgx.locator(".widget-gridbox.mlp-matrix").first
+    assert grid.locator(".mlp-link", has_text="NV18").count() == 56
+    legend = hgx.locator(".mlp-legend").first.inner_text()
+    assert "NVLink, # links bonded" in legend and "across the CPU socket" in legend
+
+    assert host_table(with_world)[1][:5] == ["localhost", "2", "0-1", "yes", "2 engines: 2 idle"]
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    hgx.scroll_into_view_if_needed()
+    hgx.screenshot(path=str(ARTIFACTS / "cluster-widget-hgx.png"))
+    local.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "cluster-widget.png"))
+    page.close()
