@@ -19,7 +19,7 @@ from .results import RankResult
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CELL_NUMBER = re.compile(r"(Cell |Input )?In ?\[\d*\]")
-INTERRUPT_GRACE = 1.5
+INTERRUPT_GRACE = 1.0  # SIGINT stops Python code at once; a rank stuck in C never will
 
 
 def plain_traceback(remote_error) -> str:
@@ -118,9 +118,12 @@ class CellRun:
         if not self._finished(index):
             result.status = unfinished_status
         else:
-            error = metadata.get("error") or _child_exception(child)
+            error = metadata.get("error") or _child_exception(child) or _error_result(child)
             if error is not None:
-                result.status, result.error = _error_status(error), plain_traceback(error)
+                result.status = _error_status(error)
+                # A dead engine's "traceback" is ipyparallel's bookkeeping, not the rank's:
+                # the cell's note says which rank died and how.
+                result.error = "" if result.status == status.DIED else plain_traceback(error)
         result.displays = list(metadata.get("outputs") or [])
         if metadata.get("execute_result"):
             result.displays.append(metadata["execute_result"])
@@ -150,6 +153,15 @@ def _child_exception(child):
         return child.exception(timeout=0)
     except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
         return None
+
+
+def _error_result(child):
+    """A dead engine's task resolves to an EngineError *value*, not a raised one."""
+    try:
+        value = child.result(timeout=0)
+    except Exception:  # already covered by _child_exception
+        return None
+    return value if isinstance(value, BaseException) else None
 
 
 def _error_status(error) -> str:

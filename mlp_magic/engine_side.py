@@ -38,6 +38,7 @@ def identify(controller_ip: str = "127.0.0.1") -> dict:
         "pid": os.getpid(),
         "free_port": free_port(),
         "addr": _source_address(controller_ip),
+        "stacks_path": stacks_path(),
     }
 
 
@@ -196,5 +197,7 @@ def _register_stack_dump() -> None:
         return
     path = stacks_path()
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _STATE["stacks_file"] = open(path, "w")
+    # Append mode: the client truncates the file before asking for a dump, and the dump then
+    # starts at offset 0 (a plain "w" handle would keep writing at its old offset).
+    _STATE["stacks_file"] = open(path, "a")
     faulthandler.register(signal.SIGUSR1, file=_STATE["stacks_file"], all_threads=True, chain=False)

@@ -65,3 +65,16 @@ def _write_missing_streams(cell_dir: str, results: list) -> None:
             if text and not os.path.exists(path):
                 with open(path, "w", encoding="utf-8", errors="backslashreplace") as handle:
                     handle.write(text)
+
+
+def write_stacks(cell_dir: str, dumps: dict):
+    """Every rank's full faulthandler dump (all threads), next to its output."""
+    return _writer.submit(_write_stacks, cell_dir, dict(dumps))
+
+
+def _write_stacks(cell_dir: str, dumps: dict) -> None:
+    folder = os.path.join(cell_dir, "stacks")
+    os.makedirs(folder, exist_ok=True)
+    for rank, text in dumps.items():
+        with open(os.path.join(folder, f"rank{rank}.txt"), "w") as handle:
+            handle.write(text)

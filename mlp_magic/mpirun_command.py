@@ -133,21 +133,43 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
     spec = wanted_spec(args, env)
     ranks = parse_ranks(args.ranks, spec.np) if args.ranks else list(range(spec.np))
     world = ensure_world(spec, restart=args.restart, notice=notice)
+    _refuse_if_stuck(world)
     cell_dir = logs.new_cell_dir(args.log_dir)
     live = LiveOutput()
     run = CellRun(world, code, ranks, cell_dir)
     outcome = _follow(run, world, live, args.timeout)
     live.add(run.new_output())
+    stack_report = stack_snapshot(world, run.ranks, cell_dir) if outcome == "timeout" else None
     results = _finish(run, outcome)
+    if outcome == "done" and any(r.status == status.DIED for r in results):
+        outcome = "died"
+    if outcome == "died":
+        run.death_note = _death_note(world)
+    if getattr(run, "still_running", None):
+        world.stuck_run = run  # the next cell must not queue silently behind it
     if run.published_busy:
         world.publish()
     if any(r.status != status.OK for r in results):
         logs.write_missing_streams(cell_dir, results)
     summary = logs.write_summary(cell_dir, code, results, {"outcome": outcome})
-    _show(results, args, live, cell_dir, _outcome_note(run, outcome))
+    _show(results, args, live, cell_dir, _outcome_note(run, outcome), stack_report)
     result = MpirunResult(results, cell_dir, summary)
     _raise_for_failures(result)
     return result
+
+
+def _refuse_if_stuck(world: World) -> None:
+    stuck = getattr(world, "stuck_run", None)
+    if stuck is None:
+        return
+    busy = stuck.unfinished_ranks()
+    if not busy:
+        world.stuck_run = None
+        return
+    raise MlpMagicError(
+        f"ranks {fold_ranks(busy)} are still running an earlier cell that timed out or was interrupted "
+        "(blocked in a C call?): `%mpirun --stacks` shows where, `%mpirun --restart` starts the World again"
+    )
 
 
 def _follow(run: CellRun, world: World, live: LiveOutput, timeout: float | None) -> str:
@@ -173,6 +195,8 @@ def _follow(run: CellRun, world: World, live: LiveOutput, timeout: float | None)
 def _finish(run: CellRun, outcome: str) -> list:
     if outcome == "done":
         return run.results()
+    if outcome == "died":
+        time.sleep(0.3)  # the controller reports the other engines' ends a moment later
     stuck = set(run.unfinished_ranks())
     run.still_running = []
     if outcome in ("timeout", "interrupted"):
@@ -187,12 +211,21 @@ def _finish(run: CellRun, outcome: str) -> list:
     return results
 
 
+def _death_note(world: World) -> str:
+    from .deaths import death_note
+
+    time.sleep(0.2)  # let the launcher finish writing what it saw
+    log_text = world.launcher_log()
+    rank_of_pid = {identity["pid"]: rank for rank, identity in world.identities.items()}
+    return death_note(log_text, rank_of_pid, world.host_of)
+
+
 def _outcome_note(run: CellRun, outcome: str) -> str:
     if outcome == "done":
         return ""
     stuck = getattr(run, "still_running", [])
     if outcome == "died":
-        return "the World's processes exited during the cell; `%mpirun --restart` starts a new one"
+        return getattr(run, "death_note", "") or "ranks died during the cell; `%mpirun --restart` starts a new World"
     what = "timed out" if outcome == "timeout" else "interrupted"
     if stuck:
         return (f"{what}: ranks {fold_ranks(stuck)} did not stop on SIGINT (blocked in a C call?); "
@@ -200,7 +233,8 @@ def _outcome_note(run: CellRun, outcome: str) -> str:
     return f"{what}: the running ranks were interrupted; the World is still usable"
 
 
-def _show(results: list, args: MpirunArgs, live: LiveOutput, cell_dir: str, note: str) -> None:
+def _show(results: list, args: MpirunArgs, live: LiveOutput, cell_dir: str, note: str,
+          stack_report: tuple | None = None) -> None:
     groups = group_results(results)
     footer = _footer(results, cell_dir, note)
     if args.group:
@@ -210,9 +244,32 @@ def _show(results: list, args: MpirunArgs, live: LiveOutput, cell_dir: str, note
         per_rank = [group_results([r]) for r in results]
         text = "".join(render_groups_text(g) for g in per_rank)
         html = "".join(render_groups_html(g) for g in per_rank)
+    if stack_report:
+        text, html = f"{text.rstrip()}\n{stack_report[0]}", html + stack_report[1]
     live.finish({"text/plain": f"{text.rstrip()}\n{footer}",
                  "text/html": f"{html}<div style='color:#777;font-size:85%'>{_escape(footer)}</div>"})
     _publish_rich_outputs(results, args.all_outputs)
+
+
+STACKS_TITLE = "Where each rank is (main thread's Python stack; --> marks the innermost line of your code)"
+
+
+def stack_snapshot(world: World, ranks: list, log_dir: str | None = None) -> tuple:
+    """Collect, save and render every rank's stack: (text, html) grouped by identical stacks."""
+    from .results import RankResult
+    from .stack_report import format_stack
+    from .stacks import collect
+
+    dumps = collect(world, ranks)
+    if log_dir:
+        logs.write_stacks(log_dir, dumps)
+    records = [RankResult(rank=r, host=world.host_of(r), stdout=format_stack(dumps.get(r, ""))) for r in ranks]
+    groups = group_results(records)
+    where = f"full dumps: {os.path.join(log_dir, 'stacks')}" if log_dir else ""
+    text = f"\n{STACKS_TITLE}\n{render_groups_text(groups)}{where}\n"
+    html = (f"<div style='margin-top:0.8em;font-weight:bold'>{_escape(STACKS_TITLE)}</div>"
+            f"{render_groups_html(groups)}<div style='color:#777;font-size:85%'>{_escape(where)}</div>")
+    return text, html
 
 
 def _footer(results: list, cell_dir: str, note: str) -> str:

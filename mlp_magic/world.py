@@ -197,6 +197,19 @@ class World:
     def host_of(self, rank: int) -> str:
         return self.layout[rank].host
 
+    def launcher_log(self, limit: int = 200_000) -> str:
+        """The tail of what mpiexec (or the plain engines) wrote: where deaths are reported."""
+        texts = []
+        for process in self.processes[1:]:
+            try:
+                with open(process.log_path, errors="replace") as handle:
+                    handle.seek(0, 2)
+                    handle.seek(max(0, handle.tell() - limit))
+                    texts.append(handle.read())
+            except OSError:
+                pass
+        return "\n".join(texts)
+
     def processes_alive(self) -> bool:
         return bool(self.processes) and all(p.running() for p in self.processes)
 

@@ -1,0 +1,113 @@
+"""Collect every rank's Python stack, even while it is blocked inside a C call.
+
+Each engine registered faulthandler on SIGUSR1, writing all its threads to its own stacks file
+(see engine_side). To take a snapshot we empty that file, signal the engine and read the file
+back: in-process for ranks on this machine, with one ssh command per host for the others.
+The engine's event loop is not involved, so a rank stuck in MPI_Barrier or a gloo collective
+still answers.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+SETTLE_SECONDS = 0.05   # a dump is complete once its file stops growing for this long
+MARK = "@@mlp_magic-stack "
+
+
+def _read_when_settled(paths: list, deadline: float) -> dict:
+    sizes = {path: -1 for path in paths}
+    while time.monotonic() < deadline:
+        current = {p: os.path.getsize(p) if os.path.exists(p) else 0 for p in paths}
+        if all(current.values()) and current == sizes:
+            break
+        sizes = current
+        time.sleep(SETTLE_SECONDS)
+    texts = {}
+    for path in paths:
+        try:
+            with open(path, errors="replace") as handle:
+                texts[path] = handle.read()
+        except OSError:
+            texts[path] = ""
+    return texts
+
+
+def _local_snapshot(targets: list, wait: float) -> dict:
+    """targets: [(rank, pid, path)] on this machine -> {rank: dump text}."""
+    for _, pid, path in targets:
+        try:
+            os.truncate(path, 0)
+            os.kill(pid, signal.SIGUSR1)
+        except OSError:
+            pass  # gone: its dump stays empty and is reported as such
+    texts = _read_when_settled([path for _, _, path in targets], time.monotonic() + wait)
+    return {rank: texts[path] for rank, _, path in targets}
+
+
+def remote_script(targets: list, wait: float) -> str:
+    """One shell script for a host: empty the files, signal, wait until written, print them."""
+    steps = []
+    for _, pid, path in targets:
+        steps.append(f": > {shlex.quote(path)}; kill -USR1 {int(pid)} 2>/dev/null")
+    rounds = max(1, int(wait / 0.1))
+    files = " ".join(shlex.quote(p) for _, _, p in targets)
+    steps.append(f"i=0; while [ $i -lt {rounds} ]; do ok=1; for f in {files}; do [ -s \"$f\" ] || ok=0; done; "
+                 f"[ $ok = 1 ] && break; sleep 0.1; i=$((i+1)); done; sleep 0.1")
+    for rank, _, path in targets:
+        steps.append(f"echo '{MARK}{int(rank)}'; cat {shlex.quote(path)} 2>/dev/null")
+    return "; ".join(steps)
+
+
+def split_remote_output(text: str) -> dict:
+    dumps, rank, lines = {}, None, []
+    for line in text.splitlines():
+        if line.startswith(MARK):
+            if rank is not None:
+                dumps[rank] = "\n".join(lines) + "\n"
+            rank, lines = int(line[len(MARK):]), []
+        elif rank is not None:
+            lines.append(line)
+    if rank is not None:
+        dumps[rank] = "\n".join(lines) + "\n"
+    return dumps
+
+
+def _remote_snapshot(host: str, targets: list, ssh: list, wait: float) -> dict:
+    argv = [*ssh, "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", host, remote_script(targets, wait)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=wait + 15)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return {rank: f"(could not reach {host}: {err})\n" for rank, _, _ in targets}
+    dumps = split_remote_output(done.stdout)
+    return {rank: dumps.get(rank, f"(no dump from {host}: {done.stderr.strip()[:200]})\n")
+            for rank, _, _ in targets}
+
+
+def collect(world, ranks: list, wait: float = 1.5) -> dict:
+    """{rank: faulthandler dump text} for ``ranks`` of ``world``."""
+    here = socket.gethostname()
+    local, remote = [], {}
+    for rank in ranks:
+        identity = world.identities[rank]
+        target = (rank, identity["pid"], identity["stacks_path"])
+        if identity["host"] == here:
+            local.append(target)
+        else:
+            remote.setdefault(world.host_of(rank), []).append(target)
+    from .world import ssh_command
+
+    ssh = ssh_command() or ["ssh"]
+    dumps = {}
+    with ThreadPoolExecutor(max_workers=min(64, len(remote) + 1)) as pool:
+        futures = [pool.submit(_remote_snapshot, host, targets, ssh, wait) for host, targets in remote.items()]
+        if local:
+            dumps.update(_local_snapshot(local, wait))
+        for future in futures:
+            dumps.update(future.result())
+    return dumps
