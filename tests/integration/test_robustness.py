@@ -1,0 +1,134 @@
+"""When things go wrong (issue 6), against a real 4-rank World: hangs, Ctrl-C, a dying rank,
+a flooding rank. Every test checks that it leaves no stray processes behind."""
+import os
+import signal
+import threading
+import time
+
+import psutil
+import pytest
+
+from mlp_magic import mpirun_command
+from mlp_magic.stack_report import format_stack
+
+from .conftest import child_pids, run
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+def fresh_world(ip):
+    """A healthy 4-rank World before the test; after it, nothing of ours may linger."""
+    world = mpirun_command.current_world()
+    if world is None or not world.alive() or getattr(world, "stuck_run", None):
+        run(ip, "%mpirun --stop")
+        assert run(ip, "%%mpirun -np 4\npass") is None
+    yield ip
+    run(ip, "%mpirun --stop")
+    deadline = time.monotonic() + 10
+    while child_pids() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert child_pids() == set(), "processes left behind"
+
+
+def _summary(capsys) -> str:
+    out = capsys.readouterr().out
+    return out[out.index("----"):] if "----" in out else out
+
+
+def test_a_rank_skipping_a_barrier_is_diagnosed(fresh_world, capsys):
+    ip = fresh_world
+    started = time.monotonic()
+    error = run(ip, "%%mpirun --timeout 5\nprint('before')\nif rank != 1:\n    comm.Barrier()\nprint('after')")
+    elapsed = time.monotonic() - started
+    assert elapsed < 10, elapsed
+    assert "timeout on ranks 0,2-3" in str(error)
+    out = _summary(capsys)
+    report = out[out.index("Where each rank is"):]
+    assert "ranks 0,2-3 (3) on localhost" in report
+    assert "--> cell, line 3, in <module>" in report       # the Barrier line, shown once
+    assert report.count("--> cell, line 3") == 1
+    assert "rank 1 on localhost" in report and "idle: not running a cell" in report
+    assert "did not stop on SIGINT" in out and "%mpirun --restart" in out
+    # The stuck ranks block the World: the next cell says so at once instead of hanging.
+    started = time.monotonic()
+    refused = run(ip, "%%mpirun\nprint('queued?')")
+    assert time.monotonic() - started < 2
+    assert "ranks 0,2-3 are still running an earlier cell" in str(refused)
+    assert run(ip, "%mpirun --restart") is None
+    assert run(ip, "%%mpirun -o ok\nprint('works again')") is None
+    assert {r.stdout for r in ip.user_ns["ok"]} == {"works again\n"}
+
+
+def test_ctrl_c_interrupts_every_rank_quickly(fresh_world, capsys):
+    ip = fresh_world
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    error = run(ip, "%%mpirun -o slept\nimport time\nprint('sleeping', flush=True)\ntime.sleep(60)")
+    elapsed = time.monotonic() - started
+    timer.join()
+    assert elapsed < 1.0 + 2.0, elapsed  # returns within 2 s of the Ctrl-C
+    assert "interrupted on ranks 0-3" in str(error)
+    slept = ip.user_ns["slept"]
+    assert [r.status for r in slept] == ["interrupted"] * 4
+    assert {r.stdout for r in slept} == {"sleeping\n"}  # what arrived before is kept
+    assert "World is still usable" in capsys.readouterr().out
+    assert run(ip, "%%mpirun -o next\nprint(rank)") is None
+    assert [r.stdout for r in ip.user_ns["next"]] == [f"{r}\n" for r in range(4)]
+
+
+def test_a_dying_rank_is_reported_quickly_with_the_others_output(fresh_world, capsys):
+    ip = fresh_world
+    started = time.monotonic()
+    error = run(ip, "%%mpirun -o died\nimport os, time\nprint('alive', rank, flush=True)\n"
+                    "time.sleep(0.5)\nif rank == 2:\n    os._exit(3)\ntime.sleep(60)")
+    elapsed = time.monotonic() - started
+    assert elapsed < 5 + 0.5, elapsed
+    assert "died" in str(error)
+    died = ip.user_ns["died"]
+    assert [r.stdout for r in died] == [f"alive {r}\n" for r in range(4)]
+    out = capsys.readouterr().out
+    assert "rank 2 (pid" in out and "died first" in out and "Exit code:    3" in out
+    assert run(ip, "%mpirun --restart") is None
+    assert run(ip, "%%mpirun -o back\nprint('back')") is None
+
+
+def test_a_flooding_rank_keeps_the_kernel_small(fresh_world):
+    ip = fresh_world
+    me = psutil.Process()
+    before = me.memory_info().rss
+    error = run(ip, "%%mpirun -o flood\nif rank == 1:\n    line = 'y' * 999 + '\\n'\n"
+                    "    for _ in range(200_000):\n        print(line, end='')\nprint('done')")
+    growth = me.memory_info().rss - before
+    assert error is None
+    assert growth < 100 * 2**20, f"kernel grew {growth / 2**20:.0f} MB"
+    flood = ip.user_ns["flood"]
+    path = os.path.join(flood.log_dir, "rank1.stdout")
+    assert os.path.getsize(path) == 200_000 * 1000 + len("done\n")
+    with open(path) as handle:
+        handle.seek(os.path.getsize(path) - 5)
+        assert handle.read() == "done\n"
+    assert len(flood[1].stdout) < 1_100_000 and "more characters not shown" in flood[1].stdout
+
+
+def test_stacks_of_an_idle_world_on_demand(fresh_world, capsys):
+    ip = fresh_world
+    world = mpirun_command.current_world()
+    text, html = mpirun_command.stack_snapshot(world, list(range(4)))
+    assert "ranks 0-3 (4) on localhost" in text and "idle: not running a cell" in text
+    assert "<pre" in html
+
+
+def test_format_stack_reads_a_real_faulthandler_dump(tmp_path):
+    """The parser against a dump faulthandler really wrote (not a hand-made one)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "stuck.py"
+    script.write_text("import faulthandler, sys, time\n"
+                      "faulthandler.dump_traceback(sys.stdout, all_threads=True)\n")
+    dump = subprocess.run([sys.executable, str(script)], capture_output=True, text=True).stdout
+    assert "Current thread" in dump or "Thread" in dump
+    formatted = format_stack(dump.replace(str(script), "/tmp/ipykernel_1234/5678.py"))
+    assert formatted.startswith("--> cell, line 2, in <module>"), formatted
