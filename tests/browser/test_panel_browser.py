@@ -100,6 +100,10 @@ def test_panel_shows_every_host(browser, start_lab, cluster):
     assert "59.8 / 79.6 GiB" in page.locator(f"{PANEL} .jp-MlpCluster-gpu").first.inner_text()
     assert page.locator(f"{PANEL} .jp-MlpCluster-status").inner_text().startswith("updated ")
 
+    with page.expect_response(lambda reply: "/mlp-magic/cluster/refresh" in reply.url) as refresh:
+        page.locator(f"{PANEL} .jp-MlpCluster-refresh").click()
+    assert refresh.value.request.method == "POST" and refresh.value.status == 200
+
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "mlp-cluster-panel.png"))
     page.close()
