@@ -47,6 +47,14 @@ class ManagedProcess:
     def pid(self) -> int:
         return self.popen.pid
 
+    @property
+    def create_time(self) -> float | None:
+        """With the pid, identifies this process for good (pids are reused)."""
+        try:
+            return psutil.Process(self.popen.pid).create_time()
+        except psutil.Error:
+            return None
+
     def running(self) -> bool:
         return self.popen.poll() is None
 
@@ -88,6 +96,25 @@ class ManagedProcess:
             os.killpg(self.popen.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def kill_tree(pid, create_time, grace: float = 3.0) -> int:
+    """Terminate a process we once started, and its descendants; only if it is still the same
+    process (same create time). Returns how many processes were signalled."""
+    try:
+        leader = psutil.Process(int(pid))
+        if create_time is None or abs(leader.create_time() - float(create_time)) > 0.01:
+            return 0
+        family = [leader] + leader.children(recursive=True)
+    except (psutil.Error, TypeError, ValueError):
+        return 0
+    for member in family:
+        _signal(member, signal.SIGTERM)
+    _, alive = psutil.wait_procs(family, timeout=grace)
+    for member in alive:
+        _signal(member, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=grace)
+    return len(family)
 
 
 def _signal(process, sig: int) -> None:

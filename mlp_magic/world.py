@@ -64,6 +64,7 @@ class World:
     # ----------------------------------------------------------------------------- start
     def start(self) -> "World":
         os.makedirs(base_dir(), exist_ok=True)
+        reap_orphans(self.notice)
         self.workdir = tempfile.mkdtemp(prefix=f"world-{os.getpid()}-{next(_counter)}-",
                                         dir=_run_dir())
         try:
@@ -220,6 +221,8 @@ class World:
         return {
             "pid": os.getpid(), "started_at": self.started_at, "np": self.np,
             "mpi": self.mpi.flavour if self.mpi else None, "source": self.spec.topology.source,
+            # What a later kernel needs to clean up after this one if it dies without stopping.
+            "processes": [{"pid": p.pid, "create_time": p.create_time} for p in self.processes],
             "ranks": [
                 {"rank": r.rank, "host": r.host, "engine_id": self.rank_to_engine.get(r.rank),
                  "state": "busy" if r.rank in busy_ranks else ("idle" if self.alive() else "dead")}
@@ -256,6 +259,18 @@ class World:
             process.stop()
         self.processes = []
         world_state.withdraw()
+
+
+def reap_orphans(notice=print) -> None:
+    """Stop the Worlds of kernels that died without stopping them (a stale World from a dead
+    kernel): their controller and mpiexec outlive them in sessions of their own."""
+    from .launcher import kill_tree
+
+    for state in world_state.orphaned_worlds():
+        killed = sum(kill_tree(p.get("pid"), p.get("create_time")) for p in state.get("processes", []))
+        world_state.withdraw(state["pid"])
+        if killed:
+            notice(f"mlp_magic: stopped {killed} processes left by a dead kernel (pid {state['pid']})")
 
 
 def _run_dir() -> str:

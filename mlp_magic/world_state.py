@@ -51,24 +51,30 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def read_worlds(directory: str | None = None) -> list:
-    directory = directory or state_dir()
+def _all_states(directory: str) -> list:
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
         return []
-    worlds = []
+    states = []
     for name in names:
         if not name.endswith(".json") or name.startswith("."):
             continue
-        path = os.path.join(directory, name)
         try:
-            with open(path) as handle:
+            with open(os.path.join(directory, name)) as handle:
                 state = json.load(handle)
         except (OSError, ValueError):
             continue
-        if isinstance(state, dict) and isinstance(state.get("pid"), int) and _alive(state["pid"]):
-            worlds.append(state)
-        elif isinstance(state, dict) and isinstance(state.get("pid"), int):
-            withdraw(state["pid"], directory)  # its kernel is gone
-    return worlds
+        if isinstance(state, dict) and isinstance(state.get("pid"), int):
+            states.append(state)
+    return states
+
+
+def read_worlds(directory: str | None = None) -> list:
+    """The Worlds of kernels that are alive (a dead kernel's file is left for the reaper)."""
+    return [s for s in _all_states(directory or state_dir()) if _alive(s["pid"])]
+
+
+def orphaned_worlds(directory: str | None = None) -> list:
+    """States published by kernels that died without stopping their World."""
+    return [s for s in _all_states(directory or state_dir()) if not _alive(s["pid"])]

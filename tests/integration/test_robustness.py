@@ -132,3 +132,43 @@ def test_format_stack_reads_a_real_faulthandler_dump(tmp_path):
     assert "Current thread" in dump or "Thread" in dump
     formatted = format_stack(dump.replace(str(script), "/tmp/ipykernel_1234/5678.py"))
     assert formatted.startswith("--> cell, line 2, in <module>"), formatted
+
+
+def test_a_dead_kernels_world_is_reaped(tmp_path):
+    """A kernel killed with its World up leaves a controller and mpiexec behind; the next
+    World start (here: reap_orphans directly) stops them, and only them."""
+    import subprocess
+    import sys
+
+    from mlp_magic import world as world_module
+    from mlp_magic import world_state
+
+    script = ("import os, sys, time\n"
+              "from IPython.testing.globalipapp import start_ipython\n"
+              "ip = start_ipython(); ip.run_line_magic('load_ext', 'mlp_magic')\n"
+              "ip.run_cell('%%mpirun -np 2\\npass')\n"
+              "from mlp_magic import mpirun_command\n"
+              "w = mpirun_command.current_world()\n"
+              "print('PIDS', *[p.pid for p in w.processes], flush=True)\n"
+              "time.sleep(120)\n")
+    kernel = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        line = ""
+        deadline = time.monotonic() + 90
+        while not line.startswith("PIDS") and time.monotonic() < deadline:
+            line = kernel.stdout.readline()
+        leaders = [int(p) for p in line.split()[1:]]
+        assert leaders, "the child kernel never started its World"
+        family = {p.pid for pid in leaders for p in [psutil.Process(pid)] + psutil.Process(pid).children(recursive=True)}
+    finally:
+        kernel.kill()
+        kernel.wait(10)
+    assert any(s["pid"] == kernel.pid for s in world_state.orphaned_worlds())
+    assert all(psutil.pid_exists(pid) for pid in leaders)  # orphans, still running
+    notices = []
+    world_module.reap_orphans(notices.append)
+    time.sleep(0.5)
+    alive = [pid for pid in family if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert alive == [], f"left running: {alive}"
+    assert notices and f"dead kernel (pid {kernel.pid})" in notices[0]
+    assert not any(s["pid"] == kernel.pid for s in world_state.orphaned_worlds())
