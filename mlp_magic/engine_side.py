@@ -201,3 +201,41 @@ def _register_stack_dump() -> None:
     # starts at offset 0 (a plain "w" handle would keep writing at its old offset).
     _STATE["stacks_file"] = open(path, "a")
     faulthandler.register(signal.SIGUSR1, file=_STATE["stacks_file"], all_threads=True, chain=False)
+
+
+def run_shell(command: str, timeout: float | None = None) -> dict:
+    """``%allrun`` through a live World: run ``command`` on this engine's host with bash.
+
+    Lines are printed as they come (the client streams them, tagged by host); the process
+    runs in its own session so a timeout kills everything it started.
+    """
+    import subprocess
+    import threading
+
+    started = time.monotonic()
+    proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
+
+    def pump(source, sink):
+        for line in source:
+            sink.write(line)
+            sink.flush()
+
+    pumps = [threading.Thread(target=pump, args=(proc.stdout, sys.stdout), daemon=True),
+             threading.Thread(target=pump, args=(proc.stderr, sys.stderr), daemon=True)]
+    for thread in pumps:
+        thread.start()
+    timed_out = False
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    for thread in pumps:
+        thread.join(5)
+    return {"exit_code": None if timed_out else proc.returncode, "timed_out": timed_out,
+            "seconds": time.monotonic() - started}

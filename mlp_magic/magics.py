@@ -56,10 +56,20 @@ class MlpMagics(Magics):
     @line_cell_magic
     @_one_line_errors
     def allrun(self, line: str, cell: str | None = None):
-        """Run a shell command once on every host: ``%allrun pip install x`` or ``%%allrun``."""
-        from .allrun import allrun_magic
+        """Run a shell command once on every host: ``%allrun pip install x`` or ``%%allrun``.
 
-        return allrun_magic(line, cell, self.shell.user_ns)
+        With a World up that covers the hosts, its engines run the command (no ssh)."""
+        from .allrun import allrun_magic, parse_allrun_line, select_hosts
+        from .engine_transport import WorldTransport, covers
+
+        transport = None
+        world = mpirun_command.current_world()
+        if world is not None:
+            options = parse_allrun_line(line, cell, os.environ, self.shell.user_ns)
+            hosts, _ = select_hosts(options, os.environ)
+            if covers(world, [h.name for h in hosts]):
+                transport = WorldTransport(world)
+        return allrun_magic(line, cell, self.shell.user_ns, transport=transport)
 
     @line_magic
     @_one_line_errors

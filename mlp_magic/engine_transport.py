@@ -1,0 +1,82 @@
+"""``%allrun`` through a live World: one engine per host (its LOCAL_RANK 0) runs the command.
+
+No ssh at all, so it is as fast as a message round trip; used when a World is up and covers
+every host the command targets (``%allrun pip install x`` before ``import x`` in a cell).
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import time
+
+from . import engine_side
+from .results import FAILED, OK, TIMEOUT, HostResult
+
+POLL_SECONDS = 0.1
+
+
+def engines_by_host(world) -> dict:
+    """{host name: engine id} for the lowest rank on each host."""
+    chosen = {}
+    for row in world.layout:
+        if row.host not in chosen:
+            chosen[row.host] = world.rank_to_engine[row.rank]
+    return chosen
+
+
+def covers(world, host_names: list) -> bool:
+    return world is not None and world.alive() and set(host_names) <= set(engines_by_host(world))
+
+
+class WorldTransport:
+    """Callable with the allrun transport signature: (hosts, command, timeout, on_output)."""
+
+    def __init__(self, world):
+        self.world = world
+
+    def __call__(self, host_names: list, command: str, timeout: float | None, on_output=None) -> list:
+        engines = engines_by_host(self.world)
+        started = time.monotonic()
+        pending = {host: self.world.client[engines[host]].apply_async(engine_side.run_shell, command, timeout)
+                   for host in host_names}
+        seen = {host: {"stdout": 0, "stderr": 0} for host in host_names}
+        while True:
+            futures = [f for ar in pending.values() for f in ar._children if not f.done()]
+            if futures:
+                concurrent.futures.wait(futures, timeout=POLL_SECONDS)
+            if on_output is not None:
+                _forward_lines(pending, seen, on_output, final=not futures)
+            if not futures:
+                break
+        return [_host_result(host, ar, time.monotonic() - started) for host, ar in pending.items()]
+
+
+def _forward_lines(pending: dict, seen: dict, on_output, final: bool) -> None:
+    for host, ar in pending.items():
+        metadata = ar._children[0].output.metadata
+        for stream in ("stdout", "stderr"):
+            text = metadata.get(stream) or ""
+            start = seen[host][stream]
+            end = len(text) if final else text.rfind("\n", start) + 1
+            if end > start:
+                for line in text[start:end].splitlines():
+                    on_output(host, stream, line)
+                seen[host][stream] = end
+
+
+def _host_result(host: str, ar, elapsed: float) -> HostResult:
+    metadata = ar._children[0].output.metadata
+    result = HostResult(host=host, stdout=metadata.get("stdout") or "", stderr=metadata.get("stderr") or "",
+                        seconds=elapsed)
+    try:
+        outcome = ar.get(timeout=0)
+    except Exception as error:  # the engine itself failed (died, interrupted)
+        result.status, result.exit_code = FAILED, None
+        result.stderr += f"allrun: the engine on {host} failed: {error}\n"
+        return result
+    result.seconds = outcome["seconds"]
+    if outcome["timed_out"]:
+        result.status, result.exit_code = TIMEOUT, None
+    else:
+        result.exit_code = outcome["exit_code"]
+        result.status = OK if outcome["exit_code"] == 0 else FAILED
+    return result

@@ -1,0 +1,55 @@
+"""%allrun through a live World's engines (one per host, no ssh), and its fallback."""
+import time
+
+import psutil
+import pytest
+
+from mlp_magic import mpirun_command
+from mlp_magic.allrun import HostFailure
+
+from .conftest import run
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def world_up(ip):
+    if mpirun_command.current_world() is None or getattr(mpirun_command.current_world(), "stuck_run", None):
+        run(ip, "%mpirun --stop")
+        assert run(ip, "%%mpirun -np 4\npass") is None
+    return ip
+
+
+def test_allrun_runs_once_per_host_through_the_engines(world_up, monkeypatch):
+    ip = world_up
+    # If ssh were used, this command would fail: the engine path must not touch it.
+    monkeypatch.setenv("MLP_MAGIC_SSH", "/nonexistent/ssh")
+    assert run(ip, "%allrun -o once echo pid $$ && hostname") is None
+    once = ip.user_ns["once"]
+    assert len(once) == 1 and once.results[0].host == "localhost"  # one host, not four ranks
+    engine_pids = {identity["pid"] for identity in mpirun_command.current_world().identities.values()}
+    shell_parent = once.results[0].stdout.split()[1]
+    assert shell_parent.isdigit() and int(shell_parent) not in engine_pids  # a child shell ran it
+
+
+def test_allrun_cell_script_and_exit_status(world_up, capsys):
+    ip = world_up
+    error = run(ip, "%%allrun -o script\nset -e\necho step one\nexit 3\n")
+    assert isinstance(error, HostFailure)
+    script = ip.user_ns["script"]
+    result = script.results[0]
+    assert (result.status, result.exit_code, result.stdout) == ("failed", 3, "step one\n")
+    assert script.exit_status == 3
+    assert "exit 3" in capsys.readouterr().out
+
+
+def test_allrun_timeout_kills_the_command_on_the_engine_host(world_up):
+    ip = world_up
+    started = time.monotonic()
+    error = run(ip, "%allrun -t 1 -o slow sleep 31; echo never")
+    assert time.monotonic() - started < 5
+    assert isinstance(error, HostFailure)
+    assert ip.user_ns["slow"].results[0].status == "timeout"
+    assert "never" not in ip.user_ns["slow"].results[0].stdout
+    leftover = [p.pid for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "31"]]
+    assert leftover == [], "the timed-out command is still running"
