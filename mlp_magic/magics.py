@@ -71,13 +71,16 @@ class MlpMagics(Magics):
                 transport = WorldTransport(world)
         return allrun_magic(line, cell, self.shell.user_ns, transport=transport)
 
+    @no_var_expand
     @line_magic
     @_one_line_errors
     def mlp_cluster(self, line: str = ""):
-        """Show hosts, ranks and GPU topology as a widget."""
-        from .cluster_view import cluster_view
+        """Show hosts, ranks and GPU topology as a widget: ``%mlp_cluster [--hostfile F | -H HOSTS]
+        [--refresh S] [--timeout S] [--no-probe] [--topo-file HOST=FILE ...]``."""
+        from .cluster_view import cluster_view, parse_cluster_args
+        from .magic_args import expand_vars
 
-        return cluster_view()
+        return cluster_view(**parse_cluster_args(expand_vars(line, os.environ, self.shell.user_ns)))
 
 
 def shutdown_worlds() -> None:
