@@ -12,7 +12,6 @@ and still returns every result.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import queue
 import threading
@@ -320,14 +319,17 @@ class Plan:
         self.targets = transport.as_targets(hosts)
         self.local = len(self.targets) == 1 and self.targets[0].is_local
         self.ssh = transport.ssh_argv(ssh_command(options, env))
+        if not self.local and transport.find_program(self.ssh[0]) is None:
+            raise MlpMagicError(f"--ssh: cannot find the command {self.ssh[0]!r}")
         if options.copy:
             transport.check_copy_source(options.copy[0])
-        if check_names and not self.local:
-            transport.check_names_resolve(self.targets, self.ssh, timeout=options.connect_timeout)
+        # Unknown host names are refused by the transport before any command runs (the check
+        # overlaps the ssh handshakes; commands wait for it).
+        self.check_names = check_names
 
-    def runner_options(self) -> dict:
+    def runner_options(self, check_names: bool) -> dict:
         return dict(ssh=self.ssh, fanout=self.options.fanout, connect_timeout=self.options.connect_timeout,
-                    timeout=self.options.timeout, local=self.local)
+                    timeout=self.options.timeout, local=self.local, check_names=check_names and self.check_names)
 
 
 def run_plan(plan: Plan, on_output: Callable | None = None) -> list[HostResult]:
@@ -341,14 +343,15 @@ def run_plan(plan: Plan, on_output: Callable | None = None) -> list[HostResult]:
         src, dest = options.copy
         copy = transport.HostRunner(
             targets, transport.copy_command(src, dest or os.path.abspath(src)), stdin_path=src,
-            **plan.runner_options())
+            **plan.runner_options(check_names=True))
         for result in run_blocking(copy, on_output):
             if result.status != OK or not options.command.strip():
                 result.stderr = f"allrun: --copy {src} failed\n{result.stderr}" if result.status != OK else result.stderr
                 results[result.host] = result
         targets = [t for t in targets if t.name not in results]
     if targets and options.command.strip():
-        runner = transport.HostRunner(targets, options.command, outdir=options.outdir, **plan.runner_options())
+        runner = transport.HostRunner(targets, options.command, outdir=options.outdir,
+                                      **plan.runner_options(check_names=not options.copy))
         for result in run_blocking(runner, on_output):
             results[result.host] = result
     return [results[t.name] for t in plan.targets]
@@ -374,6 +377,7 @@ def run_blocking(runner, on_output: Callable | None = None) -> list[HostResult]:
 
     thread = threading.Thread(target=work, name="allrun", daemon=True)
     thread.start()
+    _prefetch_renderers()  # while the hosts work, so the summary shows without import delay
     interrupted = False
     while True:
         try:
@@ -393,6 +397,12 @@ def run_blocking(runner, on_output: Callable | None = None) -> list[HostResult]:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["results"]
+
+
+def _prefetch_renderers() -> None:
+    from . import grouping, render_text  # noqa: F401
+
+    return None
 
 
 def exit_status(results: list[HostResult]) -> int:
@@ -447,6 +457,8 @@ def render_html(results: list[HostResult], options: AllrunOptions) -> str:
 
 
 def results_json(results: list[HostResult]) -> str:
+    import json
+
     return json.dumps([r.to_json() for r in results])
 
 

@@ -22,11 +22,8 @@ import math
 import os
 import re
 import resource
-import secrets
 import shlex
-import shutil
 import stat
-import tempfile
 import time
 from typing import Callable, Sequence
 
@@ -38,6 +35,8 @@ LOCAL_NAMES = ("localhost", "127.0.0.1")
 DEFAULT_MAX_BYTES = 8 << 20       # output kept in memory per stream per host (--outdir keeps all)
 KILL_GRACE = 2.0                  # seconds between TERM and KILL of a remote process group
 CONNECT_GRACE = 2.0               # beyond ConnectTimeout, for authentication and session start
+VERIFY_AFTER = 1.0                # a host neither connected nor failed by then: check its name
+_UNRESOLVED = re.compile(r"[Cc]ould not resolve hostname")
 _CHUNK = 65536
 _UNIX_PATH_MAX = 104              # sun_path, less ssh's own temporary suffix margin below
 # A host name or IP literal, an optional user; nothing a shell would interpret.
@@ -55,6 +54,11 @@ _WRAPPER = (
     'if command -v bash >/dev/null 2>&1; then bash -c "$2"; else sh -c "$2"; fi; '
     'rc=$?; rm -f "$f"; exit $rc'
 )
+# The same, but the command waits for a "go" line on stdin (the host-name check runs meanwhile);
+# end of input instead means "abort": nothing runs.
+_GATED_WRAPPER = _WRAPPER.replace(
+    'echo "__mlp_allrun_started_$1__" >&2; ',
+    'echo "__mlp_allrun_started_$1__" >&2; IFS= read -r go && [ "$go" = go ] || exit 0; ')
 # Signals the process group recorded by _WRAPPER. $1 = token, $2 = TERM or KILL.
 _KILLER = (
     'f="${TMPDIR:-/tmp}/.mlp_allrun.$1"; p=$(cat "$f" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0; '
@@ -108,6 +112,17 @@ def as_targets(hosts) -> list[Target]:
     return targets
 
 
+def find_program(name: str) -> str | None:
+    """``shutil.which`` without importing shutil (allrun's start-up time counts)."""
+    if os.sep in name:
+        return name if os.access(name, os.X_OK) and not os.path.isdir(name) else None
+    for folder in os.get_exec_path():
+        path = os.path.join(folder, name)
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return path
+    return None
+
+
 def ssh_argv(ssh) -> list[str]:
     """``--ssh`` as given (a string or a sequence) -> argv list."""
     if isinstance(ssh, str):
@@ -128,7 +143,7 @@ def ssh_argv(ssh) -> list[str]:
 def control_dir(path: str | None = None) -> str:
     """The private directory of ControlMaster sockets: made 0700, refused when not ours."""
     path = path or os.environ.get(CONTROL_DIR_ENV) or os.path.join(
-        tempfile.gettempdir(), f"mlp_magic-ssh-{os.getuid()}")
+        os.environ.get("TMPDIR") or "/tmp", f"mlp_magic-ssh-{os.getuid()}")
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
         info = os.lstat(path)
@@ -255,7 +270,8 @@ class HostRunner:
                  connect_timeout: float = 10.0, timeout: float | None = None,
                  on_output: OutputCallback | None = None, control: str | None = None,
                  local: bool | None = None, outdir: str | None = None,
-                 stdin_path: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES):
+                 stdin_path: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
+                 check_names: bool = False):
         if not isinstance(command, str) or not command.strip():
             raise MlpMagicError("no command to run")
         if not isinstance(fanout, int) or fanout < 1:
@@ -270,10 +286,12 @@ class HostRunner:
         self.ssh = [] if self.local else ssh_argv(ssh)
         self.fanout, self.connect_timeout, self.timeout = fanout, connect_timeout, timeout
         self.on_output, self.outdir, self.stdin_path, self.max_bytes = on_output, outdir, stdin_path, max_bytes
-        if self.ssh and shutil.which(self.ssh[0]) is None:
+        if self.ssh and find_program(self.ssh[0]) is None:
             raise MlpMagicError(f"--ssh: cannot find the command {self.ssh[0]!r}")
         self.control = None if self.local else control_dir(control)
-        self.token = secrets.token_hex(8)
+        self.check_names = check_names and not self.local
+        self.token = os.urandom(8).hex()
+        self._gate: _Gate | None = None
         self.results = [HostResult(t.name, status=INTERRUPTED, exit_code=None) for t in self.targets]
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -303,6 +321,12 @@ class HostRunner:
         raise_nofile_limit(8 * min(self.fanout, len(self.targets)) + 256)
         if self.outdir:
             os.makedirs(self.outdir, exist_ok=True)
+        if self.check_names:
+            if self.stdin_path or self.fanout < len(self.targets):
+                # stdin carries a file, or hosts wait for fanout slots: check first, then run
+                await check_names(self.targets, self.ssh, self.connect_timeout)
+            else:
+                self._gate = _Gate(self)   # connect meanwhile; commands wait for the verdict
         limit = asyncio.Semaphore(self.fanout)
         tasks = [asyncio.ensure_future(self._run_host(i, limit)) for i in range(len(self.targets))]
         try:
@@ -313,6 +337,11 @@ class HostRunner:
             self._stop.set()
             await asyncio.wait(tasks, timeout=2 * KILL_GRACE + min(self.connect_timeout, 5.0) + 2)
             raise
+        finally:
+            if self._gate is not None:
+                self._gate.close()
+        if self._gate is not None and self._gate.refusal() is not None:
+            raise self._gate.refusal()   # a bad host name: no command ran anywhere
         for task in tasks:
             if task.exception() is not None:
                 raise task.exception()
@@ -330,7 +359,7 @@ class HostRunner:
             err = self._stream(target.name, "stderr", self._marker(index))
             status, code = INTERRUPTED, None
             try:
-                status, code = await self._execute(target, f"{self.token}{index}", out, err)
+                status, code = await self._execute(index, f"{self.token}{index}", out, err)
             finally:  # also when cancelled: keep what arrived
                 out.close()
                 err.close()
@@ -349,13 +378,19 @@ class HostRunner:
         path = os.path.join(self.outdir, f"{host}.{name}") if self.outdir else None
         return _Stream(host, name, self.on_output, self.max_bytes, path, marker)
 
-    async def _execute(self, target: Target, token: str, out: _Stream, err: _Stream) -> tuple[str, int | None]:
+    async def _execute(self, index: int, token: str, out: _Stream, err: _Stream) -> tuple[str, int | None]:
+        target = self.targets[index]
         proc = await self._spawn(target, token)
+        spawned = time.monotonic()
         drained = asyncio.ensure_future(self._drain(proc, out, err))
         stopper = asyncio.ensure_future(self._stop.wait())
         started = asyncio.ensure_future(err.started.wait())
         try:
-            status = await self._watch(drained, stopper, started)
+            status = None
+            if self._gate is not None:
+                status = await self._pass_gate(index, proc, err, drained, started, stopper)
+            if status is None:
+                status = await self._watch(drained, stopper, started, spawned)
         except asyncio.CancelledError:
             await self._kill(target, token, proc, err, drained)
             raise
@@ -368,13 +403,38 @@ class HostRunner:
         await self._kill(target, token, proc, err, drained)
         return status, (255 if status == UNREACHABLE else None)
 
-    async def _watch(self, drained, stopper, started) -> str | None:
+    async def _pass_gate(self, index: int, proc, err: _Stream, drained, started, stopper) -> str | None:
+        """Report this host to the gate, wait for its verdict, then say "go" (None) or close stdin
+        so the remote wrapper exits without running anything (INTERRUPTED)."""
+        gate, reported = self._gate, False
+        while not gate.opened.done():
+            waiting = {gate.opened, stopper} | (set() if reported else {started, drained})
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if stopper in done:
+                return INTERRUPTED
+            if not reported and started in done:
+                gate.connected(index)
+                reported = True
+            elif not reported and drained in done:
+                gate.exited(index, err.text())
+                reported = True
+        passed = gate.refusal() is None
+        try:
+            if passed:
+                proc.stdin.write(b"go\n")
+                await proc.stdin.drain()
+            proc.stdin.close()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # ssh already exited (e.g. unreachable): its result says so
+        return None if passed else INTERRUPTED
+
+    async def _watch(self, drained, stopper, started, spawned: float) -> str | None:
         """Wait for the command's end (None), an interrupt, the command timeout, or, while the
         remote wrapper has not started, the connect deadline: a reused ssh connection to a host
         that vanished would otherwise hang past ConnectTimeout."""
         now = time.monotonic()
         command_deadline = now + self.timeout if self.timeout else None
-        connect_deadline = None if self.local else now + self.connect_timeout + CONNECT_GRACE
+        connect_deadline = None if self.local else spawned + self.connect_timeout + CONNECT_GRACE
         while True:
             waiting = {drained, stopper} | ({started} if not started.done() else set())
             deadlines = [d for d in (command_deadline, None if started.done() else connect_deadline) if d]
@@ -391,13 +451,17 @@ class HostRunner:
                 return UNREACHABLE
 
     async def _spawn(self, target: Target, token: str) -> asyncio.subprocess.Process:
-        stdin = open(self.stdin_path, "rb") if self.stdin_path else asyncio.subprocess.DEVNULL
+        if self.stdin_path:
+            stdin = open(self.stdin_path, "rb")
+        else:
+            stdin = asyncio.subprocess.PIPE if self._gate is not None else asyncio.subprocess.DEVNULL
         try:
             if self.local:
                 argv = ["sh", "-c", 'if command -v bash >/dev/null 2>&1; then exec bash -c "$1"; '
                                     'else exec sh -c "$1"; fi', "mlp_allrun", self.command]
             else:
-                remote = "exec sh -c " + " ".join(shlex.quote(a) for a in (_WRAPPER, "mlp_allrun", token, self.command))
+                wrapper = _GATED_WRAPPER if self._gate is not None else _WRAPPER
+                remote = "exec sh -c " + " ".join(shlex.quote(a) for a in (wrapper, "mlp_allrun", token, self.command))
                 argv = [*self.ssh, *_ssh_options(self.connect_timeout, self.control), *_destination(target), remote]
             return await asyncio.create_subprocess_exec(
                 *argv, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -407,7 +471,7 @@ class HostRunner:
             raise MlpMagicError(f"cannot start {(self.ssh or ['sh'])[0]!r}: {error.strerror}") from None
         finally:
             if self.stdin_path:
-                stdin.close()
+                stdin.close()  # the child has its own copy
 
     @staticmethod
     async def _drain(proc, out: _Stream, err: _Stream) -> int:
@@ -453,6 +517,67 @@ class HostRunner:
             await killer.wait()
 
 
+class _Gate:
+    """Commands wait for a "go" until every host name is known good, so that a typo in a host
+    list runs nothing anywhere, without a look-up process per host in the usual case.
+
+    A host is good once its ssh connected (the wrapper's marker arrived) or failed for another
+    reason than name resolution. Hosts still undecided after VERIFY_AFTER seconds (a host that
+    does not answer, a silent failure) are checked with ``ssh -G`` and the resolver.
+    """
+
+    def __init__(self, runner: "HostRunner"):
+        self.runner = runner
+        self.pending = set(range(len(runner.targets)))
+        self.opened = asyncio.get_running_loop().create_future()
+        self._verifier = asyncio.ensure_future(self._verify_later())
+
+    def connected(self, index: int) -> None:
+        self._clear([index])
+
+    def exited(self, index: int, stderr: str) -> None:
+        """ssh ended before the wrapper ran: a name it could not resolve refuses the run."""
+        found = _UNRESOLVED.search(stderr)
+        if found:
+            name = self.runner.targets[index].name
+            reason = stderr[found.start():].splitlines()[0].strip()
+            self._refuse(MlpMagicError(f"unknown host {name!r}: {reason}"))
+        elif stderr.strip():
+            self._clear([index])  # refused, timed out, denied...: the name itself resolved
+
+    def refusal(self) -> MlpMagicError | None:
+        if self.opened.done() and not self.opened.cancelled():
+            return self.opened.exception()
+        return None
+
+    def close(self) -> None:
+        self._verifier.cancel()
+        if not self.opened.done():
+            self.opened.cancel()
+
+    def _clear(self, indices) -> None:
+        self.pending.difference_update(indices)
+        if not self.pending and not self.opened.done():
+            self.opened.set_result(True)
+            self._verifier.cancel()
+
+    def _refuse(self, error: MlpMagicError) -> None:
+        if not self.opened.done():
+            self.opened.set_exception(error)
+        self._verifier.cancel()
+
+    async def _verify_later(self) -> None:
+        await asyncio.sleep(min(VERIFY_AFTER, self.runner.connect_timeout))
+        undecided = sorted(self.pending)
+        runner = self.runner
+        try:
+            await check_names([runner.targets[i] for i in undecided], runner.ssh, runner.connect_timeout)
+        except MlpMagicError as error:
+            self._refuse(error)
+        else:
+            self._clear(undecided)
+
+
 def _signal_group(pid: int, sig: int) -> None:
     try:
         os.killpg(pid, sig)
@@ -476,7 +601,7 @@ async def run_on_hosts(hosts, command: str, *, ssh=("ssh",), fanout: int = 64, c
     """Run ``command`` once on every host; HostResults in input order.
 
     ``on_output(host, stream, line)`` is called live for each line. Extra keyword options go to
-    HostRunner (``control``, ``local``, ``outdir``, ``stdin_path``, ``max_bytes``).
+    HostRunner (``control``, ``local``, ``outdir``, ``stdin_path``, ``max_bytes``, ``check_names``).
     """
     runner = HostRunner(hosts, command, ssh=ssh, fanout=fanout, connect_timeout=connect_timeout,
                         timeout=timeout, on_output=on_output, **options)
@@ -499,13 +624,15 @@ async def _ssh_config_of(ssh: list[str], target: Target) -> dict:
 
 
 def _is_address(name: str) -> bool:
-    import ipaddress
+    import socket
 
-    try:
-        ipaddress.ip_address(name.strip("[]"))
-        return True
-    except ValueError:
-        return False
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, name.strip("[]"))
+            return True
+        except OSError:
+            pass
+    return False
 
 
 async def _check_name(ssh: list[str], target: Target, timeout: float) -> None:
@@ -523,25 +650,26 @@ async def _check_name(ssh: list[str], target: Target, timeout: float) -> None:
         raise MlpMagicError(f"unknown host {target.name!r}{alias}: cannot resolve it ({why})") from None
 
 
-def check_names_resolve(targets: list, ssh, timeout: float = 10.0) -> None:
+async def check_names(targets: list, ssh, timeout: float = 10.0) -> None:
     """Refuse (MlpMagicError) a host name that neither the ssh configuration nor the resolver
-    knows, before anything runs anywhere. Blocking; runs ``ssh -G`` per host concurrently."""
+    knows; ``ssh -G`` per host (no connection), concurrently."""
     ssh = ssh_argv(ssh)
-    if shutil.which(ssh[0]) is None:
+    if find_program(ssh[0]) is None:
         raise MlpMagicError(f"--ssh: cannot find the command {ssh[0]!r}")
+    limit = asyncio.Semaphore(32)
 
-    async def check_all() -> None:
-        limit = asyncio.Semaphore(32)
+    async def one(target):
+        async with limit:
+            await _check_name(ssh, target, timeout)
+    results = await asyncio.gather(*(one(t) for t in targets), return_exceptions=True)
+    for result in results:  # the first bad host in input order
+        if isinstance(result, BaseException):
+            raise result
 
-        async def one(target):
-            async with limit:
-                await _check_name(ssh, target, timeout)
-        results = await asyncio.gather(*(one(t) for t in targets), return_exceptions=True)
-        for result in results:  # the first bad host in input order
-            if isinstance(result, BaseException):
-                raise result
 
-    _run_coroutine(check_all())
+def check_names_resolve(targets: list, ssh, timeout: float = 10.0) -> None:
+    """``check_names``, blocking."""
+    _run_coroutine(check_names(targets, ssh, timeout))
 
 
 def _run_coroutine(coroutine):

@@ -181,12 +181,13 @@ def test_bad_host_names_exit_2_and_run_nothing(healthy_testbed, tmp_path):
     assert list(tmp_path.glob("ran-*")) == []
 
 
-def test_unknown_host_name_exits_2_and_runs_nothing(healthy_testbed, tmp_path):
+@pytest.mark.parametrize("fanout", ["64", "1"])   # names checked while connecting / before
+def test_unknown_host_name_exits_2_and_runs_nothing(healthy_testbed, tmp_path, fanout):
     """Run from inside worker0's namespace: a name lookup there cannot leave the test bed."""
     bed = healthy_testbed
     prefix = ("ip", "netns", "exec", bed.hosts[0].netns)
-    done = allrun(bed, "-H", "worker1,nosuchhost-mlpt,worker2", "--", f"touch {tmp_path}/ran-$(hostname)",
-                  prefix=prefix)
+    done = allrun(bed, "-f", fanout, "-H", "worker1,nosuchhost-mlpt,worker2", "--",
+                  f"touch {tmp_path}/ran-$(hostname)", prefix=prefix)
     assert done.returncode == 2, done.stderr
     assert "nosuchhost-mlpt" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert list(tmp_path.glob("ran-*")) == []

@@ -1,0 +1,137 @@
+"""allrun fan-out speed against pssh / clush on 8 namespace hosts (needs root).
+
+    python benchmarks/allrun_fanout.py [--hosts 8] [--runs 5]
+
+Brings up the multi-host test bed (tests/multihost/netns.py), then times, interleaved and as
+whole commands (interpreter start included for every tool):
+- ``allrun -H worker[0-7] -- hostname`` cold: a fresh ssh ControlPath directory, so every host
+  needs a full ssh handshake, as the peers do;
+- the same call again (warm): the ssh connections of the cold call are reused;
+- each peer found: ``parallel-ssh``/``pssh`` (Debian package pssh) and ``clush`` (pip
+  ClusterShell; on PATH or $CLUSH), all through the same ssh config.
+Every run's output is checked (each host's own hostname). The last line is one JSON object
+with the medians and the ratios: goals are cold <= 1.0x the best peer, second call <= 0.3x cold.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "multihost"))
+import netns  # noqa: E402
+
+COMMAND = "hostname"
+
+
+def timed(argv: list, env: dict) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    return seconds, done.stdout
+
+
+def check_output(tool: str, output: str, names: list) -> None:
+    missing = [name for name in names if name not in output]
+    if missing:
+        raise RuntimeError(f"{tool}: output lacks {missing}: {output[-500:]!r}")
+
+
+def find_peers(bed, hostfile: str) -> dict:
+    """name -> argv of each peer tool present, all using the test bed's ssh config."""
+    peers = {}
+    for name in ("parallel-ssh", "pssh"):
+        path = shutil.which(name)
+        if path and "parallel-ssh" not in peers:
+            peers["parallel-ssh"] = [path, "-h", hostfile, "-x", f"-F {bed.ssh_config}", "-i", COMMAND]
+    clush = os.environ.get("CLUSH") or shutil.which("clush")
+    if clush:
+        peers["clush"] = [clush, "-o", f"-F {bed.ssh_config}", "-w", f"worker[0-{bed.count - 1}]", "-b", COMMAND]
+    return peers
+
+
+def close_masters(bed, control: str) -> None:
+    for name in os.listdir(control):
+        subprocess.run(["ssh", "-F", bed.ssh_config, "-o", f"ControlPath={os.path.join(control, name)}",
+                        "-O", "exit", "worker0"], capture_output=True, timeout=10)
+
+
+def measure(bed, runs: int) -> dict:
+    names = bed.host_names()
+    hostfile = os.path.join(bed.workdir, "pssh_hosts")
+    with open(hostfile, "w") as handle:
+        handle.write("".join(f"{name}\n" for name in names))
+    peers = find_peers(bed, hostfile)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLP_", "SLURM_"))}
+    env["MLP_MAGIC_SSH"] = f"ssh -F {bed.ssh_config}"
+    allrun = [sys.executable, "-m", "mlp_magic.cli_allrun", "-H", f"worker[0-{bed.count - 1}]", "--", COMMAND]
+    timings: dict = {"allrun_cold": [], "allrun_second": [], **{name: [] for name in peers}}
+    # one untimed round: host keys learned, files cached, for every tool alike
+    for argv in [allrun, *peers.values()]:
+        timed(argv, {**env, "MLP_MAGIC_SSH_CONTROL_DIR": tempfile.mkdtemp(dir=bed.workdir)})
+    for _ in range(runs):
+        control = tempfile.mkdtemp(prefix="cm", dir=bed.workdir)
+        run_env = {**env, "MLP_MAGIC_SSH_CONTROL_DIR": control}
+        for label in ("allrun_cold", "allrun_second"):
+            seconds, output = timed(allrun, run_env)
+            check_output(label, output, names)
+            timings[label].append(seconds)
+        close_masters(bed, control)
+        for name, argv in peers.items():
+            seconds, output = timed(argv, env)
+            check_output(name, output, names)
+            timings[name].append(seconds)
+    return {label: statistics.median(values) for label, values in timings.items()}, list(peers)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args(argv)
+    reason = netns.unavailable_reason()
+    if reason:
+        print(json.dumps({"benchmark": "allrun_fanout", "skipped": reason}))
+        return 0
+    # Byte-compile the package as an installed wheel is (PYTHONDONTWRITEBYTECODE may be set
+    # here, and the peers' modules come compiled by their packages).
+    import compileall
+    import mlp_magic
+
+    compileall.compile_dir(os.path.dirname(mlp_magic.__file__), quiet=1)
+    with netns.Testbed(args.hosts) as bed:
+        medians, peers = measure(bed, args.runs)
+    cold, second = medians["allrun_cold"], medians["allrun_second"]
+    best_peer = min(peers, key=lambda name: medians[name]) if peers else None
+    for label, value in medians.items():
+        print(f"{label:>16}: {value * 1000:7.1f} ms (median of {args.runs})")
+    result = {
+        "benchmark": "allrun_fanout",
+        "hosts": args.hosts,
+        "command": COMMAND,
+        "runs": args.runs,
+        "allrun_cold_s": round(cold, 4),
+        "allrun_second_s": round(second, 4),
+        "peers_s": {name: round(medians[name], 4) for name in peers},
+        "best_peer": best_peer,
+        "cold_ratio_vs_best_peer": round(cold / medians[best_peer], 3) if best_peer else None,
+        "second_over_cold": round(second / cold, 3),
+        "goals": {"cold_ratio_vs_best_peer": "<= 1.0", "second_over_cold": "<= 0.3"},
+    }
+    result["goals_met"] = bool(best_peer) and result["cold_ratio_vs_best_peer"] <= 1.0 \
+        and result["second_over_cold"] <= 0.3
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
