@@ -65,3 +65,20 @@ def test_torch_ddp():
     check = _cell(nb, "params identical")
     assert "params identical on all ranks: True" in check
     assert "ranks 0-3 (4) on localhost" in check
+
+
+def test_allrun():
+    nb = run_notebook(os.path.join(EXAMPLES, "03-allrun.ipynb"))
+    assert "localhost (1)" in _cell(nb, "%allrun uname -s")
+    assert "installed" in _cell(nb, "--force-reinstall")
+    check = _cell(nb, "import mlp_hello")
+    assert "hello from mlp_hello" in check and "Version: 0.1" in check
+    assert "('localhost', 'ok', 0)" in _cell(nb, "r.exit_code) for r in check")
+    failing = _cell(nb, "ls /no/such/directory")
+    assert "[exit 2]" in failing and "HostFailure" in failing
+    assert "[timeout]" in _cell(nb, "-t 1 sleep 30")
+    fast = _cell(nb, "via_engines")
+    seconds = float(re.search(r"through the engines: ([0-9.]+) s", fast).group(1))
+    assert seconds < 2.0, fast
+    assert '"status": "ok"' in _cell(nb, "cli_allrun --json")
+    assert "removed" in _cell(nb, "pip uninstall")
