@@ -5,12 +5,14 @@ at most ``fanout`` at a time, with BatchMode, ConnectTimeout, accept-new host ke
 ControlMaster socket in a private 0700 directory so a second call reuses the connections.
 
 On the remote side the command runs under a small ``sh`` wrapper that
-- records its process-group id in ``$TMPDIR/.mlp_allrun.<token>`` so a timed-out or interrupted
-  command can really be killed (the whole group) through a second ssh: closing an ssh channel
-  does not stop a remote process that has no terminal;
-- prints a marker line (``__mlp_allrun_started_<token>__``) on stderr once it runs; the marker is
-  removed from the output and tells "ssh could not connect" (exit 255, no marker: unreachable)
-  apart from a command that itself exited 255.
+- prints a marker line (``__mlp_allrun_started_<token>_<pid>__``) on stderr first: it is removed
+  from the output, tells "ssh could not connect" (exit 255, no marker: unreachable) apart from
+  a command that itself exited 255, and names the remote process group (sshd makes the
+  command a session leader, and the wrapper only ``exec``s), so that a timed-out or
+  interrupted command is really killed, whole group, through a second ssh: closing an ssh
+  channel does not stop a remote process that has no terminal;
+- when the host-name check still runs (see _Gate), waits for a "go" line on stdin first;
+- runs the command with bash (sh where there is no bash).
 The local machine (the embedded default) is run with a local subprocess, no ssh.
 
 Host statuses: ok, failed (non-zero exit), timeout, unreachable, interrupted.
@@ -45,26 +47,17 @@ _SAFE_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 OutputCallback = Callable[[str, str, str], None]   # (host, "stdout"|"stderr", line)
 
-# Runs as the remote login shell's command (exec'd, so $$ is the session's process group,
-# sshd having made the shell a session leader). $1 = token, $2 = the user's command.
+# Runs as the remote login shell's command, exec'd, so $$ stays the session leader's pid (its
+# process group). $1 = token, $2 = the user's command. Only execs: no process is added.
 _WRAPPER = (
-    'f="${TMPDIR:-/tmp}/.mlp_allrun.$1"; echo $$ >"$f" 2>/dev/null; '
-    "trap 'rm -f \"$f\"; exit 143' HUP INT TERM; "
-    'echo "__mlp_allrun_started_$1__" >&2; '
-    'if command -v bash >/dev/null 2>&1; then bash -c "$2"; else sh -c "$2"; fi; '
-    'rc=$?; rm -f "$f"; exit $rc'
+    'echo "__mlp_allrun_started_$1_$$__" >&2; '
+    'if command -v bash >/dev/null 2>&1; then exec bash -c "$2"; fi; exec sh -c "$2"'
 )
 # The same, but the command waits for a "go" line on stdin (the host-name check runs meanwhile);
 # end of input instead means "abort": nothing runs.
-_GATED_WRAPPER = _WRAPPER.replace(
-    'echo "__mlp_allrun_started_$1__" >&2; ',
-    'echo "__mlp_allrun_started_$1__" >&2; IFS= read -r go && [ "$go" = go ] || exit 0; ')
-# Signals the process group recorded by _WRAPPER. $1 = token, $2 = TERM or KILL.
-_KILLER = (
-    'f="${TMPDIR:-/tmp}/.mlp_allrun.$1"; p=$(cat "$f" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0; '
-    'kill -"$2" -"$p" 2>/dev/null || kill -"$2" "$p" 2>/dev/null; '
-    'if [ "$2" = KILL ]; then rm -f "$f"; fi; exit 0'
-)
+_GATED_WRAPPER = _WRAPPER.replace('>&2; ', '>&2; IFS= read -r go && [ "$go" = go ] || exit 0; ', 1)
+# Signals a remote process group. $1 = its id, $2 = TERM or KILL.
+_KILLER = 'kill -0 -"$1" 2>/dev/null || exit 0; kill -"$2" -"$1" 2>/dev/null; exit 0'
 
 
 # ------------------------------------------------------------------------- host names
@@ -205,6 +198,7 @@ class _Stream:
         self.kept_size = self.dropped = 0
         self.partial = b""
         self.saw_marker = False
+        self.remote_pid: int | None = None   # the remote command's process group
         self.started = asyncio.Event()  # set when the marker arrives: the remote command runs
         self.file = open(path, "wb") if path else None
 
@@ -229,10 +223,12 @@ class _Stream:
         return out
 
     def _line(self, line: bytes, end: bytes) -> None:
-        if self.marker is not None and not self.saw_marker and line == self.marker:
-            self.saw_marker = True
-            self.started.set()
-            return
+        if self.marker is not None and not self.saw_marker and line.startswith(self.marker):
+            pid = line[len(self.marker):-2]
+            if line.endswith(b"__") and pid.isdigit():
+                self.saw_marker, self.remote_pid = True, int(pid)
+                self.started.set()
+                return
         whole = line + end
         if self.file:
             self.file.write(whole)
@@ -372,7 +368,7 @@ class HostRunner:
                                                  time.monotonic() - start)
 
     def _marker(self, index: int) -> bytes | None:
-        return None if self.local else f"__mlp_allrun_started_{self.token}{index}__".encode()
+        return None if self.local else f"__mlp_allrun_started_{self.token}{index}_".encode()
 
     def _stream(self, host: str, name: str, marker: bytes | None) -> _Stream:
         path = os.path.join(self.outdir, f"{host}.{name}") if self.outdir else None
@@ -485,7 +481,7 @@ class HostRunner:
             if self.local:
                 _signal_group(proc.pid, sig)
             elif err.saw_marker:  # the remote command started: signal its process group over ssh
-                await self._signal_remote(target, token, "TERM" if sig == 15 else "KILL")
+                await self._signal_remote(target, err.remote_pid, "TERM" if sig == 15 else "KILL")
             else:
                 break  # still connecting: nothing runs remotely yet
             await _wait_bounded(drained, KILL_GRACE)
@@ -503,8 +499,8 @@ class HostRunner:
                 transport.close()
             await asyncio.gather(drained, return_exceptions=True)
 
-    async def _signal_remote(self, target: Target, token: str, signal_name: str) -> None:
-        remote = "exec sh -c " + " ".join(shlex.quote(a) for a in (_KILLER, "mlp_allrun_kill", token, signal_name))
+    async def _signal_remote(self, target: Target, pid: int, signal_name: str) -> None:
+        remote = "exec sh -c " + " ".join(shlex.quote(a) for a in (_KILLER, "mlp_allrun_kill", str(pid), signal_name))
         argv = [*self.ssh, *_ssh_options(min(self.connect_timeout, 5.0), self.control),
                 *_destination(target), remote]
         killer = await asyncio.create_subprocess_exec(
