@@ -27,7 +27,7 @@ import resource
 import shlex
 import stat
 import time
-from typing import Callable, Sequence
+from typing import Callable
 
 from .errors import MlpMagicError
 from .results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
@@ -388,7 +388,7 @@ class HostRunner:
             if status is None:
                 status = await self._watch(drained, stopper, started, spawned)
         except asyncio.CancelledError:
-            await self._kill(target, token, proc, err, drained)
+            await self._kill(target, proc, err, drained)
             raise
         finally:
             stopper.cancel()
@@ -396,7 +396,7 @@ class HostRunner:
         if status is None:
             code = drained.result()
             return (OK if code == 0 else FAILED), code
-        await self._kill(target, token, proc, err, drained)
+        await self._kill(target, proc, err, drained)
         return status, (255 if status == UNREACHABLE else None)
 
     async def _pass_gate(self, index: int, proc, err: _Stream, drained, started, stopper) -> str | None:
@@ -474,7 +474,7 @@ class HostRunner:
         await asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
         return await proc.wait()
 
-    async def _kill(self, target: Target, token: str, proc, err: _Stream, drained: asyncio.Future) -> None:
+    async def _kill(self, target: Target, proc, err: _Stream, drained: asyncio.Future) -> None:
         """Stop a host's command for real (TERM, then KILL after a grace period), keeping the
         output it had printed. Done means the channel closed: the remote group has exited."""
         for sig in (15, 9):

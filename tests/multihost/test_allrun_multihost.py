@@ -257,3 +257,61 @@ def test_run_on_hosts_api_streams_lines_live(healthy_testbed):
     seconds = [t for _, stream, line, t in seen if line == "second" and stream == "stderr"]
     assert len(firsts) == 4 and len(seconds) == 4
     assert max(firsts) < min(seconds) - 1.0   # "first" arrived before the hosts finished
+
+
+def make_wheel(folder, name: str = "mlpt_tiny", version: str = "1.0") -> str:
+    """A minimal pure-Python wheel, built by hand (no build backend, no network)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {
+        f"{name}/__init__.py": "import os\nHOME = os.path.expanduser('~')\n",
+        f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: mlpt\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = f"{name}-{version}.dist-info/RECORD"
+    lines = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        lines.append(f"{path},sha256={digest},{len(text.encode())}")
+    files[record] = "\n".join(lines + [f"{record},,"]) + "\n"
+    wheel = os.path.join(str(folder), f"{name}-{version}-py3-none-any.whl")
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+def test_pip_install_of_a_copied_wheel_lands_on_every_host(healthy_testbed, tmp_path):
+    """--copy puts the wheel in each host's own home, pip installs it there (into a target
+    folder of that home), and importing it on each host shows that host's copy."""
+    bed = healthy_testbed
+    wheel = make_wheel(tmp_path)
+    python = sys.executable
+    install = (f"{python} -m pip install -q --no-deps --no-index --disable-pip-version-check "
+               f"--target $HOME/mlpt-site $HOME/{os.path.basename(wheel)}")
+    done = allrun(bed, "-H", HOSTS, "--copy", wheel, os.path.basename(wheel), "--", install, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    check = f"PYTHONPATH=$HOME/mlpt-site {python} -c 'import mlpt_tiny, os; print(mlpt_tiny.__file__)'"
+    results = by_host(allrun(bed, "--json", "-H", HOSTS, "--", check))
+    for host in bed.hosts:
+        entry = results[host.name]
+        assert entry["status"] == "ok", entry
+        assert entry["stdout"].strip() == os.path.join(host.home, "mlpt-site", "mlpt_tiny", "__init__.py")
+
+
+def test_allrun_magic_entry_point_on_the_hosts(healthy_testbed):
+    """What %allrun / %%allrun call: options and a script cell, results stored with -o."""
+    from mlp_magic.allrun import HostFailure, allrun_magic
+
+    bed = healthy_testbed
+    namespace: dict = {"hosts": HOSTS}
+    script = 'echo "$(hostname) here"\n[ "$(hostname)" != worker3 ] || exit 7\n'
+    with pytest.raises(HostFailure, match="failed on worker3"):
+        allrun_magic("-H $hosts --connect-timeout 5 -o out", script, namespace, env=allrun_env(bed))
+    outcome = namespace["out"]
+    assert [r.host for r in outcome] == [f"worker{i}" for i in range(4)]
+    assert outcome["worker3"].exit_code == 7
+    assert outcome.stdout["worker1"] == "worker1 here\n"
+    assert outcome.exit_status == 7 and "worker3 (1) [exit 7]" in outcome.text
