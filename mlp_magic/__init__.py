@@ -15,3 +15,12 @@ def unload_ipython_extension(ipython):
     from .magics import shutdown_worlds
 
     shutdown_worlds()
+
+
+def _jupyter_labextension_paths():
+    """Where the prebuilt "MLP Cluster" panel lives (for `jupyter labextension develop`)."""
+    return [{"src": "labextension", "dest": "mlp-magic"}]
+
+
+def _jupyter_server_extension_points():
+    return [{"module": "mlp_magic.server"}]
