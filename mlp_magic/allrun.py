@@ -344,17 +344,22 @@ def run_plan(plan: Plan, on_output: Callable | None = None) -> list[HostResult]:
         copy = transport.HostRunner(
             targets, transport.copy_command(src, dest or os.path.abspath(src)), stdin_path=src,
             **plan.runner_options(check_names=True))
-        for result in run_blocking(copy, on_output):
-            if result.status != OK or not options.command.strip():
-                result.stderr = f"allrun: --copy {src} failed\n{result.stderr}" if result.status != OK else result.stderr
+        copied = run_blocking(copy, on_output)
+        for result in copied:
+            if result.status != OK:   # this host's result is the failed copy
+                result.stderr = f"allrun: --copy {src} failed\n{result.stderr}"
                 results[result.host] = result
+            elif not options.command.strip():
+                results[result.host] = result
+        if any(r.status == INTERRUPTED for r in copied):
+            targets = []   # Ctrl-C during the copy: do not go on to the command
         targets = [t for t in targets if t.name not in results]
     if targets and options.command.strip():
         runner = transport.HostRunner(targets, options.command, outdir=options.outdir,
                                       **plan.runner_options(check_names=not options.copy))
         for result in run_blocking(runner, on_output):
             results[result.host] = result
-    return [results[t.name] for t in plan.targets]
+    return [results.get(t.name) or HostResult(t.name, INTERRUPTED, None) for t in plan.targets]
 
 
 def run_blocking(runner, on_output: Callable | None = None) -> list[HostResult]:

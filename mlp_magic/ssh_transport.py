@@ -663,34 +663,6 @@ async def check_names(targets: list, ssh, timeout: float = 10.0) -> None:
             raise result
 
 
-def check_names_resolve(targets: list, ssh, timeout: float = 10.0) -> None:
-    """``check_names``, blocking."""
-    _run_coroutine(check_names(targets, ssh, timeout))
-
-
-def _run_coroutine(coroutine):
-    """asyncio.run, also from a thread whose loop is already running (a Jupyter kernel)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    box: dict = {}
-
-    def work():
-        try:
-            box["value"] = asyncio.run(coroutine)
-        except BaseException as error:
-            box["error"] = error
-    import threading
-
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
-
-
 def copy_command(src: str, dest: str) -> str:
     """The remote shell command that stores stdin as ``dest`` (into it when it is a directory),
     atomically, with ``src``'s permission bits."""

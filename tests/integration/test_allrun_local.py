@@ -211,3 +211,17 @@ def test_magic_entry_point_returns_and_stores_results(capsys):
     shown = capsys.readouterr().out
     assert "[localhost] from-cell" in shown            # the live line
     assert "localhost (1) [exit 5]" in shown            # then the grouped summary
+
+
+def test_copy_on_the_local_machine_into_a_directory_keeps_mode(tmp_path):
+    source = tmp_path / "tool.sh"
+    source.write_text("#!/bin/sh\necho tool ran\n")
+    source.chmod(0o741)
+    target_dir = tmp_path / "dest"
+    target_dir.mkdir()
+    done = allrun("--json", "--copy", str(source), str(target_dir), "--", f"{target_dir}/tool.sh")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["stdout"] == "tool ran\n"
+    assert (target_dir / "tool.sh").read_text() == source.read_text()
+    assert (target_dir / "tool.sh").stat().st_mode & 0o777 == 0o741
+    assert [p.name for p in target_dir.iterdir()] == ["tool.sh"]   # no temporary file left
