@@ -26,6 +26,7 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 EXIT_UNREACHABLE = 255
+LIVE_BACKLOG = 20000   # live lines waiting for the display; more are not shown live
 
 
 @dataclass
@@ -369,8 +370,18 @@ def run_blocking(runner, on_output: Callable | None = None) -> list[HostResult]:
     lines: queue.SimpleQueue = queue.SimpleQueue()
     finished = object()
     outcome: dict = {}
+    skipped = [0]
+
+    def enqueue(host: str, stream: str, line: str) -> None:
+        # A flood must not grow memory when the display falls behind: the live view is
+        # best-effort; the results (and --outdir) keep the output.
+        if lines.qsize() < LIVE_BACKLOG:
+            lines.put((host, stream, line))
+        else:
+            skipped[0] += 1
+
     if on_output is not None:
-        runner.on_output = lambda host, stream, line: lines.put((host, stream, line))
+        runner.on_output = enqueue
 
     def work() -> None:
         try:
@@ -399,6 +410,8 @@ def run_blocking(runner, on_output: Callable | None = None) -> list[HostResult]:
             break
         on_output(*item)
     thread.join()
+    if skipped[0] and on_output is not None:
+        on_output("allrun", "stderr", f"[{skipped[0]} lines not shown live: the display fell behind]")
     if "error" in outcome:
         raise outcome["error"]
     return outcome["results"]

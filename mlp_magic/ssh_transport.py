@@ -194,8 +194,8 @@ class _Stream:
                  marker: bytes | None = None):
         self.host, self.name, self.on_output = host, name, on_output
         self.max_bytes, self.marker = max_bytes, marker
-        self.kept: list[bytes] = []
-        self.kept_size = self.dropped = 0
+        self.kept = bytearray()   # one buffer, not an object per line (floods are many lines)
+        self.dropped = 0
         self.partial = b""
         self.saw_marker = False
         self.remote_pid: int | None = None   # the remote command's process group
@@ -203,6 +203,13 @@ class _Stream:
         self.file = open(path, "wb") if path else None
 
     def feed(self, data: bytes) -> None:
+        if self.on_output is None and (self.marker is None or self.saw_marker):
+            # Nothing needs lines (no live display, no marker to find): keep the bytes as
+            # they come, so a flood costs no per-line work.
+            if self.partial:
+                data, self.partial = self.partial + data, b""
+            self._keep(data)
+            return
         lines = (self.partial + data).split(b"\n")
         self.partial = lines.pop()
         for line in lines:
@@ -217,7 +224,7 @@ class _Stream:
             self.file = None
 
     def text(self) -> str:
-        out = b"".join(self.kept).decode("utf-8", errors="replace")
+        out = self.kept.decode("utf-8", errors="replace")
         if self.dropped:
             out += f"\n[mlp_magic: {self.dropped} more bytes not kept in memory]\n"
         return out
@@ -229,16 +236,17 @@ class _Stream:
                 self.saw_marker, self.remote_pid = True, int(pid)
                 self.started.set()
                 return
-        whole = line + end
-        if self.file:
-            self.file.write(whole)
-        if self.kept_size + len(whole) <= self.max_bytes:
-            self.kept.append(whole)
-            self.kept_size += len(whole)
-        else:
-            self.dropped += len(whole)
+        self._keep(line + end)
         if self.on_output is not None:
             self.on_output(self.host, self.name, line.decode("utf-8", errors="replace"))
+
+    def _keep(self, data: bytes) -> None:
+        if self.file:
+            self.file.write(data)
+        room = self.max_bytes - len(self.kept)
+        if room > 0:
+            self.kept += data[:room]
+        self.dropped += max(0, len(data) - max(room, 0))
 
 
 async def _pump(reader: asyncio.StreamReader, stream: _Stream) -> None:
