@@ -225,3 +225,26 @@ def test_copy_on_the_local_machine_into_a_directory_keeps_mode(tmp_path):
     assert (target_dir / "tool.sh").read_text() == source.read_text()
     assert (target_dir / "tool.sh").stat().st_mode & 0o777 == 0o741
     assert [p.name for p in target_dir.iterdir()] == ["tool.sh"]   # no temporary file left
+
+
+def test_a_200_mb_flood_keeps_memory_bounded(tmp_path):
+    """The result keeps the first 8 MiB (and says how much more there was), --outdir keeps all,
+    and the allrun process stays small."""
+    measure = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE)\n"
+        "sys.stdout.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) + '\\n')\n"
+        "sys.stdout.buffer.write(done.stdout)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", measure, sys.executable, "-m", "mlp_magic.cli_allrun", "--json",
+         "--outdir", str(tmp_path), "--", "yes 0123456789 | head -c 200000000; echo end >&2"],
+        env=local_env(), capture_output=True, text=True, timeout=120)
+    peak_kib, payload = done.stdout.split("\n", 1)
+    [entry] = json.loads(payload)
+    assert entry["status"] == "ok" and entry["stderr"] == "end\n"
+    assert entry["stdout"].startswith("0123456789\n") and "191611392 more bytes not kept" in entry["stdout"]
+    kept_all = tmp_path / "localhost.stdout"
+    assert kept_all.stat().st_size == 200_000_000
+    kept_all.unlink()   # do not leave 200 MB behind
+    assert int(peak_kib) < 100 * 1024
