@@ -55,7 +55,8 @@ def find_peers(bed, hostfile: str) -> dict:
             peers["parallel-ssh"] = [path, "-h", hostfile, "-x", f"-F {bed.ssh_config}", "-i", COMMAND]
     clush = os.environ.get("CLUSH") or shutil.which("clush")
     if clush:
-        peers["clush"] = [clush, "-o", f"-F {bed.ssh_config}", "-w", f"worker[0-{bed.count - 1}]", "-b", COMMAND]
+        nodes = f"worker[0-{bed.count - 1}]"
+        peers["clush"] = [clush, "-o", f"-F {bed.ssh_config}", "-w", nodes, "-b", COMMAND]
     return peers
 
 

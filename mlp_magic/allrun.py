@@ -201,7 +201,8 @@ def _parse_options(words, prog: str, allowed_extra: set, expand=None):
             return options, position
         name, value = _split_option(word)
         if name not in _OPTIONS or (name in (COMMAND_ONLY | MAGIC_ONLY) and name not in allowed_extra):
-            raise MlpMagicError(f"{prog}: unknown option {word!r} (put -- before a command that starts with -)")
+            raise MlpMagicError(
+                f"{prog}: unknown option {word!r} (put -- before a command that starts with -)")
         dest, kind = _OPTIONS[name]
         if kind in ("flag", "help"):
             if value is not None:
@@ -329,8 +330,9 @@ class Plan:
         self.check_names = check_names
 
     def runner_options(self, check_names: bool) -> dict:
-        return dict(ssh=self.ssh, fanout=self.options.fanout, connect_timeout=self.options.connect_timeout,
-                    timeout=self.options.timeout, local=self.local, check_names=check_names and self.check_names)
+        options = self.options
+        return dict(ssh=self.ssh, fanout=options.fanout, connect_timeout=options.connect_timeout,
+                    timeout=options.timeout, local=self.local, check_names=check_names and self.check_names)
 
 
 def run_plan(plan: Plan, on_output: Callable | None = None) -> list[HostResult]:

@@ -83,7 +83,8 @@ def as_target(host) -> Target:
         user, _, name = host.rpartition("@") if "@" in host else (None, "", host)
         port = None
     else:
-        name, user, port = getattr(host, "name", None), getattr(host, "user", None), getattr(host, "port", None)
+        name = getattr(host, "name", None)
+        user, port = getattr(host, "user", None), getattr(host, "port", None)
     if not isinstance(name, str) or not _SAFE_HOST.match(name):
         raise MlpMagicError(f"invalid host name {name!r}: letters, digits, '.', '-', '_' only")
     if user is not None and not _SAFE_USER.match(user):
@@ -165,6 +166,11 @@ def _ssh_options(connect_timeout: float, control: str | None) -> list[str]:
     else:  # no room for a socket path: connect without reuse
         options += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
     return options
+
+
+def _remote_command(script: str, *args: str) -> str:
+    """What ssh hands the remote login shell: ``exec sh -c SCRIPT ARGS...``, every word quoted."""
+    return "exec sh -c " + " ".join(shlex.quote(word) for word in (script, *args))
 
 
 def _destination(target: Target) -> list[str]:
@@ -289,7 +295,8 @@ class HostRunner:
         self.local = (len(self.targets) == 1 and self.targets[0].is_local) if local is None else local
         self.ssh = [] if self.local else ssh_argv(ssh)
         self.fanout, self.connect_timeout, self.timeout = fanout, connect_timeout, timeout
-        self.on_output, self.outdir, self.stdin_path, self.max_bytes = on_output, outdir, stdin_path, max_bytes
+        self.on_output, self.outdir, self.max_bytes = on_output, outdir, max_bytes
+        self.stdin_path = stdin_path
         if self.ssh and find_program(self.ssh[0]) is None:
             raise MlpMagicError(f"--ssh: cannot find the command {self.ssh[0]!r}")
         self.control = None if self.local else control_dir(control)
@@ -465,8 +472,9 @@ class HostRunner:
                                     'else exec sh -c "$1"; fi', "mlp_allrun", self.command]
             else:
                 wrapper = _GATED_WRAPPER if self._gate is not None else _WRAPPER
-                remote = "exec sh -c " + " ".join(shlex.quote(a) for a in (wrapper, "mlp_allrun", token, self.command))
-                argv = [*self.ssh, *_ssh_options(self.connect_timeout, self.control), *_destination(target), remote]
+                remote = _remote_command(wrapper, "mlp_allrun", token, self.command)
+                argv = [*self.ssh, *_ssh_options(self.connect_timeout, self.control),
+                        *_destination(target), remote]
             return await asyncio.create_subprocess_exec(
                 *argv, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # a terminal's Ctrl-C reaches us, not the children
@@ -508,7 +516,7 @@ class HostRunner:
             await asyncio.gather(drained, return_exceptions=True)
 
     async def _signal_remote(self, target: Target, pid: int, signal_name: str) -> None:
-        remote = "exec sh -c " + " ".join(shlex.quote(a) for a in (_KILLER, "mlp_allrun_kill", str(pid), signal_name))
+        remote = _remote_command(_KILLER, "mlp_allrun_kill", str(pid), signal_name)
         argv = [*self.ssh, *_ssh_options(min(self.connect_timeout, 5.0), self.control),
                 *_destination(target), remote]
         killer = await asyncio.create_subprocess_exec(

@@ -113,7 +113,8 @@ def test_command_failing_on_one_host_only(healthy_testbed):
 def test_a_command_exiting_255_is_failed_not_unreachable(healthy_testbed):
     done = allrun(healthy_testbed, "--json", "-H", HOSTS, "--", "echo here; exit 255")
     assert done.returncode == 255
-    assert {(e["status"], e["exit_code"], e["stdout"]) for e in by_host(done).values()} == {("failed", 255, "here\n")}
+    outcomes = {(e["status"], e["exit_code"], e["stdout"]) for e in by_host(done).values()}
+    assert outcomes == {("failed", 255, "here\n")}
 
 
 def test_timeout_kills_the_remote_command_on_every_host(healthy_testbed):
@@ -137,7 +138,8 @@ def test_timeout_kills_a_command_that_ignores_sigterm(healthy_testbed):
 def test_ctrl_c_keeps_partial_output_and_stops_remote_commands(healthy_testbed):
     bed = healthy_testbed
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mlp_magic.cli_allrun", "-H", HOSTS, "--", "echo started-$(hostname); sleep 102"],
+        [sys.executable, "-m", "mlp_magic.cli_allrun", "-H", HOSTS, "--",
+         "echo started-$(hostname); sleep 102"],
         env=allrun_env(bed), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20
@@ -207,7 +209,8 @@ def test_copy_puts_the_file_in_every_hosts_own_home(healthy_testbed, tmp_path):
     assert done.returncode == 0, done.stderr
     assert {e["stdout"] for e in by_host(done).values()} == {"payload \u2713\n750\n"}
     for host in bed.hosts:  # each host has its own home directory: really one copy per host
-        assert (tmp_path / "payload.sh").read_bytes() == open(os.path.join(host.home, "mlpt-payload.sh"), "rb").read()
+        with open(os.path.join(host.home, "mlpt-payload.sh"), "rb") as copied:
+            assert copied.read() == payload.read_bytes()
 
 
 def test_outdir_and_no_group(healthy_testbed, tmp_path):
@@ -268,7 +271,8 @@ def make_wheel(folder, name: str = "mlpt_tiny", version: str = "1.0") -> str:
     files = {
         f"{name}/__init__.py": "import os\nHOME = os.path.expanduser('~')\n",
         f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: mlpt\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{name}-{version}.dist-info/WHEEL":
+            "Wheel-Version: 1.0\nGenerator: mlpt\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = f"{name}-{version}.dist-info/RECORD"
     lines = []

@@ -103,7 +103,8 @@ def test_line_magic_keeps_the_command_exactly_as_written():
 
 
 def test_line_magic_expands_variables_in_option_values_only():
-    options = parse_allrun_line("-H $HOSTS_VAR -x ${EXCL} -o res -- echo $HOSTS_VAR", None, ENV, {"EXCL": "worker1"})
+    line = "-H $HOSTS_VAR -x ${EXCL} -o res -- echo $HOSTS_VAR"
+    options = parse_allrun_line(line, None, ENV, {"EXCL": "worker1"})
     assert (options.hosts, options.exclude, options.out) == ("worker[0-1]", "worker1", "res")
     assert options.command == "echo $HOSTS_VAR"
 
