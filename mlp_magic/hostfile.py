@@ -1,26 +1,44 @@
 """Parsers for every host-list format a job may hand us (pure: text in, HostEntry list out).
 
 Formats (see shared/reference/platform.md section 3):
-- OpenMPI / DeepSpeed / Horovod hostfile: ``host slots=N [max_slots=M]``; a bare ``host`` is 1 slot.
+- OpenMPI / DeepSpeed / Horovod hostfile: ``[user@]host slots=N [max_slots=M]`` (also ``count=``,
+  ``cpu=``, ``username=``, ``port=``, spaces around ``=``); a bare ``host`` is 1 slot.
 - MPICH / Hydra machinefile: ``host:N``.
-- pssh host file: ``[user@]host[:port]``; the number after ``:`` is an ssh port there, not slots.
-  A line with ``user@`` is read this way; pass ``fmt="pssh"`` to read every line so.
-- ``-H`` / MLP_MPI_HOSTS strings: ``host:N,host:N``; OpenMPI's ``aa,aa,bb`` (2 slots on aa) too,
-  and node sets such as ``worker[0-3]:8``.
-Every error names the source, the line and the offending value.
+- pssh host file: ``[user@]host[:port] [user]``; the number after ``:`` is an ssh port there, not
+  slots. A single ``user@host[:port]`` word is read this way; pass ``fmt="pssh"`` to read every
+  line so.
+- ``-H`` / MLP_MPI_HOSTS strings: ``host:N,host:N``; OpenMPI's ``aa,aa,bb`` (2 slots on aa) too.
+- Node sets such as ``worker[0-3]:8`` in host lists and hostfiles.
+Host names are DNS-style names, IPv4 or (unbracketed) IPv6 addresses: nothing else, so that no
+host name can smuggle shell syntax or an option into an ssh or mpiexec command line.
+Every error is one MlpMagicError naming the source, the line (or item) and the offending value.
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 
 from .errors import MlpMagicError
 
-# Host names and IPv4/IPv6 literals; anything else (spaces, quotes, ;, $, `) is refused so that
-# no host name can ever smuggle shell syntax into an ssh or mpiexec command line.
-_HOST_RE = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_])?$|^\[?[0-9A-Fa-f:.]+\]?$")
-_USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
-_OMPI_KEYS = ("slots", "max_slots", "max-slots", "count", "cpu")
+MAX_SLOTS = 1 << 20      # per host; a typo such as slots=80000000 fails here, not in a layout
+MAX_PORT = 65535
+_MAX_NAME = 253          # DNS limit
+
+_HOSTNAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_])?")
+_IPV6_TEXT = re.compile(r"[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.\-]+)?")
+_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_DIGITS = re.compile(r"[0-9]+")           # ASCII only: str.isdigit() accepts '²', which int() refuses
+_EQUALS = re.compile(r"\s*=\s*")
+
+# OpenMPI/PRRTE hostfile keys (its hostfile_lex.l), by what they set.
+_OMPI_KEYS = {
+    **dict.fromkeys(("slots", "count", "cpu"), "slots"),
+    **dict.fromkeys(("max_slots", "max-slots", "slots_max", "slots-max", "max_cpu", "max-cpu",
+                     "cpu_max", "cpu-max", "max_count", "max-count", "count_max", "count-max"), "max_slots"),
+    **dict.fromkeys(("username", "user_name", "user-name"), "user"),
+    "port": "port",
+}
 
 
 @dataclass(frozen=True)
@@ -29,101 +47,178 @@ class HostEntry:
 
     name: str
     slots: int
-    port: int | None = None  # ssh port (pssh format)
+    port: int | None = None  # ssh port (pssh format, OpenMPI port=)
     user: str | None = None
     line: int = 0            # 1-based line (or item) number in the source, for messages
+
+
+def quote(text: str, limit: int = 80) -> str:
+    """The user's text for a message: repr, shortened when very long."""
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def _is_ipv6(name: str) -> bool:
+    if ":" not in name or not _IPV6_TEXT.fullmatch(name):
+        return False
+    try:
+        ipaddress.IPv6Address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def check_host_name(name: str, where: str) -> str:
     if not name:
         raise MlpMagicError(f"{where}: empty host name")
-    if not _HOST_RE.match(name):
-        raise MlpMagicError(f"{where}: invalid host name {name!r} (letters, digits, '.', '-', '_' only)")
-    return name
+    if len(name) <= _MAX_NAME and (_HOSTNAME.fullmatch(name) or _is_ipv6(name)):
+        return name
+    raise MlpMagicError(
+        f"{where}: invalid host name {quote(name)} (letters, digits, '.', '-', '_', or an IP address)"
+    )
 
 
-def _positive_int(text: str, what: str, where: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise MlpMagicError(f"{where}: {what} must be a positive integer, got {text!r}")
-    return int(text)
+def _count(text: str, what: str, where: str, limit: int = MAX_SLOTS) -> int:
+    """A positive ASCII integer up to ``limit``."""
+    if not _DIGITS.fullmatch(text):
+        raise MlpMagicError(f"{where}: {what} must be a positive integer, got {quote(text)}")
+    value = int(text) if len(text) <= 18 else limit + 1  # no int() of a 5,000-digit string
+    if value == 0:
+        raise MlpMagicError(f"{where}: {what} must be a positive integer, got {quote(text)}")
+    if value > limit:
+        raise MlpMagicError(f"{where}: {what} {quote(text)} is more than {limit}")
+    return value
+
+
+def _port(text: str, where: str) -> int:
+    return _count(text, "ssh port", where, MAX_PORT)
+
+
+def _user(text: str, where: str) -> str:
+    if not _USER.fullmatch(text):
+        raise MlpMagicError(f"{where}: invalid user name {quote(text)}")
+    return text
 
 
 def _strip_comment(line: str) -> str:
     return line.split("#", 1)[0].strip()
 
 
-def _parse_openmpi_line(tokens: list[str], where: str, lineno: int) -> HostEntry:
-    name = check_host_name(tokens[0], where)
-    slots = 1
+def _names(text: str, where: str) -> list:
+    """A host name or a node set (``worker[0-3]``), each name checked."""
+    if "[" in text or "]" in text:
+        from .ranges import expand_hosts  # pure module; imported late to keep this one standalone
+
+        try:
+            names = expand_hosts(text)
+        except MlpMagicError as err:
+            raise MlpMagicError(f"{where}: {err}") from None
+    else:
+        names = [text]
+    if not names:
+        raise MlpMagicError(f"{where}: empty host name")
+    return [check_host_name(name, where) for name in names]
+
+
+def _split_user(word: str, where: str) -> tuple:
+    """``user@host`` -> (user, host); no ``@`` -> (None, word)."""
+    if "@" not in word:
+        return None, word
+    user, _, host = word.rpartition("@")
+    return _user(user, where), host
+
+
+def _parse_openmpi_line(tokens: list, where: str, lineno: int) -> list:
+    user, host = _split_user(tokens[0], where)
+    values: dict = {}
     for token in tokens[1:]:
         key, sep, value = token.partition("=")
-        if not sep or key not in _OMPI_KEYS:
-            raise MlpMagicError(f"{where}: unexpected {token!r} (expected slots=N or max_slots=N)")
-        number = _positive_int(value, key, where)
-        if key in ("slots", "count", "cpu"):
-            slots = number
-    return HostEntry(name, slots, line=lineno)
+        kind = _OMPI_KEYS.get(key) if sep else None
+        if kind is None:
+            raise MlpMagicError(
+                f"{where}: unexpected {quote(token)} (expected slots=N, max_slots=N, username=U or port=P)"
+            )
+        if kind in values or (kind == "user" and user):
+            raise MlpMagicError(f"{where}: {kind} given twice ({quote(token)})")
+        values[kind] = value
+    slots = _count(values["slots"], "slots", where) if "slots" in values else 1
+    if "max_slots" in values and _count(values["max_slots"], "max_slots", where) < slots:
+        raise MlpMagicError(f"{where}: max_slots={values['max_slots']} is below slots={slots}")
+    user = _user(values["user"], where) if "user" in values else user
+    port = _port(values["port"], where) if "port" in values else None
+    return [HostEntry(name, slots, port, user, lineno) for name in _names(host, where)]
 
 
-def _parse_pssh_item(item: str, where: str, lineno: int) -> HostEntry:
-    user = None
-    if "@" in item:
-        user, _, item = item.rpartition("@")
-        if not _USER_RE.match(user):
-            raise MlpMagicError(f"{where}: invalid user name {user!r}")
+def _split_host_port(item: str, where: str) -> tuple:
+    """``host[:port]``; an IPv6 address with a port is written ``[addr]:port``."""
+    if item.startswith("[") and "]:" in item and _is_ipv6(item[1:item.index("]:")]):
+        host, _, port = item[1:].partition("]:")
+        return host, _port(port, where)
+    if item.count(":") > 1:  # a bare IPv6 address: no port
+        return item, None
     host, sep, port = item.partition(":")
-    port_number = None
-    if sep:
-        port_number = _positive_int(port, "ssh port", where)
-        if port_number > 65535:
-            raise MlpMagicError(f"{where}: ssh port {port_number} is above 65535")
-    return HostEntry(check_host_name(host, where), 1, port=port_number, user=user, line=lineno)
+    return host, (_port(port, where) if sep else None)
 
 
-def _parse_colon_item(item: str, where: str, lineno: int) -> HostEntry:
-    host, sep, slots = item.partition(":")
-    count = _positive_int(slots, "slots", where) if sep else 1
-    return HostEntry(check_host_name(host, where), count, line=lineno)
+def _parse_pssh_line(tokens: list, where: str, lineno: int) -> list:
+    if len(tokens) > 2:
+        raise MlpMagicError(f"{where}: unexpected {quote(tokens[2])} (expected [user@]host[:port] [user])")
+    user, item = _split_user(tokens[0], where)
+    if len(tokens) == 2:
+        if user:
+            raise MlpMagicError(f"{where}: user given twice ({quote(user)} and {quote(tokens[1])})")
+        user = _user(tokens[1], where)
+    host, port = _split_host_port(item, where)
+    return [HostEntry(name, 1, port, user, lineno) for name in _names(host, where)]
 
 
-def _parse_line(line: str, fmt: str, where: str, lineno: int) -> HostEntry:
-    tokens = line.split()
-    if fmt == "pssh" or ("@" in tokens[0] and len(tokens) == 1):
-        if len(tokens) > 1:
-            raise MlpMagicError(f"{where}: unexpected {tokens[1]!r} after the host")
-        return _parse_pssh_item(tokens[0], where, lineno)
-    if len(tokens) == 1 and ":" in tokens[0] and tokens[0].count(":") == 1:
-        return _parse_colon_item(tokens[0], where, lineno)
+def _parse_colon_line(word: str, where: str, lineno: int) -> list:
+    host, _, slots = word.partition(":")
+    count = _count(slots, "slots", where)
+    return [HostEntry(name, count, line=lineno) for name in _names(host, where)]
+
+
+def _parse_line(line: str, fmt: str, where: str, lineno: int) -> list:
+    if fmt == "pssh":
+        return _parse_pssh_line(line.split(), where, lineno)
+    tokens = _EQUALS.sub("=", line).split()
+    if len(tokens) == 1 and "@" in tokens[0]:
+        return _parse_pssh_line(tokens, where, lineno)
+    if len(tokens) == 1 and tokens[0].count(":") == 1:
+        return _parse_colon_line(tokens[0], where, lineno)
     return _parse_openmpi_line(tokens, where, lineno)
 
 
-def _reject_duplicates(entries: list[HostEntry], source: str) -> None:
-    first_line: dict[str, int] = {}
+def _reject_duplicates(entries: list, source: str) -> None:
+    """Host names are case-insensitive; a host listed twice would get two blocks of ranks."""
+    first_line: dict = {}
     for entry in entries:
-        if entry.name in first_line:
+        key = entry.name.lower()
+        if key in first_line:
             raise MlpMagicError(
-                f"{source} line {entry.line}: duplicate host {entry.name!r} "
-                f"(already on line {first_line[entry.name]}; give its slots once)"
+                f"{source} line {entry.line}: duplicate host {quote(entry.name)} "
+                f"(already on line {first_line[key]}; give its slots once)"
             )
-        first_line[entry.name] = entry.line
+        first_line[key] = entry.line
 
 
 def parse_hostfile(text: str, source: str = "hostfile", fmt: str = "auto") -> list[HostEntry]:
     """Parse a hostfile's text. ``fmt`` is ``auto`` (OpenMPI or MPICH lines) or ``pssh``."""
     if fmt not in ("auto", "pssh"):
         raise MlpMagicError(f"unknown hostfile format {fmt!r} (auto or pssh)")
-    entries = []
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    entries: list = []
+    # "\n" only: str.splitlines() also breaks at \f, \v, \x1c..., which editors do not, and the
+    # line numbers in our messages must match what the user sees.
+    for lineno, raw in enumerate(text.split("\n"), 1):
         line = _strip_comment(raw)
         if line:
-            entries.append(_parse_line(line, fmt, f"{source} line {lineno}", lineno))
+            entries += _parse_line(line, fmt, f"{source} line {lineno} {quote(line)}", lineno)
     if not entries:
         raise MlpMagicError(f"{source}: no hosts in it (empty, or only comments)")
     _reject_duplicates(entries, source)
     return entries
 
 
-def split_outside_brackets(text: str, sep: str = ",") -> list[str]:
+def split_outside_brackets(text: str, sep: str = ",") -> list:
     """Split on ``sep`` except inside ``[...]`` (so ``w[0-3,7]:8,x`` is two items)."""
     items, depth, current = [], 0, []
     for char in text:
@@ -140,31 +235,35 @@ def split_outside_brackets(text: str, sep: str = ",") -> list[str]:
     return items
 
 
-def _expand_node_set(item: str, where: str) -> list[str]:
-    if "[" not in item and "]" not in item:
-        return [item]
-    from .ranges import expand_hosts  # pure module; imported late to keep this one standalone
-
-    return expand_hosts(item)
+def _list_item_hosts(item: str, where: str) -> tuple:
+    """``names[:N]`` -> (names, slots). More than one ``:`` is an IPv6 address (1 slot): a slot
+    count after one would be ambiguous, so those go in a hostfile."""
+    if item.count(":") > 1 and "[" not in item:
+        return [check_host_name(item, where)], 1
+    names, sep, count = item.rpartition(":")
+    if not sep:
+        return _names(item, where), 1
+    return _names(names, where), _count(count, "slots", where)
 
 
 def parse_host_list(text: str, source: str = "-H") -> list[HostEntry]:
     """Parse ``host:N,host:N`` (repeats add slots, as OpenMPI's ``-H aa,aa,bb``)."""
-    if not text or not text.strip():
+    if not isinstance(text, str) or not text.strip():
         raise MlpMagicError(f"{source}: empty host list")
-    slots: dict[str, int] = {}
-    first_item: dict[str, int] = {}
+    slots: dict = {}
+    first_item: dict = {}
+    spelled: dict = {}  # host names are case-insensitive: the first spelling is kept
     for number, raw in enumerate(split_outside_brackets(text.strip()), 1):
-        where = f"{source} item {number}"
         item = raw.strip()
+        where = f"{source} item {number} {quote(item)}"
         if not item:
-            raise MlpMagicError(f"{where}: empty entry in {text!r}")
-        names_part, sep, count = item.rpartition(":") if not item.endswith("]") else (item, "", "")
-        if not sep:
-            names_part, count = item, ""
-        per_host = _positive_int(count, "slots", where) if sep else 1
-        for name in _expand_node_set(names_part, where):
-            check_host_name(name, where)
-            slots[name] = slots.get(name, 0) + per_host
-            first_item.setdefault(name, number)
+            raise MlpMagicError(f"{source} item {number}: empty entry in {quote(text)}")
+        names, per_host = _list_item_hosts(item, where)
+        for name in names:
+            key = spelled.setdefault(name.lower(), name)
+            slots[key] = slots.get(key, 0) + per_host
+            first_item.setdefault(key, number)
+    too_many = [name for name, count in slots.items() if count > MAX_SLOTS]
+    if too_many:
+        raise MlpMagicError(f"{source}: host {quote(too_many[0])} adds up to more than {MAX_SLOTS} slots")
     return [HostEntry(name, count, line=first_item[name]) for name, count in slots.items()]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import keyword
 import re
 import shlex
 from dataclasses import dataclass
@@ -15,8 +16,9 @@ from typing import Mapping
 
 from .errors import MlpMagicError
 
-_VAR = re.compile(r"\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_VAR = re.compile(r"\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$\{")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() accepts '²', which int() refuses
 
 
 def expand_vars(line: str, env: Mapping, user_ns: Mapping | None = None) -> str:
@@ -26,26 +28,38 @@ def expand_vars(line: str, env: Mapping, user_ns: Mapping | None = None) -> str:
     def replace(match: re.Match) -> str:
         if match.group(0) == "$$":
             return "$"
+        if match.group(0) == "${":
+            raise MlpMagicError(f"unclosed '${{' in {line.strip()!r}")
         name = match.group(1) if match.group(1) is not None else match.group(2)
         if not _NAME.match(name):
             raise MlpMagicError(f"bad variable reference {match.group(0)!r} in {line.strip()!r}")
         if name in env:
             return str(env[name])
         if name in user_ns:
-            return str(user_ns[name])
-        raise MlpMagicError(f"unknown variable ${name} in {line.strip()!r} (not in the environment nor the notebook)")
+            return _as_text(name, user_ns[name])
+        raise MlpMagicError(f"unknown variable ${name} in {line.strip()!r} "
+                            "(not in the environment nor the notebook)")
 
     return _VAR.sub(replace, line)
+
+
+def _as_text(name: str, value) -> str:
+    """A notebook value as text; its own __str__ may fail, and that is bad input too."""
+    try:
+        return str(value)
+    except Exception as err:  # any error in a user's __str__ becomes one clear message
+        raise MlpMagicError(f"${name}: cannot turn the notebook's {type(value).__name__} "
+                            f"into text: {err}") from None
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse that raises one MlpMagicError instead of printing usage and exiting."""
 
     def error(self, message):  # noqa: D401 - argparse hook
-        raise MlpMagicError(f"{self.prog}: {message}")
+        raise MlpMagicError(f"{self.prog}: {message}") from None  # one error, not argparse's chain
 
     def exit(self, status=0, message=None):
-        raise MlpMagicError(f"{self.prog}: {message or 'stopped'}".strip())
+        raise MlpMagicError(f"{self.prog}: {message or 'stopped'}".strip()) from None
 
 
 def split_line(line: str, prog: str) -> list:
@@ -66,13 +80,16 @@ def _positive_float(text: str) -> float:
 
 
 def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
+    digits = text.lstrip("0") if _DIGITS.fullmatch(text) else ""
+    if not digits:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
+    if len(digits) > 18:  # int() refuses strings over 4,300 digits; no World has 10**18 ranks
+        raise argparse.ArgumentTypeError(f"{text[:20]!r}... is far too large")
+    return int(digits)
 
 
 def _identifier(text: str) -> str:
-    if not text.isidentifier():
+    if not text.isidentifier() or keyword.iskeyword(text):
         raise argparse.ArgumentTypeError(f"expected a Python name, got {text!r}")
     return text
 
@@ -123,9 +140,15 @@ class MpirunArgs:
 
 
 def parse_mpirun_args(line: str, env: Mapping, user_ns: Mapping | None = None) -> MpirunArgs:
-    words = split_line(expand_vars(line, env, user_ns), "%%mpirun")
-    namespace = _mpirun_parser().parse_args(words)
+    expanded = expand_vars(line, env, user_ns)
+    try:
+        namespace = _mpirun_parser().parse_args(split_line(expanded, "%%mpirun"))
+    except MlpMagicError as err:
+        if expanded == line:
+            raise
+        # the user wrote $NAMES: show what they became, or "unrecognized arguments: 4" is a riddle
+        raise MlpMagicError(f"{err} (the line {line.strip()!r} expanded to {expanded.strip()!r})") from None
     args = MpirunArgs(**vars(namespace))
-    if sum([args.status, args.stop]) > 1:
-        raise MlpMagicError("%mpirun: give one of --status or --stop")
+    if sum([args.status, args.stop, args.restart]) > 1:
+        raise MlpMagicError("%mpirun: give one of --status, --stop or --restart")
     return args

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -52,25 +53,43 @@ def find_mpiexec(env=None) -> str | None:
     return beside_python if os.access(beside_python, os.X_OK) else None
 
 
+_VERSION = r"v?([0-9]+(?:\.[0-9]+)*[A-Za-z0-9]*)"
+# Open MPI 5: "mpiexec (Open MPI) 5.0.11"; Open MPI 1.x-4.x: "mpiexec (OpenRTE) 4.1.2" (its mpirun
+# says "(Open MPI)"); both end with "Report bugs to http://www.open-mpi.org/...".
+_OPENMPI = re.compile(r"\((?:Open MPI|OpenRTE)\)\s+" + _VERSION + r"|Open MPI\s+" + _VERSION)
+_OPENMPI_HINT = re.compile(r"Open ?MPI|OpenRTE|open-mpi\.org", re.IGNORECASE)
+# MPICH/MVAPICH (Hydra): "HYDRA build details:" then "Version: 4.1.2";
+# Intel MPI: "Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619".
+_MPICH_HINT = re.compile(r"HYDRA|MPICH|Intel\(R\) MPI", re.IGNORECASE)
+_MPICH_VERSION = re.compile(r"Version:?\s+" + _VERSION)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def parse_version_text(text: str) -> tuple:
-    """``mpiexec --version`` output -> (flavour, version)."""
-    match = re.search(r"Open MPI\)?\s+v?(\d+[\d.]*)", text) or re.search(r"Open MPI", text)
+    """``mpiexec --version`` output -> (flavour, version); (None, "") when neither."""
+    match = _OPENMPI.search(text)
     if match:
-        return OPENMPI, match.group(1) if match.groups() else ""
-    if re.search(r"HYDRA|MPICH|Intel\(R\) MPI", text, re.IGNORECASE):
-        version = re.search(r"Version:\s*(\S+)", text)
+        return OPENMPI, match.group(1) or match.group(2)
+    if _MPICH_HINT.search(text):
+        version = _MPICH_VERSION.search(text)
         return MPICH, version.group(1) if version else ""
+    if _OPENMPI_HINT.search(text):
+        return OPENMPI, ""
     return None, ""
 
 
 def detect_flavour(path: str) -> MpiInfo:
     try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired) as err:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace",
+                              stdin=subprocess.DEVNULL, timeout=15)
+    except (OSError, ValueError, subprocess.TimeoutExpired) as err:
         raise MlpMagicError(f"cannot run {path} --version: {err}") from None
-    flavour, version = parse_version_text(done.stdout + done.stderr)
+    output = done.stdout + done.stderr
+    flavour, version = parse_version_text(output)
     if flavour is None:
-        raise MlpMagicError(f"{path}: neither Open MPI nor MPICH (from its --version output)")
+        first = output.strip().splitlines()[0][:120] if output.strip() else "(no output)"
+        raise MlpMagicError(f"{path}: neither Open MPI nor MPICH (its --version said: {first!r}, "
+                            f"exit status {done.returncode})")
     return MpiInfo(path, flavour, version)
 
 
@@ -94,15 +113,21 @@ def hostfile_text(flavour: str, counts: list) -> str:
 
 
 def names_to_forward(env) -> list:
+    """Names only (values travel in mpiexec's environment, never on its command line); odd names
+    (``A,B``, spaces) are left out as MPICH's -genvlist could not carry them."""
     names = [n for n in FORWARD_NAMES if n in env]
-    names += sorted(n for n in env if n.startswith(FORWARD_PREFIXES) and n not in names)
+    names += sorted(n for n in env if n.startswith(FORWARD_PREFIXES) and n not in names
+                    and _ENV_NAME.fullmatch(n))
     return names
 
 
 def _openmpi_argv(info: MpiInfo, plan: LaunchPlan, np: int) -> list:
     argv = [info.path, "-n", str(np), "--oversubscribe"]
     if not plan.local:
-        argv += ["--hostfile", plan.hostfile_path, "--map-by", "slot"]
+        argv += ["--hostfile", plan.hostfile_path]
+    # Rank order as the Topology lays it out, locally too: without it Open MPI 5 maps an
+    # oversubscribed local world by package, and its local ranks stop matching LOCAL_RANK.
+    argv += ["--map-by", "slot"]
     if plan.as_root:
         argv.append("--allow-run-as-root")
     for name in plan.forward:
@@ -120,8 +145,22 @@ def _mpich_argv(info: MpiInfo, plan: LaunchPlan, np: int) -> list:
     if plan.forward:
         argv += ["-genvlist", ",".join(plan.forward)]
     if plan.ssh_agent:
-        argv += ["-launcher", "ssh", "-launcher-exec", plan.ssh_agent]
+        argv += ["-launcher", "ssh", "-launcher-exec", _single_program(plan.ssh_agent)]
     return argv
+
+
+def _single_program(agent: str) -> str:
+    """Hydra execs -launcher-exec as one program (Open MPI splits its agent on spaces)."""
+    try:
+        words = shlex.split(agent)
+    except ValueError:
+        words = [agent, ""]
+    if len(words) != 1:
+        raise MlpMagicError(
+            f"MPICH's mpiexec runs -launcher-exec as a single program, not {agent!r}: put that "
+            "command in an executable script (exec ssh ... \"$@\") and name the script instead"
+        )
+    return words[0]
 
 
 def mpiexec_argv(info: MpiInfo, plan: LaunchPlan) -> list:
@@ -131,5 +170,7 @@ def mpiexec_argv(info: MpiInfo, plan: LaunchPlan) -> list:
     more ranks than slots unless the user asked (or it is the embedded local default).
     """
     np = sum(n for _, n in plan.counts)
+    if np <= 0:
+        raise MlpMagicError(f"no ranks to start (counts {plan.counts!r})")
     build = _openmpi_argv if info.flavour == OPENMPI else _mpich_argv
     return build(info, plan, np) + list(plan.command)

@@ -13,10 +13,15 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from .errors import MlpMagicError
-from .hostfile import HostEntry, check_host_name, parse_host_list, parse_hostfile, split_outside_brackets
+from .hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, parse_host_list, parse_hostfile,
+                       quote, split_outside_brackets)
+from .ranges import MAX_HOSTS, MAX_RANKS
 
 LOCAL_HOST = "localhost"
 LOCAL_ADDR = "127.0.0.1"
+LOCAL_SOURCE = "local machine"   # the embedded default, the one source that oversubscribes unasked
+_LOCAL_NAMES = (LOCAL_HOST, LOCAL_ADDR, "::1")
+_DIGITS = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,7 @@ class Topology:
     hosts: tuple
     source: str              # where it came from, for messages ("hostfile /etc/x", "local machine")
     master_addr: str
-    is_local: bool = False   # the embedded default: this machine only
+    is_local: bool = False   # every rank on this machine
     master_port: int | None = None
 
     @property
@@ -53,11 +58,19 @@ class Topology:
         return [host.name for host in self.hosts]
 
     def ranks_per_host(self, np: int, oversubscribe: bool = False) -> list:
-        """How many ranks each host gets: fill slots host by host, like ``--map-by slot``."""
-        if np <= 0:
-            raise MlpMagicError(f"-np must be a positive integer, got {np}")
+        """How many ranks each host gets: fill slots host by host, like ``--map-by slot``.
+
+        More ranks than slots is refused unless ``oversubscribe`` or this is the embedded local
+        default (whose slot count is only a guess: GPUs, else cores).
+        """
+        if isinstance(np, bool) or not isinstance(np, int) or np <= 0:
+            raise MlpMagicError(f"-np must be a positive integer, got {np!r}")
+        if np > MAX_RANKS:
+            raise MlpMagicError(f"-np {np} is more than the {MAX_RANKS} ranks mlp_magic can lay out")
         total = self.total_slots
-        if np > total and not (oversubscribe or self.is_local):
+        if total <= 0:
+            raise MlpMagicError(f"{self.source} has no slots to put ranks on")
+        if np > total and not (oversubscribe or self.source == LOCAL_SOURCE):
             raise MlpMagicError(
                 f"-np {np} is more than the {total} slots of {self.source} "
                 f"({', '.join(f'{h.name}:{h.slots}' for h in self.hosts)}); "
@@ -68,12 +81,13 @@ class Topology:
             take = min(host.slots, left)
             counts.append(take)
             left -= take
-        # Oversubscribed: hand the extra ranks out in proportion to slots, whole rounds first.
-        while left > 0:
-            for i, host in enumerate(self.hosts):
-                take = min(host.slots, left)
-                counts[i] += take
-                left -= take
+        # Oversubscribed: whole rounds of every host's slots first, then the rest host by host.
+        rounds, left = divmod(left, total)
+        counts = [count + rounds * host.slots for count, host in zip(counts, self.hosts)]
+        for i, host in enumerate(self.hosts):
+            take = min(host.slots, left)
+            counts[i] += take
+            left -= take
         return counts
 
     def layout(self, np: int, oversubscribe: bool = False) -> list:
@@ -86,15 +100,68 @@ class Topology:
 
 
 # ---------------------------------------------------------------------------------------------
+# Values of environment variables.
+
+def _text(env: Mapping, name: str) -> str:
+    value = env.get(name)
+    return "" if value is None else str(value).strip()
+
+
+def _int_var(env: Mapping, name: str, limit: int = MAX_SLOTS) -> int | None:
+    """A non-negative integer variable; None when unset or empty."""
+    value = _text(env, name)
+    if not value:
+        return None
+    if not _DIGITS.fullmatch(value):  # ASCII digits only
+        raise MlpMagicError(f"${name} must be a non-negative integer, got {quote(value)}")
+    number = int(value) if len(value) <= 18 else limit + 1
+    if number > limit:
+        raise MlpMagicError(f"${name} {quote(value)} is more than {limit}")
+    return number
+
+
+def _host_var(env: Mapping, name: str) -> str:
+    value = _text(env, name)
+    return check_host_name(value, f"${name}") if value else ""
+
+
+def _name_list(env: Mapping, name: str) -> list:
+    """A comma list of host names (node sets allowed), each checked."""
+    names = []
+    for item in split_outside_brackets(_text(env, name)):
+        item = item.strip()
+        if item:
+            names += _expand(item, f"${name}")
+    if len(names) > MAX_HOSTS:
+        raise MlpMagicError(f"${name} names more than {MAX_HOSTS} hosts")
+    return names
+
+
+def _expand(item: str, where: str) -> list:
+    if "[" not in item and "]" not in item:
+        return [check_host_name(item, where)]
+    from .ranges import expand_hosts
+
+    try:
+        names = expand_hosts(item)
+    except MlpMagicError as err:
+        raise MlpMagicError(f"{where}: {err}") from None
+    return [check_host_name(name, where) for name in names]
+
+
+# ---------------------------------------------------------------------------------------------
 # Sources, each returning (entries, source-description) or None when its variables are absent.
 
 def _from_options(hostfile, hosts, read_text) -> tuple | None:
-    if hostfile and hosts:
+    if hostfile is not None and hosts is not None:
         raise MlpMagicError("give either --hostfile or -H, not both")
-    if hostfile:
-        return parse_hostfile(_read(hostfile, read_text, "--hostfile"), f"hostfile {hostfile}"), f"hostfile {hostfile}"
+    if hostfile is not None:
+        if not str(hostfile).strip():
+            raise MlpMagicError("--hostfile: empty path")
+        source = f"hostfile {hostfile}"
+        return parse_hostfile(_read(hostfile, read_text, "--hostfile"), source), source
     if hosts is not None:
-        return parse_host_list(hosts, "-H"), "-H " + hosts
+        return parse_host_list(hosts, "-H"), f"-H {hosts}"
     return None
 
 
@@ -102,109 +169,144 @@ def _read(path: str, read_text: Callable, what: str) -> str:
     try:
         return read_text(path)
     except FileNotFoundError:
-        raise MlpMagicError(f"{what}: no such file {path!r}") from None
+        raise MlpMagicError(f"{what}: no such file {quote(path)}") from None
     except IsADirectoryError:
-        raise MlpMagicError(f"{what}: {path!r} is a directory, not a hostfile") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise MlpMagicError(f"{what}: cannot read {path!r}: {err}") from None
-
-
-def _int_var(env: Mapping, name: str) -> int | None:
-    value = env.get(name, "").strip()
-    if not value:
-        return None
-    if not value.isdigit():
-        raise MlpMagicError(f"${name} must be a non-negative integer, got {value!r}")
-    return int(value)
+        raise MlpMagicError(f"{what}: {quote(path)} is a directory, not a hostfile") from None
+    except UnicodeDecodeError as err:
+        raise MlpMagicError(f"{what}: {quote(path)} is not UTF-8 text "
+                            f"({err.reason} at byte {err.start})") from None
+    except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
+        raise MlpMagicError(f"{what}: cannot read {quote(path)}: {err}") from None
 
 
 def _from_mlp(env: Mapping, read_text) -> tuple | None:
-    if env.get("MLP_MPI_HOSTFILE"):
-        path = env["MLP_MPI_HOSTFILE"]
-        return parse_hostfile(_read(path, read_text, "$MLP_MPI_HOSTFILE"), f"hostfile {path}"), f"$MLP_MPI_HOSTFILE ({path})"
-    if env.get("MLP_MPI_HOSTS"):
-        return parse_host_list(env["MLP_MPI_HOSTS"], "$MLP_MPI_HOSTS"), "$MLP_MPI_HOSTS"
-    workers = _int_var(env, "MLP_WORKER_NUM")
-    if not workers:
-        return None
+    path = _text(env, "MLP_MPI_HOSTFILE")
+    if path:
+        text = _read(path, read_text, "$MLP_MPI_HOSTFILE")
+        entries = parse_hostfile(text, f"hostfile {path} (from $MLP_MPI_HOSTFILE)")
+        return entries, f"$MLP_MPI_HOSTFILE ({path})"
+    if _text(env, "MLP_MPI_HOSTS"):
+        return parse_host_list(_text(env, "MLP_MPI_HOSTS"), "$MLP_MPI_HOSTS"), "$MLP_MPI_HOSTS"
+    listed = _name_list(env, "MLP_WORKER_ALL_HOSTS")
+    workers = _int_var(env, "MLP_WORKER_NUM", MAX_HOSTS)
+    if not workers and not listed:
+        return None  # MLP_WORKER_NUM=0 or unset: not a platform job
+    if workers and listed and len(listed) != workers:
+        raise MlpMagicError(
+            f"$MLP_WORKER_ALL_HOSTS names {len(listed)} hosts ({quote(_text(env, 'MLP_WORKER_ALL_HOSTS'))}) "
+            f"but $MLP_WORKER_NUM is {workers}"
+        )
     slots = _int_var(env, "MLP_WORKER_GPU") or 1  # CPU instances run one process per worker
-    names = _worker_names(env, workers)
+    names = _worker_names(env, workers or len(listed), listed)
     return [HostEntry(name, slots, line=i + 1) for i, name in enumerate(names)], "$MLP_WORKER_NUM"
 
 
-def _worker_names(env: Mapping, workers: int) -> list:
-    listed = [h.strip() for h in env.get("MLP_WORKER_ALL_HOSTS", "").split(",") if h.strip()]
-    if listed and len(listed) != workers:
-        raise MlpMagicError(
-            f"$MLP_WORKER_ALL_HOSTS names {len(listed)} hosts but $MLP_WORKER_NUM is {workers}"
-        )
-    names = [env.get(f"MLP_WORKER_{i}_HOST") or (listed[i] if listed else f"worker{i}") for i in range(workers)]
-    for i, name in enumerate(names):
-        check_host_name(name, f"$MLP_WORKER_{i}_HOST")
-    return names
+def _worker_names(env: Mapping, workers: int, listed: list) -> list:
+    """MLP_WORKER_{i}_HOST, else the i-th of MLP_WORKER_ALL_HOSTS, else ``worker{i}``."""
+    return [_host_var(env, f"MLP_WORKER_{i}_HOST") or (listed[i] if listed else f"worker{i}")
+            for i in range(workers)]
 
 
 def _from_azure_torchrun(env: Mapping) -> tuple | None:
     per_node = _int_var(env, "LOCAL_WORLD_SIZE")
-    world = _int_var(env, "WORLD_SIZE")
-    if env.get("AZ_BATCH_HOST_LIST"):
-        names = [h.strip() for h in env["AZ_BATCH_HOST_LIST"].split(",") if h.strip()]
-        slots = per_node or (world // len(names) if world and names else 1) or 1
-        entries = [HostEntry(check_host_name(n, "$AZ_BATCH_HOST_LIST"), slots, line=i + 1) for i, n in enumerate(names)]
-        return entries, "$AZ_BATCH_HOST_LIST"
+    world = _int_var(env, "WORLD_SIZE", MAX_RANKS)
+    names = _name_list(env, "AZ_BATCH_HOST_LIST")
+    if names:
+        return [HostEntry(name, _azure_slots(per_node, world, names), line=i + 1)
+                for i, name in enumerate(names)], "$AZ_BATCH_HOST_LIST"
     if world and per_node and world == per_node:
         # A single-node torchrun job: its ranks are all on this machine.
         return [HostEntry(LOCAL_HOST, world, line=1)], "$WORLD_SIZE (single node)"
     return None
 
 
-_SLURM_TASKS = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
+def _azure_slots(per_node: int | None, world: int | None, names: list) -> int:
+    if per_node and world and per_node * len(names) != world:
+        raise MlpMagicError(f"$WORLD_SIZE {world} is not $LOCAL_WORLD_SIZE {per_node} x "
+                            f"{len(names)} hosts of $AZ_BATCH_HOST_LIST")
+    if per_node:
+        return per_node
+    if world:
+        if world % len(names):
+            raise MlpMagicError(f"$WORLD_SIZE {world} does not divide among the {len(names)} hosts "
+                                "of $AZ_BATCH_HOST_LIST")
+        return world // len(names)
+    return 1
 
 
-def _slurm_tasks_per_node(spec: str, nodes: int) -> list:
+_SLURM_TASKS = re.compile(r"([0-9]{1,9})(?:\(x([0-9]{1,9})\))?")
+
+
+def _slurm_tasks_per_node(spec: str, nodes: int, variable: str) -> list:
     """``8(x2),4`` -> [8, 8, 4]."""
-    counts = []
+    counts: list = []
     for part in spec.split(","):
-        match = _SLURM_TASKS.match(part.strip())
-        if not match:
-            raise MlpMagicError(f"$SLURM_TASKS_PER_NODE: cannot read {part!r} in {spec!r}")
-        counts += [int(match.group(1))] * int(match.group(2) or 1)
+        match = _SLURM_TASKS.fullmatch(part.strip())
+        count, repeat = (int(match.group(1)), int(match.group(2) or 1)) if match else (0, 0)
+        if not 0 < count <= MAX_SLOTS or not repeat:
+            raise MlpMagicError(f"${variable}: cannot read {quote(part)} in {quote(spec)} "
+                                "(expected positive counts like 8(x2),4)")
+        if len(counts) + repeat > nodes:
+            raise MlpMagicError(f"${variable} {quote(spec)} counts more than the {nodes} nodes")
+        counts += [count] * repeat
     if len(counts) == 1:
         counts *= nodes
     if len(counts) != nodes:
-        raise MlpMagicError(f"$SLURM_TASKS_PER_NODE {spec!r} does not match {nodes} nodes")
+        raise MlpMagicError(f"${variable} {quote(spec)} does not match {nodes} nodes")
     return counts
 
 
 def _from_slurm(env: Mapping) -> tuple | None:
-    nodelist = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST")
-    if not nodelist:
+    variable = "SLURM_JOB_NODELIST" if _text(env, "SLURM_JOB_NODELIST") else "SLURM_NODELIST"
+    if not _text(env, variable):
         return None
-    from .ranges import expand_hosts
-
-    names = []
-    for item in split_outside_brackets(nodelist):
-        names += expand_hosts(item.strip())
-    spec = env.get("SLURM_TASKS_PER_NODE") or env.get("SLURM_NTASKS_PER_NODE") or "1"
-    counts = _slurm_tasks_per_node(spec, len(names))
-    return [HostEntry(n, c, line=i + 1) for i, (n, c) in enumerate(zip(names, counts))], "$SLURM_JOB_NODELIST"
+    names = _name_list(env, variable)
+    if not names:
+        raise MlpMagicError(f"${variable} {quote(_text(env, variable))} names no hosts")
+    tasks = "SLURM_TASKS_PER_NODE" if _text(env, "SLURM_TASKS_PER_NODE") else "SLURM_NTASKS_PER_NODE"
+    counts = _slurm_tasks_per_node(_text(env, tasks) or "1", len(names), tasks)
+    return [HostEntry(n, c, line=i + 1) for i, (n, c) in enumerate(zip(names, counts))], f"${variable}"
 
 
-def _master_addr(env: Mapping, first_host: str, is_local: bool) -> str:
+def _reject_duplicates(entries: list, source: str) -> None:
+    """A host listed twice would get two separate blocks of ranks (and mpiexec would merge them)."""
+    seen: dict = {}
+    for entry in entries:
+        first = seen.setdefault(entry.name.lower(), entry.line)
+        if first != entry.line:
+            raise MlpMagicError(f"{source}: host {quote(entry.name)} is listed twice "
+                                f"(entries {first} and {entry.line})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Master address and port.
+
+def _master_addr(env: Mapping, source: str, names: list, is_local: bool) -> str:
+    """Rank 0's host, as the platform names it when the hosts came from the platform."""
     if is_local:
         return LOCAL_ADDR
-    return env.get("MLP_WORKER_0_HOST") or first_host
+    if source.startswith("$MLP_"):
+        worker0 = _host_var(env, "MLP_WORKER_0_HOST")
+        # MLP_WORKER_0_HOST is worker0's reachable address; it is rank 0's host unless the list
+        # puts another known host first (e.g. ordered by rack).
+        if worker0 and (worker0 == names[0] or worker0 not in names):
+            return worker0
+    if source == "$AZ_BATCH_HOST_LIST":
+        return _host_var(env, "MASTER_ADDR") or names[0]
+    return names[0]
 
 
-def _master_port(env: Mapping) -> int | None:
-    for name in ("MLP_WORKER_0_PORT", "MASTER_PORT"):
-        port = _int_var(env, name)
+def _master_port(env: Mapping, source: str) -> int | None:
+    variables = ("MLP_WORKER_0_PORT", "MASTER_PORT") if source.startswith("$MLP_") else ("MASTER_PORT",)
+    for name in variables:
+        port = _int_var(env, name, MAX_PORT)
         if port:
-            if port > 65535:
-                raise MlpMagicError(f"${name} {port} is above 65535")
             return port
     return None
 
+
+# ---------------------------------------------------------------------------------------------
+# The local machine.
 
 def local_slot_count(gpu_count: Callable[[], int] | None = None) -> int:
     """Slots of the embedded default: one per GPU, else one per CPU core."""
@@ -242,17 +344,16 @@ def topology_from_environment(
         or _from_slurm(env)
     )
     if found is None:
-        entries, source, is_local = [HostEntry(LOCAL_HOST, local_slots(), line=1)], "local machine", True
+        entries, source = [HostEntry(LOCAL_HOST, max(1, local_slots()), line=1)], LOCAL_SOURCE
     else:
-        (entries, source), is_local = found, False
-        is_local = all(entry.name in (LOCAL_HOST, LOCAL_ADDR) for entry in entries) and len(entries) == 1
-    host_objects = tuple(
-        Host(e.name, e.slots, index, e.port, e.user) for index, e in enumerate(entries)
-    )
+        entries, source = found
+        _reject_duplicates(entries, source)
+    is_local = len(entries) == 1 and entries[0].name.lower() in _LOCAL_NAMES
+    host_objects = tuple(Host(e.name, e.slots, index, e.port, e.user) for index, e in enumerate(entries))
     return Topology(
         hosts=host_objects,
         source=source,
-        master_addr=_master_addr(env, host_objects[0].name, is_local),
+        master_addr=_master_addr(env, source, [h.name for h in host_objects], is_local),
         is_local=is_local,
-        master_port=_master_port(env),
+        master_port=_master_port(env, source),
     )
