@@ -431,6 +431,8 @@ def clear_leftovers() -> None:
         for name in os.listdir(ETC_NETNS):
             if name.startswith(PREFIX):
                 shutil.rmtree(os.path.join(ETC_NETNS, name), ignore_errors=True)
+        if not os.listdir(ETC_NETNS):
+            os.rmdir(ETC_NETNS)
 
 
 def tear_down_any(lock_wait: float = 30.0) -> None:
