@@ -212,10 +212,13 @@ def _finish(run: CellRun, outcome: str) -> list:
 
 
 def _death_note(world: World) -> str:
-    from .deaths import death_note
+    from .deaths import death_note, first_dead_pid, launcher_report
 
-    time.sleep(0.2)  # let the launcher finish writing what it saw
+    deadline = time.monotonic() + 2.0  # the launcher writes what it saw a moment after
     log_text = world.launcher_log()
+    while not (first_dead_pid(log_text) and launcher_report(log_text)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        log_text = world.launcher_log()
     rank_of_pid = {identity["pid"]: rank for rank, identity in world.identities.items()}
     return death_note(log_text, rank_of_pid, world.host_of)
 

@@ -60,7 +60,9 @@ def chromium_path() -> str:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an asyncio loop running in the main
+# thread while it is open, which breaks every later test that runs a loop of its own.
+@pytest.fixture(scope="module")
 def browser(chromium_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
     with sync_api.sync_playwright() as playwright:
