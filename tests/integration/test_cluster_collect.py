@@ -3,15 +3,18 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
 from mlp_magic import mpirun_command
 from mlp_magic.cluster_view import cluster_view, state_text
+from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.collect import collect_from_engines, collect_from_world, probe_targets
 
 pytestmark = pytest.mark.timeout(240)
 CPU_ONLY = not os.path.exists("/dev/nvidiactl")
+H200 = Path(__file__).resolve().parents[1] / "fixtures" / "topo" / "hgx-h200-8gpu-12nic.txt"
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +80,13 @@ def test_the_cluster_view_shows_the_world(ip, world):
         assert host.gpus.source == "none" and host.gpus.gpus == [] and host.gpus.error is None
         assert "2 engines: 2 idle  none" in state_text(view.state)
     view.close()
+    # Arguments: a saved topology stands in for this host's probe; the engines stay the World's.
+    view = ip.run_line_magic("mlp_cluster", "--timeout 3 --topo-file localhost=%s" % H200)
+    [host] = view.state.hosts
+    assert host.gpus.links["GPU0"]["GPU7"] == "NV18" and host.engine_summary == "2 engines: 2 idle"
+    view.close()
+    with pytest.raises(MlpMagicError, match="^%mlp_cluster: --refresh expects a number of seconds > 0"):
+        ip.run_line_magic("mlp_cluster", "--refresh x")
     # An engine busy past the timeout: this machine is probed directly instead.
     sleeping = _busy(world, 0, 2.0)
     try:
