@@ -19,7 +19,8 @@ OPENMPI, MPICH = "openmpi", "mpich"
 
 # Variables every engine needs wherever it runs; mpiexec does not forward the environment to
 # remote ranks unless told to (OpenMPI -x, MPICH -genvlist).
-FORWARD_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "HOME")
+# Not HOME: each container keeps its own (logs and stack files live under it).
+FORWARD_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV")
 FORWARD_PREFIXES = ("IPP_", "MLP_", "NCCL_", "GLOO_", "MLP_MAGIC_")
 
 # CPU-only local worlds: skip the fabric probe that costs OpenMPI ~1 s at MPI_Init.

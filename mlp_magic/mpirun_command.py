@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 
 from . import logs
@@ -95,7 +96,7 @@ def wanted_spec(args: MpirunArgs, env) -> WorldSpec:
 def _default_np(env, topology) -> int:
     value = env.get("MLP_MPI_NP", "").strip()
     if value and not topology.is_local:
-        if not value.isdigit() or int(value) <= 0:
+        if not re.fullmatch(r"[0-9]{1,7}", value) or int(value) <= 0:
             raise MlpMagicError(f"$MLP_MPI_NP must be a positive integer, got {value!r}")
         return int(value)
     return topology.total_slots

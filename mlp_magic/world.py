@@ -119,7 +119,7 @@ class World:
                   zip(topology.hosts, topology.ranks_per_host(self.spec.np, self.spec.oversubscribe))]
         plan = LaunchPlan(
             counts=counts, command=command, forward=names_to_forward(env),
-            ssh_agent=os.environ.get("MLP_MAGIC_SSH") or None, local=topology.is_local,
+            ssh_agent=self._ssh_agent(), local=topology.is_local,
             as_root=os.geteuid() == 0, hostfile_path=os.path.join(self.workdir, "hostfile"),
         )
         with open(plan.hostfile_path, "w") as handle:
@@ -128,6 +128,18 @@ class World:
         with open(os.path.join(self.workdir, "mpiexec.argv"), "w") as handle:
             handle.write(shlex.join(argv) + "\n")
         self.processes.append(ManagedProcess(argv, os.path.join(self.workdir, "mpiexec.log"), env, "mpiexec"))
+
+    def _ssh_agent(self) -> str | None:
+        """``$MLP_MAGIC_SSH`` for mpiexec. MPICH's Hydra runs its launcher as one program, so a
+        command with arguments (``ssh -F cfg``) goes into a small wrapper script."""
+        agent = os.environ.get("MLP_MAGIC_SSH") or None
+        if agent is None or self.mpi.flavour == OPENMPI or len(shlex.split(agent)) == 1:
+            return agent
+        wrapper = os.path.join(self.workdir, "ssh-agent")
+        with open(wrapper, "w") as handle:
+            handle.write(f"#!/bin/sh\nexec {agent} \"$@\"\n")
+        os.chmod(wrapper, 0o700)
+        return wrapper
 
     def _start_plain_engines(self, engine_file: str) -> None:
         for rank in range(self.spec.np):
