@@ -118,6 +118,7 @@ def _mpirun_parser() -> _Parser:
     parser.add_argument("--restart", action="store_true")
     parser.add_argument("--status", action="store_true")
     parser.add_argument("--stop", action="store_true")
+    parser.add_argument("--stacks", action="store_true")
     return parser
 
 
@@ -137,6 +138,7 @@ class MpirunArgs:
     restart: bool = False
     status: bool = False
     stop: bool = False
+    stacks: bool = False
 
 
 def parse_mpirun_args(line: str, env: Mapping, user_ns: Mapping | None = None) -> MpirunArgs:
@@ -149,6 +151,6 @@ def parse_mpirun_args(line: str, env: Mapping, user_ns: Mapping | None = None) -
         # the user wrote $NAMES: show what they became, or "unrecognized arguments: 4" is a riddle
         raise MlpMagicError(f"{err} (the line {line.strip()!r} expanded to {expanded.strip()!r})") from None
     args = MpirunArgs(**vars(namespace))
-    if sum([args.status, args.stop, args.restart]) > 1:
-        raise MlpMagicError("%mpirun: give one of --status, --stop or --restart")
+    if sum([args.status, args.stop, args.restart, args.stacks]) > 1:
+        raise MlpMagicError("%mpirun: give one of --status, --stop, --restart or --stacks")
     return args

@@ -117,8 +117,14 @@ def ensure_world(spec: WorldSpec, restart: bool = False, notice=print) -> World:
     return _world
 
 
-def line_command(args: MpirunArgs, env, notice=print) -> str:
-    """``%mpirun --status | --stop | --restart``."""
+def line_command(args: MpirunArgs, env, notice=print):
+    """``%mpirun --status | --stop | --restart | --stacks``: a line of text, or (for
+    --stacks) a (text, html) pair."""
+    if args.stacks:
+        world = current_world()
+        if world is None:
+            raise MlpMagicError("%mpirun --stacks: no World running")
+        return stack_snapshot(world, [row.rank for row in world.layout], logs.new_cell_dir(args.log_dir))
     if args.stop:
         world = current_world()
         shutdown_worlds()

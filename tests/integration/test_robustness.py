@@ -49,6 +49,10 @@ def test_a_rank_skipping_a_barrier_is_diagnosed(fresh_world, capsys):
     assert report.count("--> cell, line 3") == 1
     assert "rank 1 on localhost" in report and "idle: not running a cell" in report
     assert "did not stop on SIGINT" in out and "%mpirun --restart" in out
+    # Where are they now? The line form answers while the ranks are still stuck.
+    assert run(ip, "%mpirun --stacks") is None
+    now = capsys.readouterr().out
+    assert "ranks 0,2-3 (3) on localhost" in now and "--> cell, line 3, in <module>" in now
     # The stuck ranks block the World: the next cell says so at once instead of hanging.
     started = time.monotonic()
     refused = run(ip, "%%mpirun\nprint('queued?')")
