@@ -141,8 +141,9 @@ def test_a_full_line():
     ("-h", ["unrecognized arguments: -h"]),
     ("--help", ["unrecognized arguments: --help"]),
     ("--hostfile f -H a:1", ["argument -H/--host: not allowed with argument --hostfile/--machinefile"]),
-    ("--status --stop", ["%mpirun: give one of --status, --stop or --restart"]),
-    ("--stop --restart", ["give one of --status, --stop or --restart"]),
+    ("--status --stop", ["%mpirun: give one of --status, --stop, --restart or --stacks"]),
+    ("--stacks --stop", ["give one of --status, --stop, --restart or --stacks"]),
+    ("--stop --restart", ["give one of --status, --stop, --restart or --stacks"]),
 ])
 def test_bad_values_give_one_error_naming_the_value(line, parts, capsys):
     message = error_of(parse, line)
