@@ -66,7 +66,8 @@ def run(code: str) -> dict:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
-        raise SystemExit(f"benchmark child failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+        raise SystemExit(f"benchmark child failed ({done.returncode}):\n"
+                         f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
     return json.loads(lines[-1])
 
 
@@ -94,7 +95,8 @@ def main() -> None:
         "goal": "ratio <= 0.8",
     }
     figures["meets_goal"] = figures["ratio"] <= 0.8
-    print(f"first %%mpirun cell: {ours_s:.2f} s; ipyparallel Cluster(engines='mpi') + execute: {peer_s:.2f} s; "
+    print(f"first %%mpirun cell: {ours_s:.2f} s; "
+          f"ipyparallel Cluster(engines='mpi') + execute: {peer_s:.2f} s; "
           f"ratio {figures['ratio']}")
     print(json.dumps(figures))
 

@@ -7,7 +7,8 @@ import re
 _NANNY_DEATH = re.compile(r"Parent (\d+) exited with status")
 # What the MPI launchers themselves say when a rank ends badly.
 _LAUNCHER_LINES = re.compile(
-    r"(exited on signal|non-zero status|Exit code:|Process name:|killed|Segmentation fault|EXIT CODE|BAD TERMINATION)",
+    r"(exited on signal|non-zero status|Exit code:|Process name:|killed|Segmentation fault"
+    r"|EXIT CODE|BAD TERMINATION)",
     re.IGNORECASE,
 )
 

@@ -138,7 +138,8 @@ def start_controller(workdir: str, ip: str, cluster_id: str) -> tuple:
     process = ManagedProcess(argv, os.path.join(workdir, "controller.log"), name="ipcontroller")
     security = os.path.join(profile_dir, "security")
     base = f"ipcontroller-{cluster_id}"
-    return process, os.path.join(security, f"{base}-engine.json"), os.path.join(security, f"{base}-client.json")
+    engine_file = os.path.join(security, f"{base}-engine.json")
+    return process, engine_file, os.path.join(security, f"{base}-client.json")
 
 
 def wait_for_file(path: str, process: ManagedProcess, timeout: float) -> dict:
@@ -154,7 +155,8 @@ def wait_for_file(path: str, process: ManagedProcess, timeout: float) -> dict:
         if not process.running():
             raise MlpMagicError(process.failure())
         time.sleep(0.02)
-    raise MlpMagicError(f"{process.name} did not write {path} within {timeout:.0f} s; log: {process.log_path}")
+    raise MlpMagicError(f"{process.name} did not write {path} within {timeout:.0f} s; "
+                        f"log: {process.log_path}")
 
 
 def engine_command(url_file: str | None) -> list:

@@ -108,7 +108,8 @@ def ensure_world(spec: WorldSpec, restart: bool = False, notice=print) -> World:
     if world is not None and world.spec == spec and not restart and world.alive():
         return world
     if world is not None:
-        reason = "restart asked" if restart else ("it stopped" if not world.alive() else "hosts or -np changed")
+        reason = ("restart asked" if restart
+                  else "it stopped" if not world.alive() else "hosts or -np changed")
         notice(f"mlp_magic: stopping the World of {world.np} ranks ({reason})")
         shutdown_worlds()
     started = time.monotonic()
@@ -184,7 +185,8 @@ def _follow(run: CellRun, world: World, live: LiveOutput, timeout: float | None)
     deadline = run.started + timeout if timeout else None
     try:
         while True:
-            wait = POLL_SECONDS if deadline is None else max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))
+            left = POLL_SECONDS if deadline is None else deadline - time.monotonic()
+            wait = max(0.0, min(POLL_SECONDS, left))
             if run.wait(wait):
                 return "done"
             live.add(run.new_output())
@@ -235,7 +237,8 @@ def _outcome_note(run: CellRun, outcome: str) -> str:
         return ""
     stuck = getattr(run, "still_running", [])
     if outcome == "died":
-        return getattr(run, "death_note", "") or "ranks died during the cell; `%mpirun --restart` starts a new World"
+        return (getattr(run, "death_note", "")
+                or "ranks died during the cell; `%mpirun --restart` starts a new World")
     what = "timed out" if outcome == "timeout" else "interrupted"
     if stuck:
         return (f"{what}: ranks {fold_ranks(stuck)} did not stop on SIGINT (blocked in a C call?); "
@@ -273,7 +276,8 @@ def stack_snapshot(world: World, ranks: list, log_dir: str | None = None) -> tup
     dumps = collect(world, ranks)
     if log_dir:
         logs.write_stacks(log_dir, dumps)
-    records = [RankResult(rank=r, host=world.host_of(r), stdout=format_stack(dumps.get(r, ""))) for r in ranks]
+    records = [RankResult(rank=r, host=world.host_of(r), stdout=format_stack(dumps.get(r, "")))
+               for r in ranks]
     groups = group_results(records)
     where = f"full dumps: {os.path.join(log_dir, 'stacks')}" if log_dir else ""
     text = f"\n{STACKS_TITLE}\n{render_groups_text(groups)}{where}\n"

@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[[^\]]*\])? \(most recent call first\):\s*$")
+_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[[^\]]*\])?"
+                     r" \(most recent call first\):\s*$")
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
 # Cell code as IPython/ipykernel names it; the pid in the path differs from rank to rank.
-_CELL_FILE = re.compile(r"^(/tmp/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>|<cell line: \d+>|<string>)$")
+_CELL_FILE = re.compile(r"^(/tmp/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>"
+                        r"|<cell line: \d+>|<string>)$")
 _LIBRARY = re.compile(r"(site-packages|dist-packages)/|/lib/python3\.\d+/(?!site-packages)")
 USER_MARK = "-->"
 

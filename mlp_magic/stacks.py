@@ -57,7 +57,8 @@ def remote_script(targets: list, wait: float) -> str:
         steps.append(f": > {shlex.quote(path)}; kill -USR1 {int(pid)} 2>/dev/null")
     rounds = max(1, int(wait / 0.1))
     files = " ".join(shlex.quote(p) for _, _, p in targets)
-    steps.append(f"i=0; while [ $i -lt {rounds} ]; do ok=1; for f in {files}; do [ -s \"$f\" ] || ok=0; done; "
+    steps.append(f"i=0; while [ $i -lt {rounds} ]; do ok=1; "
+                 f"for f in {files}; do [ -s \"$f\" ] || ok=0; done; "
                  f"[ $ok = 1 ] && break; sleep 0.1; i=$((i+1)); done; sleep 0.1")
     for rank, _, path in targets:
         steps.append(f"echo '{MARK}{int(rank)}'; cat {shlex.quote(path)} 2>/dev/null")
@@ -105,7 +106,8 @@ def collect(world, ranks: list, wait: float = 1.5) -> dict:
     ssh = ssh_command() or ["ssh"]
     dumps = {}
     with ThreadPoolExecutor(max_workers=min(64, len(remote) + 1)) as pool:
-        futures = [pool.submit(_remote_snapshot, host, targets, ssh, wait) for host, targets in remote.items()]
+        futures = [pool.submit(_remote_snapshot, host, targets, ssh, wait)
+                   for host, targets in remote.items()]
         if local:
             dumps.update(_local_snapshot(local, wait))
         for future in futures:

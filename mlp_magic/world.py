@@ -91,7 +91,8 @@ class World:
             if not local:
                 raise MlpMagicError(f"no mpiexec found, needed to start ranks on {topology.source}; "
                                     "install the job's MPI or `pip install mlp_magic[mpi]`")
-            self.notice(f"mlp_magic: no MPI (no mpiexec found, or $MLP_MAGIC_MPIEXEC=none); starting {self.spec.np} local engines without MPI "
+            self.notice(f"mlp_magic: no MPI (no mpiexec found, or $MLP_MAGIC_MPIEXEC=none); "
+                        f"starting {self.spec.np} local engines without MPI "
                         "(mpi4py unavailable in cells; `pip install mlp_magic[mpi]` adds it)")
             self._start_plain_engines(engine_file)
         elif local:

@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 
 
 def state_dir() -> str:
-    return os.environ.get("MLP_MAGIC_STATE_DIR") or os.path.join(os.path.expanduser("~"), ".mlp_magic", "worlds")
+    default = os.path.join(os.path.expanduser("~"), ".mlp_magic", "worlds")
+    return os.environ.get("MLP_MAGIC_STATE_DIR") or default
 
 
 def now_iso() -> str:

@@ -46,7 +46,8 @@ def test_state_persists_between_cells(ip):
 
 
 def test_mpi4py_allreduce(ip):
-    assert run(ip, "%%mpirun -o red\nfrom mpi4py import MPI\nprint(MPI.COMM_WORLD.allreduce(rank + 1))") is None
+    cell = "%%mpirun -o red\nfrom mpi4py import MPI\nprint(MPI.COMM_WORLD.allreduce(rank + 1))"
+    assert run(ip, cell) is None
     assert {r.stdout for r in ip.user_ns["red"]} == {"10\n"}
 
 
@@ -96,7 +97,8 @@ def test_rank_zero_rich_output_is_displayed(ip, capsys):
 
 def test_timeout_returns_and_names_running_ranks(ip, capsys):
     started = time.monotonic()
-    error = run(ip, "%%mpirun --timeout 2 -o slow\nimport time\nif rank != 0:\n    time.sleep(60)\nprint('quick')")
+    error = run(ip, "%%mpirun --timeout 2 -o slow\nimport time\n"
+                    "if rank != 0:\n    time.sleep(60)\nprint('quick')")
     elapsed = time.monotonic() - started
     assert elapsed < 8, elapsed
     assert "timeout on ranks 1-3" in str(error)

@@ -38,7 +38,8 @@ def _summary(capsys) -> str:
 def test_a_rank_skipping_a_barrier_is_diagnosed(fresh_world, capsys):
     ip = fresh_world
     started = time.monotonic()
-    error = run(ip, "%%mpirun --timeout 5\nprint('before')\nif rank != 1:\n    comm.Barrier()\nprint('after')")
+    error = run(ip, "%%mpirun --timeout 5\nprint('before')\n"
+                    "if rank != 1:\n    comm.Barrier()\nprint('after')")
     elapsed = time.monotonic() - started
     assert elapsed < 10, elapsed
     assert "timeout on ranks 0,2-3" in str(error)
@@ -116,7 +117,6 @@ def test_a_flooding_rank_keeps_the_kernel_small(fresh_world):
 
 
 def test_stacks_of_an_idle_world_on_demand(fresh_world, capsys):
-    ip = fresh_world
     world = mpirun_command.current_world()
     text, html = mpirun_command.stack_snapshot(world, list(range(4)))
     assert "ranks 0-3 (4) on localhost" in text and "idle: not running a cell" in text
@@ -162,7 +162,8 @@ def test_a_dead_kernels_world_is_reaped(tmp_path):
             line = kernel.stdout.readline()
         leaders = [int(p) for p in line.split()[1:]]
         assert leaders, "the child kernel never started its World"
-        family = {p.pid for pid in leaders for p in [psutil.Process(pid)] + psutil.Process(pid).children(recursive=True)}
+        family = {p.pid for pid in leaders
+                  for p in [psutil.Process(pid)] + psutil.Process(pid).children(recursive=True)}
     finally:
         kernel.kill()
         kernel.wait(10)
@@ -171,7 +172,8 @@ def test_a_dead_kernels_world_is_reaped(tmp_path):
     notices = []
     world_module.reap_orphans(notices.append)
     time.sleep(0.5)
-    alive = [pid for pid in family if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    alive = [pid for pid in family
+             if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
     assert alive == [], f"left running: {alive}"
     assert notices and f"dead kernel (pid {kernel.pid})" in notices[0]
     assert not any(s["pid"] == kernel.pid for s in world_state.orphaned_worlds())

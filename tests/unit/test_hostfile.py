@@ -3,22 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from mlp_magic.errors import MlpMagicError
 from mlp_magic.hostfile import (MAX_SLOTS, HostEntry, check_host_name, parse_host_list, parse_hostfile,
                                 split_outside_brackets)
+from parser_errors import error_of
 
 
 def hosts(entries):
     """(name, slots) pairs: what most tests compare."""
     return [(e.name, e.slots) for e in entries]
-
-
-def error_of(function, *args, **kwargs) -> str:
-    with pytest.raises(MlpMagicError) as caught:
-        function(*args, **kwargs)
-    error = caught.value
-    assert error.__cause__ is None and (error.__context__ is None or error.__suppress_context__)
-    return str(error)
 
 
 # ---------------------------------------------------------------- OpenMPI / DeepSpeed / Horovod

@@ -5,17 +5,9 @@ import argparse
 
 import pytest
 
-from mlp_magic.errors import MlpMagicError
 from mlp_magic.magic_args import (MpirunArgs, _Parser, add_host_options, expand_vars, parse_mpirun_args,
                                   split_line)
-
-
-def error_of(function, *args, **kwargs) -> str:
-    with pytest.raises(MlpMagicError) as caught:
-        function(*args, **kwargs)
-    error = caught.value
-    assert error.__cause__ is None and (error.__context__ is None or error.__suppress_context__)
-    return str(error)
+from parser_errors import error_of
 
 
 def parse(line, env=None, user_ns=None):

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlp_magic.errors import MlpMagicError
 from mlp_magic.ranges import MAX_RANKS
 from mlp_magic.topology import (LOCAL_ADDR, LOCAL_HOST, LOCAL_SOURCE, Host, Rank, Topology, count_local_gpus,
                                 local_slot_count, topology_from_environment)
+from parser_errors import error_of
 
 
 def topo(env=None, **kwargs):
@@ -20,14 +20,6 @@ def topo(env=None, **kwargs):
 
 def hosts(topology):
     return [(h.name, h.slots) for h in topology.hosts]
-
-
-def error_of(function, *args, **kwargs) -> str:
-    with pytest.raises(MlpMagicError) as caught:
-        function(*args, **kwargs)
-    error = caught.value
-    assert error.__cause__ is None and (error.__context__ is None or error.__suppress_context__)
-    return str(error)
 
 
 @pytest.fixture
