@@ -155,7 +155,9 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
         run.death_note = _death_note(world)
     if getattr(run, "still_running", None):
         world.stuck_run = run  # the next cell must not queue silently behind it
-    if run.published_busy:
+    if run.published_busy:  # a long cell: GPU memory and load have moved since the last look
+        if outcome == "done":
+            world.refresh_gpus()
         world.publish()
     if any(r.status != status.OK for r in results):
         logs.write_missing_streams(cell_dir, results)

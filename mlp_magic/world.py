@@ -75,6 +75,7 @@ class World:
             self.stop()
             raise
         self.started_at = world_state.now_iso()
+        self.refresh_gpus()
         self.publish()
         return self
 
@@ -234,6 +235,7 @@ class World:
         return {
             "pid": os.getpid(), "started_at": self.started_at, "np": self.np,
             "mpi": self.mpi.flavour if self.mpi else None, "source": self.spec.topology.source,
+            "gpus": getattr(self, "gpus", {}),
             # What a later kernel needs to clean up after this one if it dies without stopping.
             "processes": [{"pid": p.pid, "create_time": p.create_time} for p in self.processes],
             "ranks": [
@@ -242,6 +244,17 @@ class World:
                 for r in self.layout
             ],
         }
+
+    def refresh_gpus(self, timeout: float = 3.0) -> None:
+        """Each host's GPUs through its engines, for the lab panel (remote hosts included).
+        Call only while the engines are idle; a host that does not answer keeps no entry."""
+        from .gpu.collect import collect_from_world
+
+        try:
+            found = collect_from_world(self, timeout=timeout)
+        except Exception:  # the panel is a nicety: never fail a World over it
+            return
+        self.gpus = {host: inventory.to_dict() for host, inventory in found.items() if not inventory.error}
 
     def publish(self, busy_ranks=()) -> None:
         try:

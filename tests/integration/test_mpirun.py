@@ -165,3 +165,16 @@ def test_plain_engines_without_mpi(ip, monkeypatch, capsys):
         assert [r.stdout for r in ip.user_ns["plain"]] == ["0 2\n", "1 2\n"]
     finally:
         run(ip, "%mpirun --stop")
+
+
+def test_world_publishes_its_state_and_gpus_for_the_panel(ip):
+    from mlp_magic import world_state
+
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    mine = [w for w in world_state.read_worlds() if w["pid"] == os.getpid()]
+    assert len(mine) == 1
+    state = mine[0]
+    assert [r["rank"] for r in state["ranks"]] == [0, 1, 2, 3]
+    assert {r["state"] for r in state["ranks"]} == {"idle"}
+    assert state["gpus"]["localhost"]["source"] == "none"  # CPU-only here, probed by the engines
+    assert state["processes"] and all(p["pid"] and p["create_time"] for p in state["processes"])
