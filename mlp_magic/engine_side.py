@@ -51,6 +51,15 @@ def _source_address(destination: str) -> str:
         return socket.gethostname()
 
 
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("", port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("", 0))

@@ -184,7 +184,7 @@ class World:
         self._bootstrap()
 
     def _bootstrap(self) -> None:
-        master_port = self.spec.topology.master_port or self.identities[0]["free_port"]
+        master_port = self._master_port()
         master_addr = LOOPBACK if self.spec.topology.is_local else self.identities[0]["addr"]
         pending = []
         for row in self.layout:
@@ -203,6 +203,19 @@ class World:
         for result in pending:
             result.get(self.start_timeout)
         self.master = (master_addr, master_port)
+
+    def _master_port(self) -> int:
+        """The job's own port when it names one and it is free on rank 0's host, else a free one."""
+        wanted = self.spec.topology.master_port
+        fallback = self.identities[0]["free_port"]
+        if not wanted:
+            return fallback
+        rank0 = self.client[self.rank_to_engine[0]]
+        if rank0.apply_sync(engine_side.port_is_free, wanted):
+            return wanted
+        self.notice(f"mlp_magic: MASTER_PORT {wanted} (from the environment) is already in use on "
+                    f"{self.host_of(0)}; the ranks use the free port {fallback} instead")
+        return fallback
 
     # ----------------------------------------------------------------------------- state
     @property

@@ -178,3 +178,20 @@ def test_world_publishes_its_state_and_gpus_for_the_panel(ip):
     assert {r["state"] for r in state["ranks"]} == {"idle"}
     assert state["gpus"]["localhost"]["source"] == "none"  # CPU-only here, probed by the engines
     assert state["processes"] and all(p["pid"] and p["create_time"] for p in state["processes"])
+
+
+def test_a_master_port_already_taken_is_replaced_with_a_notice(ip, monkeypatch, capsys):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        monkeypatch.setenv("MASTER_PORT", str(taken))
+        run(ip, "%mpirun --stop")
+        assert run(ip, "%%mpirun -np 2 -o port\nimport os\nprint(os.environ['MASTER_PORT'])") is None
+        out = capsys.readouterr().out
+        assert f"MASTER_PORT {taken} (from the environment) is already in use on localhost" in out
+        ports = {r.stdout.strip() for r in ip.user_ns["port"]}
+        assert len(ports) == 1 and ports != {str(taken)}
+    run(ip, "%mpirun --stop")
