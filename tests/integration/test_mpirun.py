@@ -195,3 +195,10 @@ def test_a_master_port_already_taken_is_replaced_with_a_notice(ip, monkeypatch, 
         ports = {r.stdout.strip() for r in ip.user_ns["port"]}
         assert len(ports) == 1 and ports != {str(taken)}
     run(ip, "%mpirun --stop")
+
+
+def test_local_device_helper_on_every_rank(ip):
+    cell = ("%%mpirun -np 4 -o dev\nfrom mlp_magic.helpers import local_device, local_rank\n"
+            "print(local_device(), local_rank() == rank)")
+    assert run(ip, cell) is None
+    assert {r.stdout for r in ip.user_ns["dev"]} == {"cpu True\n"}  # no GPU on this machine

@@ -1,0 +1,30 @@
+"""Small helpers for code that runs on the ranks.
+
+CUDA_VISIBLE_DEVICES is deliberately left alone per rank: hiding the other GPUs from a process
+breaks NCCL's view of the node's topology (NVLink/P2P paths). Select the device instead.
+"""
+from __future__ import annotations
+
+import os
+
+
+def local_rank() -> int:
+    for name in ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"):
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def local_device():
+    """This rank's torch device: ``cuda:<LOCAL_RANK % GPUs>`` (made current), else ``cpu``.
+
+    ``model.to(local_device())`` and ``init_process_group("nccl")`` then use one GPU per rank.
+    """
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        return torch.device("cpu")
+    index = local_rank() % torch.cuda.device_count()
+    torch.cuda.set_device(index)
+    return torch.device("cuda", index)
