@@ -87,36 +87,68 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int) ->
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}
 
 
+def open_rank_log(path: str):
+    """(file, path) for a rank's log: the path the client asked for, else the same cell folder
+    under this host's own ~/.mlp_magic/logs (another user, another $HOME), else (None, reason).
+    Logging must never raise into the user's print()."""
+    cell, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
+    own_root = os.path.join(os.path.expanduser("~"), ".mlp_magic", "logs")
+    reason = ""
+    for candidate in (path, os.path.join(own_root, cell, name)):
+        try:
+            os.makedirs(os.path.dirname(candidate), exist_ok=True)
+            return open(candidate, "w", encoding="utf-8", errors="backslashreplace"), candidate
+        except OSError as err:
+            reason = f"{candidate}: {err.strerror or err}"
+    return None, reason
+
+
 class TeeStream:
     """A text stream: everything to a log file, up to ``cap`` characters to the notebook.
 
-    The log file is created on the first write, so a silent cell costs no file at all.
+    The log file is created on the first write, so a silent cell costs no file at all. If it
+    cannot be written, the rank keeps printing (to the notebook only) and says why at the end.
     """
 
     def __init__(self, forward, log_path: str, cap: int):
         self._forward = forward
         self.log_path = log_path
+        self.log_error = ""
         self._log = None
+        self._opened = False
         self._cap = cap
         self.forwarded = 0
         self.total = 0
         self._last_flush = time.monotonic()
 
-    def write(self, text: str) -> int:
+    def _write_log(self, text: str) -> None:
+        if not self._opened:
+            self._opened = True
+            self._log, where = open_rank_log(self.log_path)
+            if self._log is None:
+                self.log_error = where
+            else:
+                self.log_path = where
         if self._log is None:
-            os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
-            self._log = open(self.log_path, "w", encoding="utf-8", errors="backslashreplace")
-        self._log.write(text)
+            return
+        try:
+            self._log.write(text)
+            now = time.monotonic()
+            if now - self._last_flush > FLUSH_SECONDS:
+                self._log.flush()
+                self._last_flush = now
+        except OSError as err:  # disk full...: stop logging, keep the rank running
+            self.log_error = f"{self.log_path}: {err.strerror or err}"
+            self._log = None
+
+    def write(self, text: str) -> int:
+        self._write_log(text)
         self.total += len(text)
         room = self._cap - self.forwarded
         if room > 0:
             piece = text if len(text) <= room else text[:room]
             self._forward.write(piece)
             self.forwarded += len(piece)
-        now = time.monotonic()
-        if now - self._last_flush > FLUSH_SECONDS:
-            self._log.flush()
-            self._last_flush = now
         return len(text)
 
     def writelines(self, lines) -> None:
@@ -125,12 +157,18 @@ class TeeStream:
 
     def flush(self) -> None:
         if self._log is not None:
-            self._log.flush()
+            try:
+                self._log.flush()
+            except OSError:
+                pass
         self._forward.flush()
 
     def close_log(self) -> None:
         if self._log is not None:
-            self._log.close()
+            try:
+                self._log.close()
+            except OSError:
+                pass
 
     @property
     def capped(self) -> int:
@@ -172,17 +210,19 @@ class CellCapture:
         sys.stdout, sys.stderr = saved
         error = getattr(result, "error_in_exec", None)
         if error is not None:
-            os.makedirs(log_dir, exist_ok=True)
-            with open(os.path.join(log_dir, f"rank{self.rank}.error"), "w", encoding="utf-8") as handle:
-                handle.write("".join(traceback.format_exception(type(error), error, error.__traceback__)))
+            handle, _ = open_rank_log(os.path.join(log_dir, f"rank{self.rank}.error"))
+            if handle is not None:
+                with handle:
+                    handle.write("".join(traceback.format_exception(type(error), error, error.__traceback__)))
         for tee, stream in zip(tees, saved):
             tee.close_log()
+            where = (f"full text in {socket.gethostname()}:{tee.log_path}" if not tee.log_error
+                     else f"and the log could not be written ({tee.log_error})")
             if tee.capped:
-                stream.write(
-                    f"\n[mlp_magic: {tee.capped:,} more characters not shown; "
-                    f"full text in {socket.gethostname()}:{tee.log_path}]\n"
-                )
-                stream.flush()
+                stream.write(f"\n[mlp_magic: {tee.capped:,} more characters not shown; {where}]\n")
+            elif tee.log_error:
+                stream.write(f"\n[mlp_magic: this rank's output was not logged ({tee.log_error})]\n")
+            stream.flush()
 
 
 def _install_hooks(shell, rank: int, display_cap: int) -> None:
@@ -212,6 +252,14 @@ def _register_stack_dump() -> None:
     faulthandler.register(signal.SIGUSR1, file=_STATE["stacks_file"], all_threads=True, chain=False)
 
 
+def _kill_group(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
 def run_shell(command: str, timeout: float | None = None) -> dict:
     """``%allrun`` through a live World: run ``command`` on this engine's host with bash.
 
@@ -239,12 +287,14 @@ def run_shell(command: str, timeout: float | None = None) -> dict:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+    except BaseException:  # interrupted (SIGINT from the client): the command goes too
+        _kill_group(proc)
+        raise
+    if timed_out:
+        _kill_group(proc)
     for thread in pumps:
         thread.join(5)
+    for pipe in (proc.stdout, proc.stderr):  # a background child holding them must not print later
+        pipe.close()
     return {"exit_code": None if timed_out else proc.returncode, "timed_out": timed_out,
             "seconds": time.monotonic() - started}

@@ -6,12 +6,14 @@ every host the command targets (``%allrun pip install x`` before ``import x`` in
 from __future__ import annotations
 
 import concurrent.futures
+import signal
 import time
 
 from . import engine_side
-from .results import FAILED, OK, TIMEOUT, HostResult
+from .results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
 
 POLL_SECONDS = 0.1
+INTERRUPT_GRACE = 2.0
 
 
 def engines_by_host(world) -> dict:
@@ -24,7 +26,13 @@ def engines_by_host(world) -> dict:
 
 
 def covers(world, host_names: list) -> bool:
-    return world is not None and world.alive() and set(host_names) <= set(engines_by_host(world))
+    """The World can run the command now: alive, on every host, and no cell still running
+    (the command would otherwise wait in a busy engine's queue)."""
+    if world is None or not world.alive():
+        return False
+    if world.active_run is not None and world.active_run.unfinished_ranks():
+        return False
+    return set(host_names) <= set(engines_by_host(world))
 
 
 class WorldTransport:
@@ -39,6 +47,14 @@ class WorldTransport:
         pending = {host: self.world.client[engines[host]].apply_async(engine_side.run_shell, command, timeout)
                    for host in host_names}
         seen = {host: {"stdout": 0, "stderr": 0} for host in host_names}
+        try:
+            self._wait(pending, seen, on_output)
+        except KeyboardInterrupt:
+            self._interrupt(pending)
+        return [_host_result(host, ar, time.monotonic() - started) for host, ar in pending.items()]
+
+    @staticmethod
+    def _wait(pending: dict, seen: dict, on_output) -> None:
         while True:
             futures = [f for ar in pending.values() for f in ar._children if not f.done()]
             if futures:
@@ -46,8 +62,21 @@ class WorldTransport:
             if on_output is not None:
                 _forward_lines(pending, seen, on_output, final=not futures)
             if not futures:
-                break
-        return [_host_result(host, ar, time.monotonic() - started) for host, ar in pending.items()]
+                return
+
+    def _interrupt(self, pending: dict, grace: float = INTERRUPT_GRACE) -> None:
+        """Ctrl-C: SIGINT the engines still running the command (run_shell then kills its
+        process group), wait a moment, and report whatever is unfinished as interrupted."""
+        running = [ar for ar in pending.values() if not ar.ready()]
+        engines = [engine for ar in running for engine in ar._targets]
+        if engines:
+            try:
+                self.world.client.send_signal(signal.SIGINT, targets=engines, block=False)
+            except Exception:
+                pass
+        futures = [f for ar in running for f in ar._children]
+        if futures:
+            concurrent.futures.wait(futures, timeout=grace)
 
 
 def _forward_lines(pending: dict, seen: dict, on_output, final: bool) -> None:
@@ -67,10 +96,16 @@ def _host_result(host: str, ar, elapsed: float) -> HostResult:
     metadata = ar._children[0].output.metadata
     result = HostResult(host=host, stdout=metadata.get("stdout") or "", stderr=metadata.get("stderr") or "",
                         seconds=elapsed)
+    if not ar.ready():
+        result.status, result.exit_code = INTERRUPTED, None
+        return result
     try:
         outcome = ar.get(timeout=0)
     except Exception as error:  # the engine itself failed (died, interrupted)
-        result.status, result.exit_code = FAILED, None
+        interrupted = getattr(error, "ename", "") == "KeyboardInterrupt"
+        result.status, result.exit_code = (INTERRUPTED if interrupted else FAILED), None
+        if interrupted:
+            return result
         result.stderr += f"allrun: the engine on {host} failed: {error}\n"
         return result
     result.seconds = outcome["seconds"]

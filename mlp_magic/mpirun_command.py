@@ -145,6 +145,7 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
     cell_dir = logs.new_cell_dir(args.log_dir)
     live = LiveOutput()
     run = CellRun(world, code, ranks, cell_dir)
+    world.active_run = run  # from now on, a later cell is refused while this one's ranks run
     outcome = _follow(run, world, live, args.timeout)
     live.add(run.new_output())
     stack_report = stack_snapshot(world, run.ranks, cell_dir) if outcome == "timeout" else None
@@ -153,8 +154,6 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
         outcome = "died"
     if outcome == "died":
         run.death_note = _death_note(world)
-    if getattr(run, "still_running", None):
-        world.stuck_run = run  # the next cell must not queue silently behind it
     if run.published_busy:  # a long cell: GPU memory and load have moved since the last look
         if outcome == "done":
             world.refresh_gpus()
@@ -169,12 +168,15 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
 
 
 def _refuse_if_stuck(world: World) -> None:
-    stuck = getattr(world, "stuck_run", None)
-    if stuck is None:
+    if world.active_run is None:
         return
-    busy = stuck.unfinished_ranks()
+    busy = world.active_run.unfinished_ranks()
     if not busy:
-        world.stuck_run = None
+        try:  # the client keeps every result forever otherwise (memory grows cell after cell)
+            world.client.purge_local_results(jobs=world.active_run.async_result)
+        except Exception:
+            pass
+        world.active_run = None
         return
     raise MlpMagicError(
         f"ranks {fold_ranks(busy)} are still running an earlier cell that timed out or was interrupted "

@@ -60,6 +60,11 @@ class World:
         self.started_at = None
         self.workdir = None
         self.controller_ip = LOOPBACK
+        self.client_file = None
+        self.identities: dict = {}     # rank -> what its engine reported (pid, host, stacks file...)
+        self.master = None             # (MASTER_ADDR, MASTER_PORT)
+        self.gpus: dict = {}           # host -> HostGpus dict, for the lab panel
+        self.active_run = None         # the last CellRun sent: later cells must not queue behind it
 
     # ----------------------------------------------------------------------------- start
     def start(self) -> "World":
@@ -71,12 +76,12 @@ class World:
             self._start_processes()
             self._connect()
             self._map_ranks_and_bootstrap()
-        except BaseException:
+            self.started_at = world_state.now_iso()
+            self.refresh_gpus()
+            self.publish()
+        except BaseException:  # Ctrl-C included: never leave a half-started World running
             self.stop()
             raise
-        self.started_at = world_state.now_iso()
-        self.refresh_gpus()
-        self.publish()
         return self
 
     def _start_processes(self) -> None:
@@ -248,7 +253,7 @@ class World:
         return {
             "pid": os.getpid(), "started_at": self.started_at, "np": self.np,
             "mpi": self.mpi.flavour if self.mpi else None, "source": self.spec.topology.source,
-            "gpus": getattr(self, "gpus", {}),
+            "gpus": self.gpus,
             # What a later kernel needs to clean up after this one if it dies without stopping.
             "processes": [{"pid": p.pid, "create_time": p.create_time} for p in self.processes],
             "ranks": [

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture
 def world_up(ip):
-    if mpirun_command.current_world() is None or getattr(mpirun_command.current_world(), "stuck_run", None):
+    world = mpirun_command.current_world()
+    if world is None or (world.active_run is not None and world.active_run.unfinished_ranks()):
         run(ip, "%mpirun --stop")
         assert run(ip, "%%mpirun -np 4\npass") is None
     return ip
@@ -53,3 +54,23 @@ def test_allrun_timeout_kills_the_command_on_the_engine_host(world_up):
     assert "never" not in ip.user_ns["slow"].results[0].stdout
     leftover = [p.pid for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "31"]]
     assert leftover == [], "the timed-out command is still running"
+
+
+def test_ctrl_c_stops_the_command_on_the_engines(world_up):
+    import os
+    import signal
+    import threading
+
+    ip = world_up
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    error = run(ip, "%allrun -o cut echo started; sleep 32")
+    timer.join()
+    assert time.monotonic() - started < 1.0 + 3.0
+    assert isinstance(error, HostFailure) and "interrupted" in str(error)
+    assert ip.user_ns["cut"].results[0].stdout == "started\n"
+    time.sleep(0.3)
+    leftover = [p.pid for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "32"]]
+    assert leftover == [], "the interrupted command is still running"
+    assert run(ip, "%allrun -o after echo fine") is None  # the engines are free again
