@@ -6,9 +6,14 @@ __version__ = "0.1.0"
 
 
 def load_ipython_extension(ipython):
-    from .magics import MlpMagics
+    import atexit
+
+    from .magics import MlpMagics, shutdown_worlds
 
     ipython.register_magics(MlpMagics)
+    # A kernel restart or shutdown stops the World (its processes would otherwise live on).
+    atexit.unregister(shutdown_worlds)
+    atexit.register(shutdown_worlds)
 
 
 def unload_ipython_extension(ipython):

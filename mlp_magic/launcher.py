@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +28,13 @@ def _tail(path: str, lines: int = 15) -> str:
         return ""
 
 
+def dies_with_parent(argv: list) -> list:
+    """Run ``argv`` so that it gets SIGTERM if the kernel that started it dies, even by SIGKILL
+    (util-linux setpriv sets PR_SET_PDEATHSIG before exec; no preexec_fn in a threaded kernel)."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else list(argv)
+
+
 class ManagedProcess:
     """A child in its own session (process group), output to a log file."""
 
@@ -36,7 +44,7 @@ class ManagedProcess:
         self._log = open(log_path, "ab")
         try:
             self.popen = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                dies_with_parent(argv), stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
                 env=env, start_new_session=True,
             )
         except OSError as err:

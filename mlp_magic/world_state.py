@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import tempfile
 from datetime import datetime, timezone
 
@@ -21,18 +22,20 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _path(pid: int, directory: str) -> str:
-    return os.path.join(directory, f"{pid}.json")
+def _path(pid: int, directory: str, host: str | None = None) -> str:
+    # Host and pid: a shared (NFS) home holds the files of kernels on other machines too.
+    return os.path.join(directory, f"{host or socket.gethostname()}-{pid}.json")
 
 
 def publish(state: dict, directory: str | None = None) -> None:
     directory = directory or state_dir()
     os.makedirs(directory, exist_ok=True)
-    state = dict(state, pid=state.get("pid", os.getpid()), updated_at=now_iso())
+    state = dict(state, pid=state.get("pid", os.getpid()), host=state.get("host", socket.gethostname()),
+                 updated_at=now_iso())
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
     with os.fdopen(fd, "w") as handle:
         json.dump(state, handle)
-    os.replace(tmp, _path(state["pid"], directory))
+    os.replace(tmp, _path(state["pid"], directory, state["host"]))
 
 
 def withdraw(pid: int | None = None, directory: str | None = None) -> None:
@@ -71,11 +74,16 @@ def _all_states(directory: str) -> list:
     return states
 
 
+def _here(state: dict) -> bool:
+    return state.get("host", socket.gethostname()) == socket.gethostname()
+
+
 def read_worlds(directory: str | None = None) -> list:
-    """The Worlds of kernels that are alive (a dead kernel's file is left for the reaper)."""
-    return [s for s in _all_states(directory or state_dir()) if _alive(s["pid"])]
+    """The Worlds of this machine's kernels that are alive (a dead kernel's file is left for
+    the reaper; other machines' kernels cannot be checked from here)."""
+    return [s for s in _all_states(directory or state_dir()) if _here(s) and _alive(s["pid"])]
 
 
 def orphaned_worlds(directory: str | None = None) -> list:
-    """States published by kernels that died without stopping their World."""
-    return [s for s in _all_states(directory or state_dir()) if not _alive(s["pid"])]
+    """States published by this machine's kernels that died without stopping their World."""
+    return [s for s in _all_states(directory or state_dir()) if _here(s) and not _alive(s["pid"])]

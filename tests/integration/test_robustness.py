@@ -137,14 +137,11 @@ def test_format_stack_reads_a_real_faulthandler_dump(tmp_path):
     assert formatted.startswith("--> cell, line 2, in <module>"), formatted
 
 
-def test_a_dead_kernels_world_is_reaped(tmp_path):
-    """A kernel killed with its World up leaves a controller and mpiexec behind; the next
-    World start (here: reap_orphans directly) stops them, and only them."""
+def _child_kernel_with_a_world():
+    """A separate Python (a kernel) that starts a 2-rank World and waits; returns (process,
+    the World's leader pids, every pid of the World's process tree)."""
     import subprocess
     import sys
-
-    from mlp_magic import world as world_module
-    from mlp_magic import world_state
 
     script = ("import os, sys, time\n"
               "from IPython.testing.globalipapp import start_ipython\n"
@@ -155,25 +152,63 @@ def test_a_dead_kernels_world_is_reaped(tmp_path):
               "print('PIDS', *[p.pid for p in w.processes], flush=True)\n"
               "time.sleep(120)\n")
     kernel = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    line = ""
+    deadline = time.monotonic() + 90
+    while not line.startswith("PIDS") and time.monotonic() < deadline:
+        line = kernel.stdout.readline()
+    leaders = [int(p) for p in line.split()[1:]]
+    family = {p.pid for pid in leaders
+              for p in [psutil.Process(pid)] + psutil.Process(pid).children(recursive=True)}
+    return kernel, leaders, family
+
+
+def _still_running(pids) -> list:
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def test_a_killed_kernels_world_goes_with_it():
+    """SIGKILL the kernel: its controller and mpiexec get SIGTERM from the kernel's death
+    (PR_SET_PDEATHSIG) and take the engines with them; nothing is left."""
+    kernel, leaders, family = _child_kernel_with_a_world()
     try:
-        line = ""
-        deadline = time.monotonic() + 90
-        while not line.startswith("PIDS") and time.monotonic() < deadline:
-            line = kernel.stdout.readline()
-        leaders = [int(p) for p in line.split()[1:]]
         assert leaders, "the child kernel never started its World"
-        family = {p.pid for pid in leaders
-                  for p in [psutil.Process(pid)] + psutil.Process(pid).children(recursive=True)}
     finally:
         kernel.kill()
         kernel.wait(10)
-    assert any(s["pid"] == kernel.pid for s in world_state.orphaned_worlds())
-    assert all(psutil.pid_exists(pid) for pid in leaders)  # orphans, still running
-    notices = []
-    world_module.reap_orphans(notices.append)
-    time.sleep(0.5)
-    alive = [pid for pid in family
-             if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
-    assert alive == [], f"left running: {alive}"
-    assert notices and f"dead kernel (pid {kernel.pid})" in notices[0]
-    assert not any(s["pid"] == kernel.pid for s in world_state.orphaned_worlds())
+    deadline = time.monotonic() + 15
+    while _still_running(family) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _still_running(family) == []
+
+
+def test_the_reaper_stops_what_a_dead_kernel_left(tmp_path):
+    """The second line of defence (no setpriv on the machine, a World started from a thread
+    that exited...): a state file of a dead kernel names processes that are still running."""
+    import subprocess
+
+    from mlp_magic import world as world_module
+    from mlp_magic import world_state
+
+    orphan = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    try:
+        world_state.publish({"pid": dead.pid, "np": 1, "ranks": [],
+                             "processes": [{"pid": orphan.pid,
+                                            "create_time": psutil.Process(orphan.pid).create_time()}]})
+        assert any(s["pid"] == dead.pid for s in world_state.orphaned_worlds())
+        notices = []
+        world_module.reap_orphans(notices.append)
+        assert orphan.wait(5) is not None
+        assert notices and f"dead kernel (pid {dead.pid})" in notices[0]
+        assert not any(s["pid"] == dead.pid for s in world_state.orphaned_worlds())
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
