@@ -3,7 +3,9 @@
     mlp-magic topo [--host H] [--from-file FILE] [--json]   GPU/NIC link matrix of a host
     mlp-magic status [--hostfile F | -H HOSTS] [--json]    hosts, slots, ranks, reachability, GPUs
 
-Bad input exits with status 2 and one line on stderr.
+Other hosts are asked over ssh (``--ssh``, default ``$MLP_MAGIC_SSH`` or ``ssh``): each runs
+``mlp-magic topo --json`` itself. Bad input exits with status 2 and one line on stderr; a host
+that ``topo --host`` cannot probe, with status 1.
 """
 from __future__ import annotations
 
@@ -13,13 +15,18 @@ import json
 import os
 import socket
 import sys
-from typing import Dict, List, Optional, Sequence
+import threading
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from .errors import MlpMagicError
 from .gpu import HostGpus, format_topo_matrix, host_hints, parse_topo_matrix, probe_local
 from .ranges import fold_ranks
 
 PROG = "mlp-magic"
+
+
+class HostProbeFailed(Exception):
+    """``topo --host H``: H could not be probed (unreachable, timed out, no mlp_magic there)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,11 +46,15 @@ def _parser() -> argparse.ArgumentParser:
                       help="read a saved `nvidia-smi topo -m` text ('-': stdin)")
     topo.add_argument("--json", action="store_true", help='print {"<host>": {"gpus", "nics", "links"}}')
     topo.add_argument("--timeout", type=float, default=5.0, help="GPU probe timeout in seconds (5)")
+    topo.add_argument("--ssh", help="ssh client for another --host (default $MLP_MAGIC_SSH or ssh)")
     status = commands.add_parser("status", help="hosts, slots, ranks, reachability and GPUs")
     status.add_argument("--hostfile", help="an MPI hostfile (else the environment decides)")
     status.add_argument("-H", "--hosts", help="host list such as worker[0-3]:8")
     status.add_argument("--json", action="store_true", help="print one JSON object")
-    status.add_argument("--timeout", type=float, default=2.0, help="per-host probe timeout in seconds (2)")
+    status.add_argument("--timeout", type=float, default=2.0,
+                        help="probe timeout in seconds, one deadline for all hosts (2)")
+    status.add_argument("--ssh", help="ssh client for the GPU probes (default $MLP_MAGIC_SSH or ssh)")
+    status.add_argument("--no-probe", dest="probe", action="store_false", help="do not probe GPUs")
     return parser
 
 
@@ -66,13 +77,22 @@ def _read_saved(path: str, host: Optional[str]) -> HostGpus:
 def _topo_inventory(args: argparse.Namespace) -> HostGpus:
     if args.from_file:
         return _read_saved(args.from_file, args.host)
-    if args.host and args.host.lower() not in _local_names():
-        raise MlpMagicError("topo --host %s: only this machine (%s) can be probed for now; run "
-                            "`nvidia-smi topo -m` there and pass the saved text with --from-file"
-                            % (args.host, socket.gethostname()))
     if args.timeout <= 0:
         raise MlpMagicError("topo --timeout must be positive, got %g" % args.timeout)
+    if args.host and args.host.lower() not in _local_names():
+        return _remote_inventory(args.host, args.ssh, args.timeout)
     return probe_local(timeout=args.timeout, host=args.host or socket.gethostname())
+
+
+def _remote_inventory(host: str, ssh: Optional[str], timeout: float) -> HostGpus:
+    """Another host's GPUs: it runs ``mlp-magic topo --json`` itself, over ssh."""
+    from .gpu.collect import collect_over_ssh
+
+    [gpus] = collect_over_ssh([host], ssh=ssh, timeout=timeout, connect_timeout=timeout,
+                              local_names=_local_names()).values()
+    if gpus.source == "none" and gpus.error:  # nothing came back from the host's own probe
+        raise HostProbeFailed("topo --host %s: %s" % (host, gpus.error))
+    return gpus
 
 
 def host_json(gpus: HostGpus) -> Dict[str, object]:
@@ -129,27 +149,49 @@ def run_topo(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------- status
 
-def _reachability(topology, timeout: float) -> Dict[str, object]:
+def _start_reachability(topology, timeout: float):
+    """Port probes of every host in a thread, started now; the returned function gives them
+    ({} when they failed or took longer than ``timeout`` and a second)."""
     from .server.reachability import probe_hosts
 
-    return asyncio.run(probe_hosts(topology.hosts, timeout))
+    found: Dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            found.update(asyncio.run(probe_hosts(topology.hosts, timeout)))
+        except Exception:  # shown as "?": the GPU probes still say what they know
+            pass
+
+    worker = threading.Thread(target=work, name="mlp-magic-reachability", daemon=True)
+    worker.start()
+
+    def result() -> Dict[str, object]:
+        worker.join(timeout + 1.0)
+        return dict(found)
+
+    return result
 
 
-def status_json(topology, reachability: Dict[str, object], local: Optional[HostGpus]) -> Dict[str, object]:
-    """Hosts with their slots, the ranks a full job puts there, reachability and GPUs. Pure."""
+def status_json(topology, reachability: Mapping[str, object],
+                inventories: Mapping[str, HostGpus]) -> Dict[str, object]:
+    """Hosts with their slots, the ranks a full job puts there, reachability and GPUs. Pure.
+
+    ``inventories``: host name -> HostGpus (a host missing there shows as not probed).
+    """
     ranks = topology.layout(topology.total_slots) if topology.total_slots else []
     hosts = []
     for host in topology.hosts:
         probe = reachability.get(host.name)
-        is_local = local is not None and (topology.is_local or host.name.lower() in _local_names())
+        gpus = inventories.get(host.name)
+        placed = [r for r in ranks if r.host == host.name]
         hosts.append({
             "name": host.name,
             "slots": host.slots,
-            "ranks": [r.rank for r in ranks if r.host == host.name],
+            "ranks": [r.rank for r in placed],
             "reachable": getattr(probe, "reachable", None),
             "error": getattr(probe, "error", None),
-            "gpus": host_json(local) if is_local else None,
-            "hints": host_hints(local, [r for r in ranks if r.host == host.name]) if is_local else [],
+            "gpus": host_json(gpus) if gpus is not None else None,
+            "hints": host_hints(gpus, placed) if gpus is not None else [],
         })
     return {"source": topology.source, "master_addr": topology.master_addr, "is_local": topology.is_local,
             "total_slots": topology.total_slots, "hosts": hosts}
@@ -173,7 +215,7 @@ def status_text(status: Dict[str, object]) -> str:
 
 def _gpus_summary(gpus: Optional[Dict[str, object]]) -> str:
     if gpus is None:
-        return "not probed (remote hosts: later)"
+        return "not probed"
     if not gpus["gpus"]:
         return "none" + (" (%s)" % gpus["error"] if gpus["error"] else "")
     names = sorted({g["name"] or "GPU" for g in gpus["gpus"]})
@@ -186,9 +228,15 @@ def run_status(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise MlpMagicError("status --timeout must be positive, got %g" % args.timeout)
     topology = topology_from_environment(hostfile=args.hostfile, hosts=args.hosts)
-    local_here = topology.is_local or any(h.name.lower() in _local_names() for h in topology.hosts)
-    local = probe_local(timeout=args.timeout) if local_here else None
-    status = status_json(topology, _reachability(topology, args.timeout), local)
+    reachability = _start_reachability(topology, args.timeout)
+    inventories: Dict[str, HostGpus] = {}
+    if args.probe:
+        from .gpu.collect import collect_over_ssh
+
+        local_names = _local_names() + ([h.name for h in topology.hosts] if topology.is_local else [])
+        inventories = collect_over_ssh(topology.hosts, ssh=args.ssh, timeout=args.timeout,
+                                       connect_timeout=args.timeout, local_names=local_names)
+    status = status_json(topology, reachability(), inventories)
     if args.json:
         print(json.dumps(status, indent=2))
     else:
@@ -203,6 +251,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except MlpMagicError as exc:
         print("%s: %s" % (PROG, exc), file=sys.stderr)
         return 2
+    except HostProbeFailed as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `mlp-magic topo --json | head`: the reader left, nothing to say

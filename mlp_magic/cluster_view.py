@@ -370,15 +370,19 @@ class StateCollector:
     With a World running in this kernel (or ``world`` given), its topology and ranks are shown
     (unless ``hostfile``/``hosts`` say otherwise), each host's GPUs come from one of its
     engines and the engine states from ``world.state()``; this machine is probed directly
-    when no engine told us about it. Reachability probes run while the engines answer.
+    when no engine told us about it. Hosts no World covers are probed over ssh
+    (``gpu.collect.collect_over_ssh``: ``ssh`` or ``$MLP_MAGIC_SSH``). Reachability probes,
+    engines and ssh all run at once, each within about ``timeout`` seconds.
     """
 
     def __init__(self, *, hostfile: Optional[str] = None, hosts: Optional[str] = None, gpus: Any = None,
                  probe: bool = True, timeout: float = 5.0, check_reachable: bool = True,
-                 state_dir: Optional[str] = None, env: Optional[Mapping[str, str]] = None, world: Any = None):
+                 state_dir: Optional[str] = None, env: Optional[Mapping[str, str]] = None, world: Any = None,
+                 ssh: Any = None):
         if timeout <= 0:
             raise MlpMagicError("cluster view: timeout must be positive, got %r" % timeout)
         self.hostfile, self.hosts, self.env, self.state_dir = hostfile, hosts, env, state_dir
+        self.ssh = ssh
         self.inventories = load_inventories(gpus)
         self.probe, self.timeout, self.check_reachable = probe, timeout, check_reachable
         self.world = world
@@ -395,8 +399,11 @@ class StateCollector:
                                 error=str(exc))
         local_names = local_host_names()
         reachability = self._start_reachability(topology)
+        over_ssh = self._start_ssh_collect(world, topology, local_names)
         inventories = self.inventories + self._world_inventories(world, topology, local_names)
-        inventories += self._local_probe(topology, local_names, inventories)
+        from_ssh = over_ssh()
+        inventories += from_ssh + self._local_probe(topology, local_names, inventories + from_ssh,
+                                                    tried=from_ssh)
         layout = world.layout if world is not None and topology is world.spec.topology else None
         return cluster_state(topology, inventories, self._worlds(world), reachability(), local_names,
                              updated_at=now, layout=layout)
@@ -420,13 +427,35 @@ class StateCollector:
                 if _key(row.host, local_names) not in shown or _key(row.host, local_names) in given]
         return list(collect_from_world(world, self.timeout, skip=skip).values())
 
-    def _local_probe(self, topology: Any, local_names: Iterable[str],
-                     known: List[HostGpus]) -> List[HostGpus]:
+    def _start_ssh_collect(self, world: Any, topology: Any,
+                           local_names: Iterable[str]) -> Callable[[], List[HostGpus]]:
+        """Start probing the hosts that no World engine and no given inventory covers, over ssh
+        (this machine in-process), while the engines answer; the returned function waits for it."""
+        if not self.probe:
+            return list
+        given = {_key(g.host, local_names) for g in self.inventories}
+        covered = {_key(row.host, local_names) for row in world.layout} if world is not None else set()
+        hosts = [h for h in topology.hosts if _key(h.name, local_names) not in given | covered]
+        if not hosts:
+            return list
+        from .gpu.collect import collect_over_ssh
+
+        env = os.environ if self.env is None else self.env
+        return _in_background(
+            lambda: list(collect_over_ssh(hosts, ssh=self.ssh, timeout=self.timeout,
+                                          connect_timeout=self.timeout, local_names=local_names,
+                                          env=env).values()),
+            self.timeout + 1.0, [])
+
+    def _local_probe(self, topology: Any, local_names: Iterable[str], known: List[HostGpus],
+                     tried: List[HostGpus]) -> List[HostGpus]:
         """This machine's GPUs, under the name the topology gives it, unless known already
-        (an engine that did not answer does not count: this machine can be asked directly)."""
+        (an engine that did not answer does not count: this machine can be asked directly)
+        or ``tried`` already (the ssh collect probes it in-process when no World covers it)."""
         from .gpu import probe_local
 
         answered = {_key(g.host, local_names) for g in known if g.gpus or not g.error}
+        answered |= {_key(g.host, local_names) for g in tried}
         here = [h.name for h in topology.hosts if _key(h.name, local_names) == LOCAL]
         if not self.probe or not here or LOCAL in answered:
             return []
@@ -712,19 +741,20 @@ def _set_bars(bars: Any, g: Any) -> None:
 def cluster_view(*, hostfile: Optional[str] = None, hosts: Optional[str] = None, gpus: Any = None,
                  probe: bool = True, timeout: float = 5.0, check_reachable: bool = True,
                  auto_refresh: Optional[float] = None, state_dir: Optional[str] = None,
-                 env: Optional[Mapping[str, str]] = None, world: Any = None) -> ClusterView:
+                 env: Optional[Mapping[str, str]] = None, world: Any = None, ssh: Any = None) -> ClusterView:
     """The cluster of this job (or of ``hostfile`` / ``hosts``) as a ClusterView.
 
     ``gpus``: inventories to show instead of probing, {host: HostGpus or a saved
     `nvidia-smi topo -m` file}. The other hosts' GPUs come from the running World's engines
-    (one per host, ``timeout`` seconds at most), this machine's from a local probe when no
-    engine answered for it; ``probe=False`` probes nothing. ``check_reachable=False`` skips
+    (one per host), hosts no World covers over ssh (``ssh``: the client command, default
+    ``$MLP_MAGIC_SSH`` or ``ssh``), this machine's from a local probe, all within about
+    ``timeout`` seconds; ``probe=False`` probes nothing. ``check_reachable=False`` skips
     the ssh-port probes. ``auto_refresh``: seconds. ``world``: a World other than this
     kernel's ``%%mpirun`` one.
     """
     view = ClusterView(StateCollector(hostfile=hostfile, hosts=hosts, gpus=gpus, probe=probe, timeout=timeout,
                                       check_reachable=check_reachable, state_dir=state_dir, env=env,
-                                      world=world))
+                                      world=world, ssh=ssh))
     if auto_refresh:
         view.start_auto_refresh(auto_refresh)
     return view

@@ -1,17 +1,29 @@
-"""GPU inventories of every host of a live World, one engine per host, in parallel.
+"""GPU inventories of many hosts at once: through a live World's engines, or over ssh.
 
-The kernel sends ``probe_on_engine`` to one engine on each host (the one with LOCAL_RANK 0)
-all at once, then waits for the answers against one shared deadline: a host whose engine
-is busy with a cell, wedged or gone is reported as "no answer within N s", never waited on
-past ``timeout``. The World object is only read (``layout``, ``rank_to_engine``, ``client``),
-so nothing here imports ipyparallel.
+Engines (``collect_from_world``): the kernel sends ``probe_on_engine`` to one engine on each
+host (the one with LOCAL_RANK 0) all at once, then waits for the answers against one shared
+deadline: a host whose engine is busy with a cell, wedged or gone is reported as "no answer
+within N s", never waited on past ``timeout``. The World object is only read (``layout``,
+``rank_to_engine``, ``client``), so nothing here imports ipyparallel.
+
+ssh (``collect_over_ssh``), for hosts no World covers: the allrun transport runs
+``<python> -m mlp_magic.cli topo --json`` on every host at once (the same image on every host),
+this machine is probed in-process meanwhile, and one deadline bounds the whole call.
 """
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import shlex
+import socket
+import sys
+import threading
 import time
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import MlpMagicError
+from ..results import INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
 from .model import HostGpus
 
 # The engine gets this share of the timeout for its own probe, so that a slow driver on a
@@ -109,3 +121,173 @@ def collect_from_world(world: Any, timeout: float = 5.0, skip: Iterable[str] = (
     if client is None:
         return {host: _failed(host, "the World is stopped") for host in targets}
     return collect_from_engines(client, targets, timeout)
+
+
+# --------------------------------------------------------------------------------- over ssh
+
+SSH_ENV = "MLP_MAGIC_SSH"
+# Each host's own probe gets this share of the timeout, so a slow driver comes back as that
+# host's error message (over the ssh connection) before the collector stops waiting.
+PROBE_SHARE = 0.5
+MAX_ANSWER_BYTES = 1 << 20   # one host's topology JSON is a few kB; more is not an answer
+TAIL_CHARS = 300
+
+
+def topo_command(python: str, probe_timeout: float) -> str:
+    """The shell command each host runs: this package's ``topo --json`` under ``python``."""
+    return "exec %s -m mlp_magic.cli topo --json --timeout %g" % (shlex.quote(python), probe_timeout)
+
+
+def _tail(text: str) -> str:
+    """The last non-empty line of a host's stderr, shortened: what went wrong, in one line."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    return last if len(last) <= TAIL_CHARS else last[:TAIL_CHARS - 3] + "..."
+
+
+def parse_topo_answer(host: str, text: str) -> HostGpus:
+    """``mlp-magic topo --json`` output ({"<its hostname>": {...}}) -> HostGpus named ``host``. Pure."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return _failed(host, "bad JSON: %s (output starts %r)" % (exc, text[:60]))
+    if not isinstance(data, dict) or len(data) != 1 or not isinstance(next(iter(data.values())), dict):
+        return _failed(host, "bad JSON: expected one host's object, got %.60r" % (data,))
+    try:
+        return HostGpus.from_dict(dict(next(iter(data.values())), host=host))
+    except MlpMagicError as exc:
+        return _failed(host, "bad JSON: %s" % str(exc).replace("bad GPU inventory JSON: ", ""))
+
+
+def inventory_from_result(result: HostResult, timeout: float) -> HostGpus:
+    """One host's transport result -> its HostGpus, or why there is none. Pure.
+
+    Errors: "unreachable: <ssh's message>", "timeout: no answer within N s",
+    "exit N: <stderr's last line>", "bad JSON: ...".
+    """
+    host = result.host
+    if result.status == OK:
+        return parse_topo_answer(host, result.stdout)
+    if result.status == UNREACHABLE:
+        return _failed(host, "unreachable: %s" % (_tail(result.stderr) or "ssh could not connect"))
+    if result.status in (TIMEOUT, INTERRUPTED):  # INTERRUPTED: still running at our deadline
+        return _failed(host, "timeout: no answer within %g s" % timeout)
+    return _failed(host, "exit %s: %s" % (result.exit_code, _tail(result.stderr) or "no message"))
+
+
+def this_machine_names() -> List[str]:
+    name = socket.gethostname().lower()
+    return ["localhost", "localhost.localdomain", "127.0.0.1", "::1", name, name.split(".")[0]]
+
+
+def _is_local(target: Any, local_names: Iterable[str]) -> bool:
+    """This machine, probed in-process. A port on a local name means another sshd (a container)."""
+    name = target.name.lower()
+    return target.port is None and (name in local_names or name.startswith("127."))
+
+
+def _background(work: Callable[[], Any]) -> Callable[[float], Tuple[bool, Any]]:
+    """work() in a daemon thread, started now; the returned function waits until a monotonic
+    deadline and gives (finished, result or the exception it raised)."""
+    box: List[Any] = [None]
+
+    def run() -> None:
+        try:
+            box[0] = work()
+        except BaseException as exc:  # handed to the waiting thread
+            box[0] = exc
+
+    worker = threading.Thread(target=run, name="mlp-gpu-collect", daemon=True)
+    worker.start()
+
+    def wait(deadline: float) -> Tuple[bool, Any]:
+        worker.join(max(0.0, deadline - time.monotonic()))
+        return not worker.is_alive(), box[0]
+
+    return wait
+
+
+def _start_local(names: Sequence[str], timeout: float) -> Callable[[float], Dict[str, HostGpus]]:
+    """Probe this machine once (in a thread), reported under each of its names."""
+    from .probe import probe_local
+
+    wait = _background(lambda: probe_local(timeout=timeout * PROBE_SHARE, host=names[0]))
+
+    def finish(deadline: float) -> Dict[str, HostGpus]:
+        done, found = wait(deadline)
+        if not isinstance(found, HostGpus):
+            why = "timeout: no answer within %g s" % timeout if not done else "local probe: %s" % found
+            return {name: _failed(name, why) for name in names}
+        return {name: HostGpus.from_dict(dict(found.to_dict(), host=name)) for name in names}
+
+    return finish
+
+
+def _start_remote(targets: Sequence[Any], ssh: Any, python: str, timeout: float, connect_timeout: float,
+                  fanout: int) -> Callable[[float], Dict[str, HostGpus]]:
+    """Run the topo command on every target over ssh (in a thread with its own event loop)."""
+    from .. import ssh_transport as transport
+
+    names = [t.name for t in targets]
+    try:
+        runner = transport.HostRunner(
+            targets, topo_command(python, timeout * PROBE_SHARE), ssh=transport.ssh_argv(ssh),
+            fanout=fanout, connect_timeout=min(connect_timeout, timeout), timeout=timeout, local=False,
+            max_bytes=MAX_ANSWER_BYTES)
+    except MlpMagicError as exc:  # no ssh client: every remote host says so
+        why = str(exc)
+        return lambda deadline: {name: _failed(name, why) for name in names}
+    wait = _background(lambda: asyncio.run(runner.run()))
+
+    def finish(deadline: float) -> Dict[str, HostGpus]:
+        try:
+            done, outcome = wait(deadline)
+        except KeyboardInterrupt:
+            runner.request_interrupt()  # kills the remote probes; the thread ends by itself
+            raise
+        if not done:
+            runner.request_interrupt()  # late hosts: stop them in the background, report "timeout"
+        if isinstance(outcome, BaseException):
+            return {name: _failed(name, "ssh transport: %s" % _one_line(outcome)) for name in names}
+        return {r.host: inventory_from_result(r, timeout) for r in list(runner.results)}
+
+    return finish
+
+
+def collect_over_ssh(hosts: Iterable[Any], *, ssh: Any = None, timeout: float = 5.0,
+                     connect_timeout: float = 5.0, python: Optional[str] = None,
+                     local_names: Optional[Iterable[str]] = None, fanout: int = 64,
+                     env: Optional[Mapping[str, str]] = None) -> Dict[str, HostGpus]:
+    """host name -> HostGpus for every host, in the order given, within about ``timeout`` s.
+
+    ``hosts``: names (``[user@]name``) or topology.Host objects (``name``, ``user``, ``port``).
+    Each remote host runs ``python -m mlp_magic.cli topo --json`` (``python``: this
+    interpreter, the image being the same everywhere) through the allrun ssh transport;
+    ``ssh``: the client command (default ``$MLP_MAGIC_SSH``, else ``ssh``). This machine
+    (``local_names``, without an explicit port) is probed in-process, never over ssh. A host
+    that cannot answer gets ``HostGpus(source="none", error=...)``: "unreachable: ...",
+    "timeout: no answer within N s", "exit N: ...", "bad JSON: ...". Hosts beyond ``fanout``
+    wait for a free connection slot, inside the same deadline.
+    """
+    from ..ssh_transport import as_targets
+
+    if not timeout or timeout <= 0:
+        raise MlpMagicError("GPU collect: timeout must be positive, got %r" % (timeout,))
+    if not connect_timeout or connect_timeout <= 0:
+        raise MlpMagicError("GPU collect: connect timeout must be positive, got %r" % (connect_timeout,))
+    deadline = time.monotonic() + timeout
+    targets = as_targets(list(hosts))
+    names = {n.lower() for n in (this_machine_names() if local_names is None else local_names)}
+    local = [t.name for t in targets if _is_local(t, names)]
+    remote = [t for t in targets if not _is_local(t, names)]
+    ssh = ssh or (os.environ if env is None else env).get(SSH_ENV) or "ssh"
+    finishers = []
+    if remote:
+        finishers.append(_start_remote(remote, ssh, python or sys.executable, timeout, connect_timeout,
+                                       fanout))
+    if local:
+        finishers.append(_start_local(local, timeout))
+    found: Dict[str, HostGpus] = {}
+    for finish in finishers:
+        found.update(finish(deadline))
+    return {t.name: found[t.name] for t in targets}

@@ -14,6 +14,8 @@ import pytest
 
 from mlp_magic.cli import main, status_json, status_text
 from mlp_magic.gpu import parse_topo_matrix
+from mlp_magic.gpu.collect import inventory_from_result, parse_topo_answer
+from mlp_magic.results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
 from mlp_magic.topology import topology_from_environment
 
 TOPO = Path(__file__).resolve().parents[1] / "fixtures" / "topo"
@@ -83,7 +85,6 @@ def test_malformed_saved_file_exits_2_with_one_line(capsys, tmp_path):
 @pytest.mark.parametrize("argv, expected", [
     (["topo", "--from-file", "/nonexistent/topo.txt"], "mlp-magic: cannot read /nonexistent/topo.txt: "
                                                        "No such file or directory\n"),
-    (["topo", "--host", "worker3"], "mlp-magic: topo --host worker3: only this machine"),
     (["topo", "--bogus"], "mlp-magic: unrecognized arguments: --bogus (see mlp-magic --help)\n"),
     (["topo", "--timeout", "soon"], "mlp-magic: argument --timeout: invalid float value: 'soon'"),
     (["topo", "--timeout", "0"], "mlp-magic: topo --timeout must be positive, got 0\n"),
@@ -131,7 +132,7 @@ def test_status_text_with_an_unreachable_host(capsys, tmp_path):
 def test_status_json_carries_gpus_and_hints_of_the_local_host():
     topology = topology_from_environment({}, hosts="localhost:8")
     local = parse_topo_matrix(DGX1.read_text(), host="localhost")
-    status = status_json(topology, {}, local)
+    status = status_json(topology, {}, {"localhost": local})
     [host] = status["hosts"]
     assert host["gpus"]["links"]["GPU0"]["GPU7"] == "NV2"
     assert host["hints"] == ["localhost: ranks 0-7 span NUMA nodes 0,1 "
@@ -141,6 +142,68 @@ def test_status_json_carries_gpus_and_hints_of_the_local_host():
     text = status_text(status)
     assert "8 x GPU (nvidia-smi)" in text.splitlines()[2]
     assert text.splitlines()[3].startswith("hint: localhost: ranks 0-7 span NUMA nodes 0,1")
+
+
+def test_status_of_a_host_that_could_not_be_probed():
+    topology = topology_from_environment({}, hosts="worker0:2,worker1:2")
+    said = "ssh: connect to host worker1 port 22: No route to host\n"
+    failed = inventory_from_result(HostResult("worker1", UNREACHABLE, 255, "", said), 2.0)
+    status = status_json(topology, {}, {"worker1": failed})
+    worker0, worker1 = status["hosts"]
+    assert worker0["gpus"] is None and worker1["gpus"]["gpus"] == []
+    lines = status_text(status).splitlines()
+    assert lines[2].split() == ["worker0", "2", "0-1", "?", "not", "probed"]
+    assert lines[3].split(None, 4) == ["worker1", "2", "2-3", "?", "none (unreachable: %s)" % said.strip()]
+
+
+def test_remote_topo_that_fails_exits_1_with_one_line(capsys):
+    # `false` as the ssh client: nothing leaves this machine; a real ssh is in tests/multihost.
+    code, out, err = run(capsys, "topo", "--host", "worker3", "--ssh", "false")
+    assert (code, out, err) == (1, "", "mlp-magic: topo --host worker3: exit 1: no message\n")
+
+
+# ------------------------------------------------------------- answers of `topo --json` over ssh
+
+def test_topo_json_reads_back_under_the_name_the_cluster_gives(capsys):
+    code, out, _ = run(capsys, "topo", "--from-file", str(H200), "--json")
+    assert code == 0
+    gpus = inventory_from_result(HostResult("gpu-node-7", OK, 0, out, ""), 5.0)
+    assert gpus.host == "gpu-node-7" and gpus.error is None and gpus.source == "nvidia-smi"
+    assert gpus.links == parse_topo_matrix(H200.read_text()).links
+    assert gpus.gpus[5].cpu_affinity == "56-111,168-223" and len(gpus.nics) == 12
+
+
+@pytest.mark.parametrize("result, error", [
+    (HostResult("w", UNREACHABLE, 255, "", "ssh: connect to host 10.77.0.13 port 22: Connection refused\r\n"),
+     "unreachable: ssh: connect to host 10.77.0.13 port 22: Connection refused"),
+    (HostResult("w", UNREACHABLE, 255, "", ""), "unreachable: ssh could not connect"),
+    (HostResult("w", TIMEOUT, None, "", ""), "timeout: no answer within 2.5 s"),
+    (HostResult("w", INTERRUPTED, None, "", ""), "timeout: no answer within 2.5 s"),
+    (HostResult("w", FAILED, 1, "", "Traceback (most recent call last):\n  ...\n"
+                                    "ModuleNotFoundError: No module named 'mlp_magic'\n\n"),
+     "exit 1: ModuleNotFoundError: No module named 'mlp_magic'"),
+    (HostResult("w", FAILED, 2, "", "x" * 400), "exit 2: " + "x" * 297 + "..."),
+    (HostResult("w", FAILED, 127, "", ""), "exit 127: no message"),
+    (HostResult("w", OK, 0, "Welcome!\n{}", ""),
+     "bad JSON: Expecting value: line 1 column 1 (char 0) (output starts 'Welcome!\\n{}')"),
+    (HostResult("w", OK, 0, "[1, 2]", ""), "bad JSON: expected one host's object, got [1, 2]"),
+    (HostResult("w", OK, 0, '{"a": {}, "b": {}}', ""),
+     "bad JSON: expected one host's object, got {'a': {}, 'b': {}}"),
+    (HostResult("w", OK, 0, '{"a": {"source": "cuda"}}', ""),
+     "bad JSON: source 'cuda' is not one of nvml, nvidia-smi, none"),
+])
+def test_failed_answers_become_one_line_errors(result, error):
+    gpus = inventory_from_result(result, 2.5)
+    assert (gpus.host, gpus.source, gpus.gpus, gpus.error) == ("w", "none", [], error)
+
+
+def test_an_answer_keeps_the_hosts_own_probe_error():
+    answer = json.dumps({"node": {"source": "none", "gpus": [], "nics": [], "links": {},
+                                  "error": "nvidia-smi: exit 9"}})
+    assert parse_topo_answer("w", answer).error == "nvidia-smi: exit 9"
+    # A field this version does not know: one line naming it (the exception text varies by Python).
+    error = parse_topo_answer("w", '{"a": {"gpus": [{"idx": 0}]}}').error
+    assert error.startswith("bad JSON: TypeError: ") and "'idx'" in error and "\n" not in error
 
 
 def test_real_process_prints_json(tmp_path):

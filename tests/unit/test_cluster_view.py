@@ -308,6 +308,28 @@ def test_collector_with_saved_topology_and_published_world(tmp_path):
     view.close()
 
 
+def test_hosts_no_world_covers_go_over_ssh_and_this_machine_in_process(tmp_path):
+    # `false` as the ssh client: no network here, and what it says comes back as hgx1's error
+    # (the real ssh path runs in tests/multihost/test_gpu_collect_ssh.py). This machine is
+    # probed in-process, never through that client.
+    started = time.monotonic()
+    view = cluster_view(hosts="localhost:2,hgx1:8", ssh="false", check_reachable=False,
+                        state_dir=str(tmp_path), timeout=3.0)
+    assert time.monotonic() - started < 3.0
+    local, hgx1 = view.state.hosts
+    assert (hgx1.gpus.host, hgx1.gpus.source, hgx1.gpus.gpus, hgx1.gpus.error) == (
+        "hgx1", "none", [], "exit 1: no message")
+    row = "hgx1       8      2-9    ?          no engines  none (exit 1: no message)"
+    assert row in state_text(view.state).splitlines()
+    assert local.gpus.host == "localhost" and local.gpus.error is None
+    view.close()
+    # $MLP_MAGIC_SSH of the collector's environment names the client when ``ssh`` does not.
+    view = cluster_view(hosts="hgx1:8", env={"MLP_MAGIC_SSH": "no-such-ssh-client"},
+                        check_reachable=False, state_dir=str(tmp_path), timeout=3.0)
+    assert view.state.hosts[0].gpus.error == "--ssh: cannot find the command 'no-such-ssh-client'"
+    view.close()
+
+
 def test_embedded_default_reaches_this_machine(tmp_path):
     view = cluster_view(env={}, state_dir=str(tmp_path), timeout=3.0)
     [host] = view.state.hosts
@@ -400,7 +422,7 @@ def test_cluster_args_errors(line, message):
 def test_cluster_args_feed_cluster_view(tmp_path):
     saved = tmp_path / "h200.txt"
     saved.write_text(H200.read_text())
-    args = parse_cluster_args("-H hgx0:8,hgx1:8 --topo-file hgx0=%s" % saved)
+    args = parse_cluster_args("-H hgx0:8,hgx1:8 --topo-file hgx0=%s --no-probe" % saved)
     view = cluster_view(check_reachable=False, state_dir=str(tmp_path), **args)
     hgx0, hgx1 = view.state.hosts
     assert hgx0.gpus.links["GPU0"]["GPU7"] == "NV18" and hgx1.gpus is None
