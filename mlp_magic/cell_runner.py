@@ -98,7 +98,8 @@ class CellRun:
         self.interrupted = True
         engines = [self.world.rank_to_engine[r] for r in running]
         try:
-            self.world.client.send_signal(signal.SIGINT, targets=engines, block=True)
+            # Not block=True: its wait has no timeout, and a vanished host never answers.
+            self.world.client.send_signal(signal.SIGINT, targets=engines, block=False)
         except Exception:  # an engine already gone cannot be signalled; reported as such below
             return False
         deadline = time.monotonic() + grace

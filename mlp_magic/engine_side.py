@@ -28,7 +28,8 @@ def identify(controller_ip: str = "127.0.0.1") -> dict:
     """Who am I: the MPI rank from the launcher's variables (no MPI_Init needed), and the
     address this host uses towards the controller (rank 0's is MASTER_ADDR)."""
     rank = None
-    for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MLP_MAGIC_RANK"):
+    # MLP_MAGIC_RANK first: plain engines may inherit a launcher's variables from the kernel.
+    for name in ("MLP_MAGIC_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"):
         if os.environ.get(name, "").isdigit():
             rank = int(os.environ[name])
             break

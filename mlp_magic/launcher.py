@@ -142,6 +142,7 @@ def start_controller(workdir: str, ip: str, cluster_id: str) -> tuple:
         # worlds seconds sooner; 20 misses (10 s) before declaring an engine dead.
         "--log-level=WARN", "--ping=500", "--HeartMonitor.max_heartmonitor_misses=20",
         "--usethreads",  # schedulers as threads: 8 fewer Python processes to start
+        "--nodb",  # results live in the kernel (and our logs), not a second time in the controller
     ]
     process = ManagedProcess(argv, os.path.join(workdir, "controller.log"), name="ipcontroller")
     security = os.path.join(profile_dir, "security")

@@ -25,6 +25,13 @@ from .mpi import (FAST_LOCAL_OMPI, OPENMPI, LaunchPlan, MpiInfo, detect_flavour,
 from .topology import Topology, count_local_gpus
 
 DISPLAY_CAP = 1_000_000  # characters per rank and stream shown in the notebook; the log has all
+DISPLAY_BUDGET = 64_000_000  # ... but all ranks together stay within this (512 ranks: 125 kB each)
+
+
+def display_cap(np: int) -> int:
+    return max(10_000, min(DISPLAY_CAP, DISPLAY_BUDGET // max(np, 1)))
+
+
 _counter = itertools.count()
 
 
@@ -204,7 +211,7 @@ class World:
                      "local_rank": row.local_rank, "node_rank": row.node_rank}
             engine = self.client[self.rank_to_engine[row.rank]]
             pending.append(engine.apply_async(engine_side.bootstrap, variables, names,
-                                              self.mpi is not None, DISPLAY_CAP))
+                                              self.mpi is not None, display_cap(self.spec.np)))
         for result in pending:
             result.get(self.start_timeout)
         self.master = (master_addr, master_port)
