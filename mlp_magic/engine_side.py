@@ -33,8 +33,14 @@ def identify(controller_ip: str = "127.0.0.1") -> dict:
         if os.environ.get(name, "").isdigit():
             rank = int(os.environ[name])
             break
+    local = None
+    for name in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"):
+        if os.environ.get(name, "").isdigit():
+            local = int(os.environ[name])
+            break
     return {
         "rank": rank,
+        "launcher_local_rank": local,
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "free_port": free_port(),

@@ -193,6 +193,7 @@ class World:
             raise MlpMagicError(f"engines reported ranks {sorted(by_rank)}, expected 0-{self.spec.np - 1}")
         self.rank_to_engine = by_rank
         self.identities = {rank: identities[eid] for rank, eid in by_rank.items()}
+        check_placement(self.layout, self.identities)
         self._bootstrap()
 
     def _bootstrap(self) -> None:
@@ -310,6 +311,26 @@ class World:
             process.stop()
         self.processes = []
         world_state.withdraw()
+
+
+def check_placement(layout: list, identities: dict) -> None:
+    """The launcher must have put the ranks where our layout says (LOCAL_RANK, NODE_RANK and the
+    GPU each rank picks depend on it): same local rank, and one machine per layout host."""
+    machines = {}
+    for row in layout:
+        reported = identities[row.rank]
+        local = reported.get("launcher_local_rank")
+        if local is not None and local != row.local_rank:
+            raise MlpMagicError(
+                f"mpiexec placed rank {row.rank} as local rank {local} on {reported['host']}, but the "
+                f"layout expects local rank {row.local_rank} on {row.host}; check the hostfile order "
+                "and that no other mapping option (--map-by, a scheduler allocation) is in effect")
+        machines.setdefault(row.host, set()).add(reported["host"])
+    split = {host: names for host, names in machines.items() if len(names) > 1}
+    if split:
+        host, names = next(iter(split.items()))
+        machines_text = ", ".join(sorted(names))
+        raise MlpMagicError(f"the ranks meant for {host} ran on several machines ({machines_text})")
 
 
 def reap_orphans(notice=print) -> None:

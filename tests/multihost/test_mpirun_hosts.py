@@ -66,3 +66,30 @@ def test_each_host_keeps_its_own_logs(two_hosts):
     for r in range(4):
         with open(os.path.join(log_dir, f"rank{r}.stdout")) as handle:
             assert handle.read() == f"rank {r}\n"
+
+
+def test_a_host_without_sshd_gives_one_clear_error_and_leaves_nothing(two_hosts):
+    import time
+
+    import psutil
+
+    ip, hostfile, bed = two_hosts
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    with bed.host_down(1):
+        started = time.monotonic()
+        result = ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\nprint('never')")
+        elapsed = time.monotonic() - started
+    assert elapsed < 60, elapsed
+    error = str(result.error_in_exec)
+    assert "the engines did not start" in error and "mpiexec exited" in error
+    assert mpirun_command.current_world() is None
+
+    def new_processes():  # ours: not the test bed's sshd that host_down restarted on exit
+        return [p for p in me.children(recursive=True) if p.pid not in before and p.is_running()
+                and p.status() != psutil.STATUS_ZOMBIE and bed.workdir not in " ".join(p.cmdline())]
+
+    deadline = time.monotonic() + 10  # the launcher's ssh clients take a moment to exit
+    while new_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [(p.pid, p.cmdline()) for p in new_processes()] == []
