@@ -34,14 +34,21 @@ class MlpMagics(Magics):
         """Run the cell on every rank: ``%%mpirun [-np N] [--hostfile F | -H HOSTS] [--ranks SPEC]
         [--timeout S] [--no-group] [--diff] [--all-outputs] [-o NAME] [--restart] [--log-dir DIR]``.
 
-        Line forms: ``%mpirun --status``, ``%mpirun --stop``, ``%mpirun --restart [-np N]``.
+        Line forms: ``%mpirun --status``, ``--stop``, ``--restart [-np N]``, ``--stacks`` (every
+        rank's Python stack, grouped: where is each rank right now?).
         """
         args = parse_mpirun_args(line, os.environ, self.shell.user_ns)
         if cell is None:
-            print(mpirun_command.line_command(args, os.environ))
+            answer = mpirun_command.line_command(args, os.environ)
+            if isinstance(answer, tuple):  # --stacks: text and HTML
+                from IPython.display import display
+
+                display({"text/plain": answer[0].strip(), "text/html": answer[1]}, raw=True)
+            else:
+                print(answer)
             return None
-        if args.status or args.stop:
-            raise MlpMagicError("%%mpirun: --status and --stop are line forms (%mpirun --status)")
+        if args.status or args.stop or args.stacks:
+            raise MlpMagicError("%%mpirun: --status, --stop and --stacks are line forms (%mpirun --stacks)")
         try:
             result = mpirun_command.run_cell(args, cell, os.environ)
         except mpirun_command.RankFailure as failure:

@@ -18,17 +18,18 @@ import os
 print(rank, world_size, local_rank, node_rank)
 print(*(os.environ[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                                  "NODE_RANK", "GROUP_RANK", "MASTER_ADDR")))
+print(os.environ["MASTER_PORT"])
 """)
     assert error is None
     ids = ip.user_ns["ids"]
     assert len(ids) == 4
     for r in range(4):
-        first, second = ids[r].stdout.splitlines()
+        first, second, _ = ids[r].stdout.splitlines()
         assert first == f"{r} 4 {r} 0"
         assert second == f"{r} 4 {r} 4 0 0 127.0.0.1"
         assert ids[r].status == "ok"
-    ports = {os.environ.get("MASTER_PORT")}  # one MASTER_PORT for all ranks, a real number
-    assert ports
+    ports = {ids[r].stdout.splitlines()[2] for r in range(4)}
+    assert len(ports) == 1 and 0 < int(ports.pop()) < 65536  # one MASTER_PORT for all ranks
 
 
 def test_identical_output_is_shown_once_under_folded_ranks(ip, capsys):
@@ -87,9 +88,11 @@ def test_ranks_option_targets_a_subset(ip):
 
 
 def test_rank_zero_rich_output_is_displayed(ip, capsys):
-    run(ip, "%%mpirun\nrank + 100")
-    out = capsys.readouterr().out
-    assert "100" in out and "103" not in out
+    run(ip, "%%mpirun -o values\nrank + 100")
+    out = capsys.readouterr().out.splitlines()
+    assert "100" in out and "103" not in out  # whole lines: rank 0's value only
+    values = ip.user_ns["values"]
+    assert [r.displays[-1]["data"]["text/plain"] for r in values] == ["100", "101", "102", "103"]
     run(ip, "%%mpirun --all-outputs\nrank + 100")
     out = capsys.readouterr().out
     assert "[rank 3] 103" in out

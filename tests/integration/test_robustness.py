@@ -54,6 +54,7 @@ def test_a_rank_skipping_a_barrier_is_diagnosed(fresh_world, capsys):
     assert run(ip, "%mpirun --stacks") is None
     now = capsys.readouterr().out
     assert "ranks 0,2-3 (3) on localhost" in now and "--> cell, line 3, in <module>" in now
+    assert not now.lstrip().startswith("('") and "<div" not in now  # shown as text, not a tuple
     # The stuck ranks block the World: the next cell says so at once instead of hanging.
     started = time.monotonic()
     refused = run(ip, "%%mpirun\nprint('queued?')")
