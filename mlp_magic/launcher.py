@@ -48,8 +48,9 @@ class ManagedProcess:
                 env=env, start_new_session=True,
             )
         except OSError as err:
-            self._log.close()
             raise MlpMagicError(f"cannot start {self.name} ({argv[0]}): {err}") from None
+        finally:
+            self._log.close()  # the child has its own copy
 
     @property
     def pid(self) -> int:
@@ -90,7 +91,6 @@ class ManagedProcess:
             self.popen.wait(grace)
         except subprocess.TimeoutExpired:
             pass
-        self._log.close()
 
     def _family(self) -> list:
         try:

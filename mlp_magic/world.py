@@ -11,6 +11,7 @@ import itertools
 import logging
 import os
 import shlex
+import socket
 import tempfile
 import time
 import uuid
@@ -301,9 +302,15 @@ class World:
 
     # ----------------------------------------------------------------------------- stop
     def stop(self) -> None:
+        """Ask the engines to exit (they release GPU contexts cleanly), give mpiexec a moment
+        to end on its own, then stop whatever is left, and remove this World's files."""
         client, self.client = self.client, None
+        clean = client is not None and self.started_at is not None
         if client is not None:
             try:
+                if clean:
+                    client.shutdown(targets="all", hub=False, block=False)
+                    self._wait_for_launcher(2.0 + self.spec.np / 64)
                 client.close(linger=0)
             except Exception:  # a half-dead client must not stop the teardown
                 pass
@@ -311,6 +318,27 @@ class World:
             process.stop()
         self.processes = []
         world_state.withdraw()
+        self._remove_files(keep_logs=not clean)
+
+    def _wait_for_launcher(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        launchers = self.processes[1:]
+        while any(p.running() for p in launchers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def _remove_files(self, keep_logs: bool) -> None:
+        """The workdir holds the HMAC-keyed connection files; a failed start keeps its logs
+        (the error message points at them)."""
+        import shutil
+
+        for identity in self.identities.values():
+            if identity.get("host") == socket.gethostname():
+                try:
+                    os.unlink(identity["stacks_path"])
+                except (OSError, KeyError):
+                    pass
+        if self.workdir and not keep_logs:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def check_placement(layout: list, identities: dict) -> None:

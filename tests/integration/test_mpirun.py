@@ -150,7 +150,11 @@ def test_restart_on_new_np_and_clean_stop(ip):
     before = child_pids()  # other suites' helpers (a browser driver...) are not ours to judge
     assert run(ip, "%%mpirun -np 2 -o two\nprint(world_size)") is None
     assert [r.stdout for r in ip.user_ns["two"]] == ["2\n", "2\n"]
+    world = mpirun_command.current_world()
+    files = [world.workdir] + [i["stacks_path"] for i in world.identities.values()]
+    assert all(os.path.exists(f) for f in files)
     assert run(ip, "%mpirun --stop") is None
+    assert not any(os.path.exists(f) for f in files)  # connection files (HMAC key), stack files
     assert mpirun_command.current_world() is None
     deadline = time.monotonic() + 10
     while child_pids() - before and time.monotonic() < deadline:
