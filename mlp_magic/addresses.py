@@ -41,12 +41,22 @@ def resolve_host(name: str, ssh_command: list | None = None) -> str | None:
     return None
 
 
+def _checked_listen_address(name: str, value: str) -> str:
+    address = resolve_host(value.strip())
+    if address is None:
+        raise MlpMagicError(f"${name}: cannot resolve {value!r} to an IPv4 address")
+    if address == "0.0.0.0":
+        raise MlpMagicError(f"${name}: {value!r} would listen on every interface; "
+                            "give this container's address on the job's network")
+    return address
+
+
 def controller_ip(host_names: list, ssh_command: list | None = None, env=None) -> str:
     """Listen where the hosts can reach us, never on every interface by default."""
     env = os.environ if env is None else env
     for name in ("MLP_MAGIC_CONTROLLER_IP", "MLP_HOST"):
         if env.get(name):
-            return env[name]
+            return _checked_listen_address(name, env[name])
     for host in host_names:
         address = resolve_host(host, ssh_command)
         if address and not address.startswith("127."):

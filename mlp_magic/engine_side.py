@@ -46,16 +46,23 @@ def identify(controller_ip: str = "127.0.0.1") -> dict:
         "free_port": free_port(),
         "addr": _source_address(controller_ip),
         "stacks_path": stacks_path(),
+        "create_time": _create_time(),
     }
 
 
-def _source_address(destination: str) -> str:
+def _create_time() -> float | None:
     try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.connect((destination, 9))
-            return probe.getsockname()[0]
-    except OSError:
-        return socket.gethostname()
+        import psutil
+
+        return psutil.Process().create_time()
+    except Exception:  # psutil comes with ipyparallel; without it, pids are trusted as they are
+        return None
+
+
+def _source_address(destination: str) -> str:
+    from .addresses import route_source_ip
+
+    return route_source_ip(destination) or socket.gethostname()
 
 
 def port_is_free(port: int) -> bool:

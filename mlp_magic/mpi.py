@@ -21,7 +21,7 @@ OPENMPI, MPICH = "openmpi", "mpich"
 # remote ranks unless told to (OpenMPI -x, MPICH -genvlist).
 # Not HOME: each container keeps its own (logs and stack files live under it).
 FORWARD_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV")
-FORWARD_PREFIXES = ("IPP_", "MLP_", "NCCL_", "GLOO_", "MLP_MAGIC_")
+FORWARD_PREFIXES = ("IPP_", "MLP_", "NCCL_", "GLOO_")  # MLP_ covers MLP_MAGIC_
 
 # CPU-only local worlds: skip the fabric probe that costs OpenMPI ~1 s at MPI_Init.
 FAST_LOCAL_OMPI = {"OMPI_MCA_btl": "self,sm,tcp", "OMPI_MCA_pml": "ob1"}

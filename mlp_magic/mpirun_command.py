@@ -87,10 +87,22 @@ def wanted_spec(args: MpirunArgs, env) -> WorldSpec:
     if world is not None and not explicit_hosts and not args.oversubscribe and args.np in (None, world.np):
         return world.spec  # a bare %%mpirun keeps the World it has
     topology = topology_from_environment(env, hostfile=args.hostfile, hosts=args.hosts)
+    _refuse_ssh_details(topology)
     np = args.np or _default_np(env, topology)
     spec = WorldSpec(topology, np, args.oversubscribe)
     topology.layout(np, args.oversubscribe)  # refuse a bad -np before touching the running World
     return spec
+
+
+def _refuse_ssh_details(topology) -> None:
+    """mpiexec's ssh launcher takes host names only: a user or port from a pssh-style list
+    would be silently dropped, so say where they belong instead."""
+    for host in topology.hosts:
+        if host.user or host.port:
+            detail = f"user {host.user}" if host.user else f"port {host.port}"
+            raise MlpMagicError(
+                f"{topology.source}: {host.name} has {detail}, which mpiexec cannot use; put it in "
+                f"~/.ssh/config (Host {host.name} / User / Port) and list the host by name")
 
 
 def _default_np(env, topology) -> int:
@@ -156,7 +168,7 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
         run.death_note = _death_note(world)
     if run.published_busy:  # a long cell: GPU memory and load have moved since the last look
         if outcome == "done":
-            world.refresh_gpus()
+            world.refresh_gpus(at_most_every=60.0)  # cheap, but not after every long cell
         world.publish()
     if any(r.status != status.OK for r in results):
         logs.write_missing_streams(cell_dir, results)
@@ -328,7 +340,3 @@ def _raise_for_failures(result: MpirunResult) -> None:
     )
     failure.result = result
     raise failure
-
-
-def environment() -> dict:
-    return dict(os.environ)

@@ -38,14 +38,26 @@ def _read_when_settled(paths: list, deadline: float) -> dict:
     return texts
 
 
-def _local_snapshot(targets: list, wait: float) -> dict:
+def _same_process(pid: int, create_time) -> bool:
+    """SIGUSR1's default action kills: only signal the engine we started, never a reused pid."""
+    try:
+        import psutil
+
+        return create_time is None or abs(psutil.Process(pid).create_time() - create_time) < 0.01
+    except Exception:
+        return False
+
+
+def _local_snapshot(targets: list, wait: float, create_times: dict) -> dict:
     """targets: [(rank, pid, path)] on this machine -> {rank: dump text}."""
-    for _, pid, path in targets:
+    for rank, pid, path in targets:
+        if not _same_process(pid, create_times.get(rank)):
+            continue  # gone: its dump stays empty and is reported as such
         try:
             os.truncate(path, 0)
             os.kill(pid, signal.SIGUSR1)
         except OSError:
-            pass  # gone: its dump stays empty and is reported as such
+            pass
     texts = _read_when_settled([path for _, _, path in targets], time.monotonic() + wait)
     return {rank: texts[path] for rank, _, path in targets}
 
@@ -54,7 +66,9 @@ def remote_script(targets: list, wait: float) -> str:
     """One shell script for a host: empty the files, signal, wait until written, print them."""
     steps = []
     for _, pid, path in targets:
-        steps.append(f": > {shlex.quote(path)}; kill -USR1 {int(pid)} 2>/dev/null")
+        # Only a live engine of ours gets SIGUSR1 (its default action would kill a stranger).
+        steps.append(f": > {shlex.quote(path)}; grep -qs ipyparallel /proc/{int(pid)}/cmdline "
+                     f"&& kill -USR1 {int(pid)} 2>/dev/null")
     rounds = max(1, int(wait / 0.1))
     files = " ".join(shlex.quote(p) for _, _, p in targets)
     steps.append(f"i=0; while [ $i -lt {rounds} ]; do ok=1; "
@@ -109,7 +123,8 @@ def collect(world, ranks: list, wait: float = 1.5) -> dict:
         futures = [pool.submit(_remote_snapshot, host, targets, ssh, wait)
                    for host, targets in remote.items()]
         if local:
-            dumps.update(_local_snapshot(local, wait))
+            create_times = {rank: world.identities[rank].get("create_time") for rank, _, _ in local}
+            dumps.update(_local_snapshot(local, wait, create_times))
         for future in futures:
             dumps.update(future.result())
     return dumps

@@ -73,6 +73,7 @@ class World:
         self.master = None             # (MASTER_ADDR, MASTER_PORT)
         self.gpus: dict = {}           # host -> HostGpus dict, for the lab panel
         self.active_run = None         # the last CellRun sent: later cells must not queue behind it
+        self._gpus_refreshed_at = float("-inf")
 
     # ----------------------------------------------------------------------------- start
     def start(self) -> "World":
@@ -152,7 +153,7 @@ class World:
             return agent
         wrapper = os.path.join(self.workdir, "ssh-agent")
         with open(wrapper, "w") as handle:
-            handle.write(f"#!/bin/sh\nexec {agent} \"$@\"\n")
+            handle.write(f"#!/bin/sh\nexec {shlex.join(shlex.split(agent))} \"$@\"\n")
         os.chmod(wrapper, 0o700)
         return wrapper
 
@@ -272,11 +273,15 @@ class World:
             ],
         }
 
-    def refresh_gpus(self, timeout: float = 3.0) -> None:
+    def refresh_gpus(self, timeout: float = 3.0, at_most_every: float = 0.0) -> None:
         """Each host's GPUs through its engines, for the lab panel (remote hosts included).
         Call only while the engines are idle; a host that does not answer keeps no entry."""
         from .gpu.collect import collect_from_world
 
+        now = time.monotonic()
+        if now - self._gpus_refreshed_at < at_most_every:
+            return
+        self._gpus_refreshed_at = now
         try:
             found = collect_from_world(self, timeout=timeout)
         except Exception:  # the panel is a nicety: never fail a World over it

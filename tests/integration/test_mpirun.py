@@ -209,3 +209,21 @@ def test_local_device_helper_on_every_rank(ip):
             "print(local_device(), local_rank() == rank)")
     assert run(ip, cell) is None
     assert {r.stdout for r in ip.user_ns["dev"]} == {"cpu True\n"}  # no GPU on this machine
+
+
+def test_pssh_user_or_port_is_refused_with_where_it_belongs(ip, tmp_path):
+    hostfile = tmp_path / "pssh_hosts"
+    hostfile.write_text("root@10.77.0.11:2222\n")
+    world = mpirun_command.current_world()
+    error = run(ip, f"%%mpirun --hostfile {hostfile} -np 1\npass")
+    assert isinstance(error, MlpMagicError)
+    assert "10.77.0.11 has user root" in str(error) and "~/.ssh/config" in str(error)
+    assert mpirun_command.current_world() is world  # nothing changed
+
+
+def test_listen_address_checks():
+    from mlp_magic.addresses import controller_ip
+
+    assert controller_ip([], env={"MLP_HOST": "127.0.0.1"}) == "127.0.0.1"
+    with pytest.raises(MlpMagicError, match="every interface"):
+        controller_ip([], env={"MLP_HOST": "0.0.0.0"})
