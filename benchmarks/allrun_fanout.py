@@ -10,7 +10,8 @@ whole commands (interpreter start included for every tool):
 - each peer found: ``parallel-ssh``/``pssh`` (Debian package pssh) and ``clush`` (pip
   ClusterShell; on PATH or $CLUSH), all through the same ssh config.
 Every run's output is checked (each host's own hostname). The last line is one JSON object
-with the medians and the ratios: goals are cold <= 1.0x the best peer, second call <= 0.3x cold.
+with the medians and the ratios: goals are cold <= 1.0x the best peer, second call <= 0.3x cold,
+and ``%allrun`` through a live World's engines (timed in the kernel) <= 0.1x cold.
 """
 from __future__ import annotations
 
@@ -94,6 +95,41 @@ def measure(bed, runs: int) -> dict:
     return {label: statistics.median(values) for label, values in timings.items()}, list(peers)
 
 
+def measure_engines(bed, runs: int) -> float:
+    """``%allrun hostname`` through a live World (one engine per namespace host, no ssh): the
+    call the magic makes, timed in the kernel. Median seconds."""
+    import contextlib
+    import io
+
+    from IPython.testing.globalipapp import start_ipython
+
+    from mlp_magic import mpirun_command
+    from mlp_magic.engine_transport import WorldTransport
+
+    os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                      MLP_MAGIC_SSH=" ".join(bed.ssh_command()), **bed.env())
+    hostfile = bed.write_hostfile(os.path.join(tempfile.mkdtemp(prefix="mlpt-bench-"), "hostfile"), slots=1)
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "mlp_magic")
+    with contextlib.redirect_stdout(io.StringIO()):
+        started = shell.run_cell(f"%%mpirun --hostfile {hostfile} -np {len(bed.hosts)}\npass").success
+    if not started:
+        raise SystemExit("could not start a World on the test bed")
+    transport = WorldTransport(mpirun_command.current_world())
+    times = []
+    try:
+        for _ in range(runs + 1):  # the first call warms the engines' subprocess machinery
+            began = time.perf_counter()
+            results = transport(bed.host_names(), COMMAND, None, None)
+            times.append(time.perf_counter() - began)
+            check_output("allrun via engines", "".join(f"{r.host}: {r.stdout}" for r in results),
+                         bed.host_names())
+    finally:
+        with contextlib.redirect_stdout(io.StringIO()):
+            shell.run_line_magic("mpirun", "--stop")
+    return statistics.median(times[1:])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=8)
@@ -111,6 +147,7 @@ def main(argv=None) -> int:
     compileall.compile_dir(os.path.dirname(mlp_magic.__file__), quiet=1)
     with netns.Testbed(args.hosts) as bed:
         medians, peers = measure(bed, args.runs)
+        medians["allrun_engines"] = measure_engines(bed, args.runs)
     cold, second = medians["allrun_cold"], medians["allrun_second"]
     best_peer = min(peers, key=lambda name: medians[name]) if peers else None
     for label, value in medians.items():
@@ -126,10 +163,13 @@ def main(argv=None) -> int:
         "best_peer": best_peer,
         "cold_ratio_vs_best_peer": round(cold / medians[best_peer], 3) if best_peer else None,
         "second_over_cold": round(second / cold, 3),
-        "goals": {"cold_ratio_vs_best_peer": "<= 1.0", "second_over_cold": "<= 0.3"},
+        "allrun_engines_s": round(medians["allrun_engines"], 4),
+        "engines_over_cold": round(medians["allrun_engines"] / cold, 3),
+        "goals": {"cold_ratio_vs_best_peer": "<= 1.0", "second_over_cold": "<= 0.3",
+                  "engines_over_cold": "<= 0.1"},
     }
     result["goals_met"] = bool(best_peer) and result["cold_ratio_vs_best_peer"] <= 1.0 \
-        and result["second_over_cold"] <= 0.3
+        and result["second_over_cold"] <= 0.3 and result["engines_over_cold"] <= 0.1
     print(json.dumps(result))
     return 0
 
