@@ -19,6 +19,39 @@ for _name in list(os.environ):
         del os.environ[_name]  # the tests describe their own clusters
 
 
+_OURS = ("ipyparallel", "prterun", "prted", "mpiexec")
+
+
+def _our_processes() -> list:
+    import psutil
+
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            command = " ".join(process.cmdline())
+            if process.status() != psutil.STATUS_ZOMBIE and any(k in command for k in _OURS):
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_stray_processes_at_the_end():
+    """Last to tear down: after every test, no controller, engine or launcher may remain."""
+    import time
+
+    yield
+    from mlp_magic import mpirun_command
+
+    mpirun_command.shutdown_worlds()
+    deadline = time.monotonic() + 15
+    while _our_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [(p.pid, " ".join(p.cmdline())[:120]) for p in _our_processes()]
+    assert left == [], f"processes left behind by the test session: {left}"
+
+
 @pytest.fixture(scope="session")
 def mlp_home():
     yield _HOME

@@ -301,7 +301,7 @@ def test_parse_mpirun_args(line):
     assert args.np is None or args.np >= 1
     assert args.timeout is None or 0 < args.timeout < float("inf")
     assert args.out is None or args.out.isidentifier()
-    assert sum([args.status, args.stop, args.restart]) <= 1
+    assert sum([args.status, args.stop, args.restart, args.stacks]) <= 1
 
 
 @FUZZ
@@ -343,3 +343,23 @@ def test_expand_hosts(spec):
         assert mentions(message, spec), (message, spec)
         return
     assert len(set(names)) == len(names) and all(isinstance(n, str) and n for n in names)
+
+
+# ---------------------------------------------------------------- %mlp_cluster's line
+
+CLUSTER_OPTIONS = st.sampled_from(["--hostfile /tmp/h", "-H a:2,b:2", "--refresh 5", "--refresh=0.5",
+                                   "--timeout 3", "--no-probe", "--topo-file a=/tmp/t.txt",
+                                   "--refresh", "--refresh x", "--topo-file nohost", "--bogus", "-H"])
+
+
+@FUZZ
+@given(line=st.lists(CLUSTER_OPTIONS, max_size=4).map(" ".join) | st.text(max_size=50))
+def test_parse_cluster_args(line):
+    from mlp_magic.cluster_view import parse_cluster_args
+
+    found, message = only_our_error(parse_cluster_args, line)
+    if message is not None:
+        assert mentions(message, line), (message, line)
+    else:
+        assert isinstance(found, dict)
+        assert found.get("auto_refresh") is None or found["auto_refresh"] > 0
