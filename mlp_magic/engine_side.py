@@ -232,11 +232,12 @@ class CellCapture:
             tee.close_log()
             where = (f"full text in {socket.gethostname()}:{tee.log_path}" if not tee.log_error
                      else f"and the log could not be written ({tee.log_error})")
-            if tee.capped:
-                stream.write(f"\n[mlp_magic: {tee.capped:,} more characters not shown; {where}]\n")
-            elif tee.log_error:
-                stream.write(f"\n[mlp_magic: this rank's output was not logged ({tee.log_error})]\n")
-            stream.flush()
+            note = (f"\n[mlp_magic: {tee.capped:,} more characters not shown; {where}]\n" if tee.capped
+                    else f"\n[mlp_magic: this rank's output was not logged ({tee.log_error})]\n"
+                    if tee.log_error else "")
+            if note:  # flush only then: ipykernel's flush waits on its IOPub thread, every cell
+                stream.write(note)
+                stream.flush()
 
 
 def _install_hooks(shell, rank: int, display_cap: int) -> None:

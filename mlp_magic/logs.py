@@ -12,7 +12,6 @@ import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 
 _cell_numbers = itertools.count(1)
 # Summaries are written off the cell's critical path, in order, by one thread; the pool is
@@ -37,18 +36,20 @@ def write_summary(cell_dir: str, code: str, results: list, extra: dict | None = 
     return _writer.submit(_write_summary, cell_dir, code, results, extra)
 
 
+_SUMMARY_FIELDS = ("rank", "host", "status", "duration", "truncated")
+
+
 def _write_summary(cell_dir: str, code: str, results: list, extra: dict | None = None) -> None:
     os.makedirs(cell_dir, exist_ok=True)
-    summary = {
-        "code": code,
-        "ranks": [
-            {key: value for key, value in asdict(r).items() if key not in ("stdout", "stderr", "displays")}
-            for r in results
-        ],
-        **(extra or {}),
-    }
+    ranks = []
+    for result in results:  # plain fields only (no deep copy of outputs): cheap on the GIL
+        record = {name: getattr(result, name) for name in _SUMMARY_FIELDS}
+        if result.error:
+            record["error"] = result.error
+        ranks.append(record)
+    summary = {"code": code, "ranks": ranks, **(extra or {})}
     with open(os.path.join(cell_dir, "summary.json"), "w") as handle:
-        json.dump(summary, handle, indent=1, default=str)
+        handle.write(json.dumps(summary, default=str))
 
 
 def write_missing_streams(cell_dir: str, results: list) -> None:

@@ -264,19 +264,18 @@ def _outcome_note(run: CellRun, outcome: str) -> str:
 
 def _show(results: list, args: MpirunArgs, live: LiveOutput, cell_dir: str, note: str,
           stack_report: tuple | None = None) -> None:
-    groups = group_results(results)
+    """The grouped summary replaces the live output: text always, HTML only for a notebook."""
+    groups = [group_results(results)] if args.group else [group_results([r]) for r in results]
     footer = _footer(results, cell_dir, note)
-    if args.group:
-        text = render_groups_text(groups, diff=args.diff)
-        html = render_groups_html(groups, diff=args.diff)
-    else:
-        per_rank = [group_results([r]) for r in results]
-        text = "".join(render_groups_text(g) for g in per_rank)
-        html = "".join(render_groups_html(g) for g in per_rank)
+    text = "".join(render_groups_text(g, diff=args.diff) for g in groups)
     if stack_report:
-        text, html = f"{text.rstrip()}\n{stack_report[0]}", html + stack_report[1]
-    live.finish({"text/plain": f"{text.rstrip()}\n{footer}",
-                 "text/html": f"{html}<div style='color:#777;font-size:85%'>{_escape(footer)}</div>"})
+        text = f"{text.rstrip()}\n{stack_report[0]}"
+    bundle = {"text/plain": f"{text.rstrip()}\n{footer}"}
+    if live.notebook:
+        html = "".join(render_groups_html(g, diff=args.diff) for g in groups)
+        html += stack_report[1] if stack_report else ""
+        bundle["text/html"] = f"{html}<div style='color:#777;font-size:85%'>{_escape(footer)}</div>"
+    live.finish(bundle)
     _publish_rich_outputs(results, args.all_outputs)
 
 
