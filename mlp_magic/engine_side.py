@@ -251,8 +251,9 @@ def _install_hooks(shell, rank: int, display_cap: int) -> None:
 
 
 def stacks_path(pid: int | None = None) -> str:
-    home = os.environ.get("MLP_MAGIC_HOME") or os.path.join(os.path.expanduser("~"), ".mlp_magic")
-    return os.path.join(home, "stacks", f"{pid or os.getpid()}.txt")
+    from .paths import home
+
+    return os.path.join(home(), "stacks", f"{pid or os.getpid()}.txt")
 
 
 def _register_stack_dump() -> None:

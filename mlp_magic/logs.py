@@ -13,6 +13,8 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from .paths import default_log_root
+
 _cell_numbers = itertools.count(1)
 # Summaries are written off the cell's critical path, in order, by one thread; the pool is
 # drained at interpreter exit so none is lost.
@@ -22,7 +24,7 @@ atexit.register(_writer.shutdown, wait=True)
 
 def log_root(explicit: str | None = None) -> str:
     return (explicit or os.environ.get("MLP_MAGIC_LOG_DIR")
-            or os.path.join(os.path.expanduser("~"), ".mlp_magic", "logs"))
+            or default_log_root())
 
 
 def new_cell_dir(root: str | None = None) -> str:

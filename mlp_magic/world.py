@@ -37,7 +37,9 @@ _counter = itertools.count()
 
 
 def base_dir() -> str:
-    return os.environ.get("MLP_MAGIC_HOME") or os.path.join(os.path.expanduser("~"), ".mlp_magic")
+    from .paths import home
+
+    return home()
 
 
 def ssh_command(env=None) -> list | None:

@@ -14,8 +14,9 @@ from datetime import datetime, timezone
 
 
 def state_dir() -> str:
-    default = os.path.join(os.path.expanduser("~"), ".mlp_magic", "worlds")
-    return os.environ.get("MLP_MAGIC_STATE_DIR") or default
+    from .paths import home
+
+    return os.environ.get("MLP_MAGIC_STATE_DIR") or os.path.join(home(), "worlds")
 
 
 def now_iso() -> str:
