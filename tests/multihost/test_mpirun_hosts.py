@@ -93,3 +93,35 @@ def test_a_host_without_sshd_gives_one_clear_error_and_leaves_nothing(two_hosts)
     while new_processes() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert [(p.pid, p.cmdline()) for p in new_processes()] == []
+
+
+def test_a_hang_across_hosts_shows_every_ranks_stack_over_ssh(two_hosts, capsys):
+    """Ranks on other machines are snapshotted through one ssh command per host."""
+    import time
+
+    ip, hostfile, _ = two_hosts
+    assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\npass").success
+    started = time.monotonic()
+    result = ip.run_cell("%%mpirun --timeout 4\nif rank != 3:\n    comm.Barrier()\nprint('done')")
+    assert time.monotonic() - started < 15
+    assert "timeout on ranks 0-2" in str(result.error_in_exec)
+    out = capsys.readouterr().out
+    report = out[out.index("Where each rank is"):]
+    assert "ranks 0-2 (3) on worker[0-1]" in report
+    assert "--> cell, line 2, in <module>" in report
+    assert "rank 3 on worker1" in report and "idle: not running a cell" in report
+
+
+def test_a_rank_dying_on_another_host_is_named(two_hosts, capsys):
+    import time
+
+    ip, hostfile, _ = two_hosts
+    assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\npass").success
+    started = time.monotonic()
+    result = ip.run_cell("%%mpirun -o gone\nimport os, time\nprint('up', rank, flush=True)\n"
+                         "time.sleep(0.5)\nif rank == 2:\n    os._exit(3)\ntime.sleep(60)")
+    assert time.monotonic() - started < 10
+    assert "died" in str(result.error_in_exec)
+    assert [r.stdout for r in ip.user_ns["gone"]] == [f"up {r}\n" for r in range(4)]
+    out = capsys.readouterr().out
+    assert "rank 2 (pid" in out and "on worker1) died first" in out
