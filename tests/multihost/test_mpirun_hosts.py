@@ -125,3 +125,12 @@ def test_a_rank_dying_on_another_host_is_named(two_hosts, capsys):
     assert [r.stdout for r in ip.user_ns["gone"]] == [f"up {r}\n" for r in range(4)]
     out = capsys.readouterr().out
     assert "rank 2 (pid" in out and "on worker1) died first" in out
+
+
+def test_allrun_through_the_engines_of_a_world_across_hosts(two_hosts, monkeypatch):
+    ip, hostfile, _ = two_hosts
+    assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\npass").success
+    monkeypatch.setenv("MLP_MAGIC_SSH", "/nonexistent/ssh")  # only the engines can answer now
+    assert ip.run_cell(f"%allrun --hostfile {hostfile} -o names hostname").success
+    names = ip.user_ns["names"]
+    assert [(r.host, r.stdout) for r in names] == [("worker0", "worker0\n"), ("worker1", "worker1\n")]
