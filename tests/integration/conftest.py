@@ -15,3 +15,12 @@ def child_pids() -> set:
 def run(ip, cell: str):
     """Run a cell; return the exception raised in it, or None."""
     return ip.run_cell(cell).error_in_exec
+
+
+def timed_run(ip, cell: str):
+    """Run a cell; return (the exception raised in it or None, seconds it took)."""
+    import time
+
+    started = time.monotonic()
+    error = run(ip, cell)
+    return error, time.monotonic() - started

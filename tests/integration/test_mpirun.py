@@ -7,7 +7,7 @@ import pytest
 from mlp_magic import mpirun_command
 from mlp_magic.errors import MlpMagicError
 
-from .conftest import child_pids, run
+from .conftest import child_pids, run, timed_run
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -99,10 +99,8 @@ def test_rank_zero_rich_output_is_displayed(ip, capsys):
 
 
 def test_timeout_returns_and_names_running_ranks(ip, capsys):
-    started = time.monotonic()
-    error = run(ip, "%%mpirun --timeout 2 -o slow\nimport time\n"
-                    "if rank != 0:\n    time.sleep(60)\nprint('quick')")
-    elapsed = time.monotonic() - started
+    error, elapsed = timed_run(ip, "%%mpirun --timeout 2 -o slow\nimport time\n"
+                                   "if rank != 0:\n    time.sleep(60)\nprint('quick')")
     assert elapsed < 8, elapsed
     assert "timeout on ranks 1-3" in str(error)
     assert [r.status for r in ip.user_ns["slow"]] == ["ok", "timeout", "timeout", "timeout"]

@@ -11,7 +11,7 @@ import pytest
 from mlp_magic import mpirun_command
 from mlp_magic.stack_report import format_stack
 
-from .conftest import child_pids, run
+from .conftest import child_pids, run, timed_run
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -37,10 +37,8 @@ def _summary(capsys) -> str:
 
 def test_a_rank_skipping_a_barrier_is_diagnosed(fresh_world, capsys):
     ip = fresh_world
-    started = time.monotonic()
-    error = run(ip, "%%mpirun --timeout 5\nprint('before')\n"
-                    "if rank != 1:\n    comm.Barrier()\nprint('after')")
-    elapsed = time.monotonic() - started
+    error, elapsed = timed_run(ip, "%%mpirun --timeout 5\nprint('before')\n"
+                                   "if rank != 1:\n    comm.Barrier()\nprint('after')")
     assert elapsed < 10, elapsed
     assert "timeout on ranks 0,2-3" in str(error)
     out = _summary(capsys)
@@ -69,9 +67,8 @@ def test_ctrl_c_interrupts_every_rank_quickly(fresh_world, capsys):
     ip = fresh_world
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
-    started = time.monotonic()
-    error = run(ip, "%%mpirun -o slept\nimport time\nprint('sleeping', flush=True)\ntime.sleep(60)")
-    elapsed = time.monotonic() - started
+    error, elapsed = timed_run(ip, "%%mpirun -o slept\nimport time\n"
+                                   "print('sleeping', flush=True)\ntime.sleep(60)")
     timer.join()
     assert elapsed < 1.0 + 2.0, elapsed  # returns within 2 s of the Ctrl-C
     assert "interrupted on ranks 0-3" in str(error)
@@ -85,10 +82,8 @@ def test_ctrl_c_interrupts_every_rank_quickly(fresh_world, capsys):
 
 def test_a_dying_rank_is_reported_quickly_with_the_others_output(fresh_world, capsys):
     ip = fresh_world
-    started = time.monotonic()
-    error = run(ip, "%%mpirun -o died\nimport os, time\nprint('alive', rank, flush=True)\n"
-                    "time.sleep(0.5)\nif rank == 2:\n    os._exit(3)\ntime.sleep(60)")
-    elapsed = time.monotonic() - started
+    error, elapsed = timed_run(ip, "%%mpirun -o died\nimport os, time\nprint('alive', rank, flush=True)\n"
+                                   "time.sleep(0.5)\nif rank == 2:\n    os._exit(3)\ntime.sleep(60)")
     assert elapsed < 5 + 0.5, elapsed
     assert "died" in str(error)
     died = ip.user_ns["died"]
