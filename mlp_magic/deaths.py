@@ -3,8 +3,19 @@ from __future__ import annotations
 
 import re
 
-# Each engine's nanny logs its parent's death; the first such line names the first rank to go.
-_NANNY_DEATH = re.compile(r"Parent (\d+) exited with status")
+# What the launchers say about the first process to fail, most authoritative first. Each names the
+# MPI rank (our rank) directly, whatever host it ran on and however late its host's lines arrived.
+_LAUNCHER_NAMES_RANK = (
+    # OpenMPI 4/5, a signal or an abort: "process rank 2 with PID 77 on node worker1 exited on signal 9"
+    re.compile(r"process\s+rank\s+(\d+)\s+with\s+PID", re.IGNORECASE),
+    # OpenMPI 4/5, a non-zero exit: "The first process to do so was: Process name: [prterun-x@1,2]"
+    re.compile(r"first process to do so was:\s*Process name:\s*\[[^\]]*?,(\d+)\]", re.IGNORECASE),
+    # MPICH's hydra: "=   RANK 2 PID 77 RUNNING AT worker1"
+    re.compile(r"RANK\s+(\d+)\s+PID\s+\d+\s+RUNNING AT"),
+)
+# Else each engine's nanny notices its engine's end; the first such line names the first to go.
+# (Either of its two lines may come first, and a nanny killed right after writes only one.)
+_NANNY_SAW_END = re.compile(r"(?:Parent|Pipe closed, parent) (\d+) (?:exited|has status)")
 # What the MPI launchers themselves say when a rank ends badly.
 _LAUNCHER_LINES = re.compile(
     r"(exited on signal|non-zero status|Exit code:|Process name:|killed|Segmentation fault"
@@ -13,9 +24,23 @@ _LAUNCHER_LINES = re.compile(
 )
 
 
-def first_dead_pid(log_text: str) -> int | None:
-    match = _NANNY_DEATH.search(log_text)
-    return int(match.group(1)) if match else None
+def launcher_named_rank(log_text: str) -> int | None:
+    for pattern in _LAUNCHER_NAMES_RANK:
+        match = pattern.search(log_text)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def first_dead_rank(log_text: str, rank_of_pid: dict) -> int | None:
+    """The launcher's word first; else the first engine whose nanny saw it end."""
+    rank = launcher_named_rank(log_text)
+    if rank is not None:
+        return rank
+    for match in _NANNY_SAW_END.finditer(log_text):
+        if int(match.group(1)) in rank_of_pid:
+            return rank_of_pid[int(match.group(1))]
+    return None
 
 
 def launcher_report(log_text: str, limit: int = 6) -> list:
@@ -24,9 +49,9 @@ def launcher_report(log_text: str, limit: int = 6) -> list:
 
 
 def death_note(log_text: str, rank_of_pid: dict, host_of_rank) -> str:
-    pid = first_dead_pid(log_text)
-    rank = rank_of_pid.get(pid)
-    who = (f"rank {rank} (pid {pid} on {host_of_rank(rank)}) died first"
+    rank = first_dead_rank(log_text, rank_of_pid)
+    pid_of_rank = {r: pid for pid, r in rank_of_pid.items()}
+    who = (f"rank {rank} (pid {pid_of_rank.get(rank, '?')} on {host_of_rank(rank)}) died first"
            if rank is not None else "a rank's process exited")
     detail = "; ".join(launcher_report(log_text))
     return (f"{who} during the cell" + (f" [{detail}]" if detail else "")

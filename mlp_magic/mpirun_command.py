@@ -237,11 +237,12 @@ def _finish(run: CellRun, outcome: str) -> list:
 
 
 def _death_note(world: World) -> str:
-    from .deaths import death_note, first_dead_pid, launcher_report
+    from .deaths import death_note, launcher_named_rank
 
-    deadline = time.monotonic() + 2.0  # the launcher writes what it saw a moment after
+    # The launcher names the first rank to fail once the job has ended, a moment after we notice.
+    deadline = time.monotonic() + (2.0 if world.mpi is not None else 0.3)  # plain engines: nannies only
     log_text = world.launcher_log()
-    while not (first_dead_pid(log_text) and launcher_report(log_text)) and time.monotonic() < deadline:
+    while launcher_named_rank(log_text) is None and time.monotonic() < deadline:
         time.sleep(0.1)
         log_text = world.launcher_log()
     rank_of_pid = {identity["pid"]: rank for rank, identity in world.identities.items()}
