@@ -56,7 +56,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises one MlpMagicError instead of printing usage and exiting."""
 
     def error(self, message):  # noqa: D401 - argparse hook
-        raise MlpMagicError(f"{self.prog}: {message}") from None  # one error, not argparse's chain
+        # One line, not argparse's chain; a value holding a newline shows it as \n.
+        raise MlpMagicError(f"{self.prog}: " + message.replace("\n", "\\n")) from None
 
     def exit(self, status=0, message=None):
         raise MlpMagicError(f"{self.prog}: {message or 'stopped'}".strip()) from None

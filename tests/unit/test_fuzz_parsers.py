@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from mlp_magic.errors import MlpMagicError
@@ -292,6 +292,7 @@ USER_NS = {"n": 2, "bad": Unprintable(), "NP": "shadowed"}
 
 @FUZZ
 @given(line=st.lists(GOOD_OPTIONS, max_size=5).map(" ".join) | argument_lines() | st.text(max_size=60))
+@example(line="'\n0'")   # a quoted newline in a stray argument: still a one-line message
 def test_parse_mpirun_args(line):
     args, message = only_our_error(parse_mpirun_args, line, ENV, USER_NS)
     if message is not None:
