@@ -8,7 +8,11 @@ whole commands (interpreter start included for every tool):
   needs a full ssh handshake, as the peers do;
 - the same call again (warm): the ssh connections of the cold call are reused;
 - each peer found: ``parallel-ssh``/``pssh`` (Debian package pssh) and ``clush`` (pip
-  ClusterShell; on PATH or $CLUSH), all through the same ssh config.
+  ClusterShell; on PATH or $CLUSH), all through the same ssh config. parallel-ssh runs twice:
+  as installed (Debian's python3, built with PGO and LTO) and under this benchmark's python,
+  the one allrun runs under, so that the interpreter's own speed is told apart from the tool's.
+allrun runs as its console script, as users call it. ``--hosts 1`` shows the latency-bound
+case; with 8 hosts on a 2-core machine the handshakes' CPU is the bound.
 Every run's output is checked (each host's own hostname). The last line is one JSON object
 with the medians and the ratios: goals are cold <= 1.0x the best peer, second call <= 0.3x cold,
 and ``%allrun`` through a live World's engines (timed in the kernel) <= 0.1x cold.
@@ -54,11 +58,32 @@ def find_peers(bed, hostfile: str) -> dict:
         path = shutil.which(name)
         if path and "parallel-ssh" not in peers:
             peers["parallel-ssh"] = [path, "-h", hostfile, "-x", f"-F {bed.ssh_config}", "-i", COMMAND]
+            if _is_python_script(path):
+                peers["parallel-ssh@same-python"] = [sys.executable, *peers["parallel-ssh"]]
     clush = os.environ.get("CLUSH") or shutil.which("clush")
     if clush:
         nodes = f"worker[0-{bed.count - 1}]"
         peers["clush"] = [clush, "-o", f"-F {bed.ssh_config}", "-w", nodes, "-b", COMMAND]
     return peers
+
+
+def _is_python_script(path: str) -> bool:
+    with open(path, "rb") as handle:
+        return b"python" in handle.readline()
+
+
+def peer_env(env: dict, argv: list) -> dict:
+    """parallel-ssh under this python needs its library from the Debian package."""
+    if argv[0] != sys.executable:
+        return env
+    return {**env, "PYTHONPATH": "/usr/lib/python3/dist-packages"}
+
+
+def allrun_argv(count: int) -> list:
+    """The console script next to this python (what users type), else ``python -m``."""
+    script = os.path.join(os.path.dirname(sys.executable), "allrun")
+    start = [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "mlp_magic.cli_allrun"]
+    return [*start, "-H", f"worker[0-{count - 1}]", "--", COMMAND]
 
 
 def close_masters(bed, control: str) -> None:
@@ -75,11 +100,11 @@ def measure(bed, runs: int) -> dict:
     peers = find_peers(bed, hostfile)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLP_", "SLURM_"))}
     env["MLP_MAGIC_SSH"] = f"ssh -F {bed.ssh_config}"
-    allrun = [sys.executable, "-m", "mlp_magic.cli_allrun", "-H", f"worker[0-{bed.count - 1}]", "--", COMMAND]
+    allrun = allrun_argv(bed.count)
     timings: dict = {"allrun_cold": [], "allrun_second": [], **{name: [] for name in peers}}
     # one untimed round: host keys learned, files cached, for every tool alike
     for argv in [allrun, *peers.values()]:
-        timed(argv, {**env, "MLP_MAGIC_SSH_CONTROL_DIR": tempfile.mkdtemp(dir=bed.workdir)})
+        timed(argv, peer_env({**env, "MLP_MAGIC_SSH_CONTROL_DIR": tempfile.mkdtemp(dir=bed.workdir)}, argv))
     for _ in range(runs):
         control = tempfile.mkdtemp(prefix="cm", dir=bed.workdir)
         run_env = {**env, "MLP_MAGIC_SSH_CONTROL_DIR": control}
@@ -89,7 +114,7 @@ def measure(bed, runs: int) -> dict:
             timings[label].append(seconds)
         close_masters(bed, control)
         for name, argv in peers.items():
-            seconds, output = timed(argv, env)
+            seconds, output = timed(argv, peer_env(env, argv))
             check_output(name, output, names)
             timings[name].append(seconds)
     return {label: statistics.median(values) for label, values in timings.items()}, list(peers)
@@ -162,6 +187,9 @@ def main(argv=None) -> int:
         "peers_s": {name: round(medians[name], 4) for name in peers},
         "best_peer": best_peer,
         "cold_ratio_vs_best_peer": round(cold / medians[best_peer], 3) if best_peer else None,
+        "cold_ratio_vs_parallel_ssh_same_python": (
+            round(cold / medians["parallel-ssh@same-python"], 3)
+            if "parallel-ssh@same-python" in medians else None),
         "second_over_cold": round(second / cold, 3),
         "allrun_engines_s": round(medians["allrun_engines"], 4),
         "engines_over_cold": round(medians["allrun_engines"] / cold, 3),

@@ -11,12 +11,9 @@ and still returns every result.
 """
 from __future__ import annotations
 
-import asyncio
 import os
-import queue
-import threading
+from collections.abc import Callable, Iterator, Mapping  # not typing: its import slows the allrun CLI's start
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping
 
 from .errors import MlpMagicError
 from .results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
@@ -314,7 +311,7 @@ class Plan:
     """What one allrun does, checked before anything runs: hosts, transport settings, copy."""
 
     def __init__(self, options: AllrunOptions, env: Mapping | None = None, check_names: bool = True):
-        from . import ssh_transport as transport
+        from . import ssh_launch as transport
 
         self.options = options
         hosts, self.topology = select_hosts(options, env)
@@ -329,14 +326,72 @@ class Plan:
         # overlaps the ssh handshakes; commands wait for it).
         self.check_names = check_names
 
+    def start_early(self):
+        """Start every host's ssh now, before the event loop and asyncio's import (the CLI's cold
+        start: the handshakes, most of the time, overlap the interpreter's remaining start-up).
+        Returns the Launch for ``run_plan``, or None where the run cannot start this way."""
+        from .ssh_launch import Launch, gated
+
+        options = self.options
+        if options.copy or not options.command.strip() or options.fanout < len(self.targets):
+            return None   # a copy goes first, or hosts wait for fanout slots
+        launch = Launch(self.targets, options.command, ssh=self.ssh, local=self.local,
+                        connect_timeout=options.connect_timeout,
+                        gated=gated(self.check_names, None, options.fanout, len(self.targets)))
+        launch.start_all()
+        return launch
+
     def runner_options(self, check_names: bool) -> dict:
         options = self.options
         return dict(ssh=self.ssh, fanout=options.fanout, connect_timeout=options.connect_timeout,
                     timeout=options.timeout, local=self.local, check_names=check_names and self.check_names)
 
 
-def run_plan(plan: Plan, on_output: Callable | None = None) -> list[HostResult]:
-    """Copy (when asked), then run the command; blocking, Ctrl-C keeps partial results."""
+def run_plan(plan: Plan, on_output: Callable | None = None, start_early: bool = False) -> list[HostResult]:
+    """Copy (when asked), then run the command; blocking, Ctrl-C keeps partial results.
+    ``start_early``: start the hosts' processes before asyncio is imported (the CLI's cold start)."""
+    early, interrupted = None, False
+    try:
+        if start_early:
+            with _InterruptsDeferred() as deferred:
+                early = plan.start_early()
+                # While the handshakes run: everything the run needs, imported now, in one piece.
+                from . import grouping, render_text, ssh_transport  # noqa: F401
+                import queue, threading  # noqa: F401,E401
+            interrupted = deferred.asked   # the runner starts stopped: it stops what started
+        return _run_plan(plan, on_output, early, interrupted)
+    finally:
+        if early is not None:
+            early.stop_unclaimed()   # interrupted before the runner took them
+
+
+class _InterruptsDeferred:
+    """SIGINT and SIGTERM recorded instead of raised, in the main thread: a Ctrl-C during an
+    import would leave a module half made, and a later import of it failing."""
+
+    def __enter__(self):
+        import signal
+
+        self.asked, self.saved = False, {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self.saved[sig] = signal.signal(sig, self._record)
+            except ValueError:
+                break   # not the main thread: signals are not ours to handle
+        return self
+
+    def _record(self, signum, frame) -> None:
+        self.asked = True
+
+    def __exit__(self, *exc) -> bool:
+        import signal
+
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        return False
+
+
+def _run_plan(plan: Plan, on_output: Callable | None, early, interrupted: bool = False) -> list[HostResult]:
     from . import ssh_transport as transport
 
     options = plan.options
@@ -358,17 +413,21 @@ def run_plan(plan: Plan, on_output: Callable | None = None) -> list[HostResult]:
             targets = []   # Ctrl-C during the copy: do not go on to the command
         targets = [t for t in targets if t.name not in results]
     if targets and options.command.strip():
-        runner = transport.HostRunner(targets, options.command, outdir=options.outdir,
+        runner = transport.HostRunner(targets, options.command, outdir=options.outdir, launch=early,
                                       **plan.runner_options(check_names=not options.copy))
-        for result in run_blocking(runner, on_output):
+        for result in run_blocking(runner, on_output, interrupted):
             results[result.host] = result
     return [results.get(t.name) or HostResult(t.name, INTERRUPTED, None) for t in plan.targets]
 
 
-def run_blocking(runner, on_output: Callable | None = None) -> list[HostResult]:
+def run_blocking(runner, on_output: Callable | None = None, interrupted: bool = False) -> list[HostResult]:
     """Run a HostRunner in a worker thread's event loop; ``on_output`` is called in *this*
     thread (safe for a notebook's display). KeyboardInterrupt here interrupts the runner, which
-    then returns every result (unfinished hosts marked interrupted); a second one propagates."""
+    then returns every result (unfinished hosts marked interrupted); a second one propagates.
+    ``interrupted``: the first Ctrl-C came already (the runner starts stopped)."""
+    import queue
+    import threading
+
     lines: queue.SimpleQueue = queue.SimpleQueue()
     finished = object()
     outcome: dict = {}
@@ -386,6 +445,8 @@ def run_blocking(runner, on_output: Callable | None = None) -> list[HostResult]:
         runner.on_output = enqueue
 
     def work() -> None:
+        import asyncio
+
         try:
             outcome["results"] = asyncio.run(runner.run())
         except BaseException as error:  # handed to the calling thread
@@ -394,9 +455,12 @@ def run_blocking(runner, on_output: Callable | None = None) -> list[HostResult]:
             lines.put(finished)
 
     thread = threading.Thread(target=work, name="allrun", daemon=True)
-    thread.start()
-    _prefetch_renderers()  # while the hosts work, so the summary shows without import delay
-    interrupted = False
+    with _InterruptsDeferred() as deferred:   # until this thread waits below, where it is handled
+        thread.start()
+        _prefetch_renderers()  # while the hosts work, so the summary shows without import delay
+    if interrupted or deferred.asked:
+        interrupted = True
+        runner.request_interrupt()
     while True:
         try:
             item = lines.get(timeout=0.5)

@@ -15,7 +15,6 @@ Every error is one MlpMagicError naming the source, the line (or item) and the o
 """
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass
 
@@ -60,6 +59,8 @@ def quote(text: str, limit: int = 80) -> str:
 def _is_ipv6(name: str) -> bool:
     if ":" not in name or not _IPV6_TEXT.fullmatch(name):
         return False
+    import ipaddress  # here: most host lists have no IPv6 literal, and the CLI's start counts
+
     try:
         ipaddress.IPv6Address(name)
     except ValueError:

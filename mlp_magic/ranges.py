@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Iterable
+from collections.abc import Iterable  # not typing: its import slows the allrun CLI's start
 
 from .errors import MlpMagicError
 

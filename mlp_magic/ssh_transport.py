@@ -1,194 +1,36 @@
 """Run one shell command on many hosts through the system OpenSSH client (asyncio, bounded fanout).
 
-Each host gets one ``ssh`` child process (asyncio subprocess: epoll, no ``select()`` limit),
-at most ``fanout`` at a time, with BatchMode, ConnectTimeout, accept-new host keys and a
+Each host gets one ``ssh`` child process (see ``ssh_launch`` for its argv and remote wrapper), at
+most ``fanout`` at a time, with BatchMode, ConnectTimeout, accept-new host keys and a
 ControlMaster socket in a private 0700 directory so a second call reuses the connections.
-
-On the remote side the command runs under a small ``sh`` wrapper that
-- prints a marker line (``__mlp_allrun_started_<token>_<pid>__``) on stderr first: it is removed
-  from the output, tells "ssh could not connect" (exit 255, no marker: unreachable) apart from
-  a command that itself exited 255, and names the remote process group (sshd makes the
-  command a session leader, and the wrapper only ``exec``s), so that a timed-out or
-  interrupted command is really killed, whole group, through a second ssh: closing an ssh
-  channel does not stop a remote process that has no terminal;
-- when the host-name check still runs (see _Gate), waits for a "go" line on stdin first;
-- runs the command with bash (sh where there is no bash).
-The local machine (the embedded default) is run with a local subprocess, no ssh.
+Processes are started as plain subprocesses (possibly before the event loop exists: the CLI
+starts them ahead) and followed here: their pipes on the loop (epoll, no ``select()`` limit),
+their end through a pidfd (no thread per child).
 
 Host statuses: ok, failed (non-zero exit), timeout, unreachable, interrupted.
 """
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import re
-import resource
-import shlex
-import stat
 import time
 from typing import Callable
 
 from .errors import MlpMagicError
 from .results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
+from .ssh_launch import (KILLER, Launch, Target, as_targets, check_copy_source, copy_command, destination,
+                         find_program, gated, raise_nofile_limit, remote_command, signal_group, ssh_argv,
+                         ssh_options)
 
-CONTROL_DIR_ENV = "MLP_MAGIC_SSH_CONTROL_DIR"
-LOCAL_NAMES = ("localhost", "127.0.0.1")
 DEFAULT_MAX_BYTES = 8 << 20       # output kept in memory per stream per host (--outdir keeps all)
 KILL_GRACE = 2.0                  # seconds between TERM and KILL of a remote process group
 CONNECT_GRACE = 2.0               # beyond ConnectTimeout, for authentication and session start
 VERIFY_AFTER = 1.0                # a host neither connected nor failed by then: check its name
 _UNRESOLVED = re.compile(r"[Cc]ould not resolve hostname")
 _CHUNK = 65536
-_UNIX_PATH_MAX = 104              # sun_path, less ssh's own temporary suffix margin below
-# A host name or IP literal, an optional user; nothing a shell would interpret.
-_SAFE_HOST = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_])?$|^\[?[0-9A-Fa-f:.]+\]?$")
-_SAFE_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 OutputCallback = Callable[[str, str, str], None]   # (host, "stdout"|"stderr", line)
-
-# Runs as the remote login shell's command, exec'd, so $$ stays the session leader's pid (its
-# process group). $1 = token, $2 = the user's command. Only execs: no process is added.
-_WRAPPER = (
-    'echo "__mlp_allrun_started_$1_$$__" >&2; '
-    'if command -v bash >/dev/null 2>&1; then exec bash -c "$2"; fi; exec sh -c "$2"'
-)
-# The same, but the command waits for a "go" line on stdin (the host-name check runs meanwhile);
-# end of input instead means "abort": nothing runs.
-_GATED_WRAPPER = _WRAPPER.replace('>&2; ', '>&2; IFS= read -r go && [ "$go" = go ] || exit 0; ', 1)
-# Signals a remote process group. $1 = its id, $2 = TERM or KILL.
-_KILLER = 'kill -0 -"$1" 2>/dev/null || exit 0; kill -"$2" -"$1" 2>/dev/null; exit 0'
-
-
-# ------------------------------------------------------------------------- host names
-
-
-class Target:
-    """One host to reach: its display name, and how ssh addresses it."""
-
-    __slots__ = ("name", "user", "port")
-
-    def __init__(self, name: str, user: str | None = None, port: int | None = None):
-        self.name, self.user, self.port = name, user, port
-
-    @property
-    def is_local(self) -> bool:
-        return self.name in LOCAL_NAMES and self.port is None and self.user is None
-
-
-def as_target(host) -> Target:
-    """A host name (``[user@]name``) or an object with ``.name`` (``.user``, ``.port``) -> Target,
-    refusing anything a shell would interpret."""
-    if isinstance(host, str):
-        user, _, name = host.rpartition("@") if "@" in host else (None, "", host)
-        port = None
-    else:
-        name = getattr(host, "name", None)
-        user, port = getattr(host, "user", None), getattr(host, "port", None)
-    if not isinstance(name, str) or not _SAFE_HOST.match(name):
-        raise MlpMagicError(f"invalid host name {name!r}: letters, digits, '.', '-', '_' only")
-    if user is not None and not _SAFE_USER.match(user):
-        raise MlpMagicError(f"invalid user name {user!r} for host {name!r}")
-    if port is not None and not (isinstance(port, int) and 0 < port < 65536):
-        raise MlpMagicError(f"invalid ssh port {port!r} for host {name!r}")
-    return Target(name, user, port)
-
-
-def as_targets(hosts) -> list[Target]:
-    targets = [as_target(h) for h in hosts]
-    if not targets:
-        raise MlpMagicError("no hosts to run on (the host list is empty)")
-    seen: set[str] = set()
-    for target in targets:
-        if target.name in seen:
-            raise MlpMagicError(f"host {target.name!r} is listed twice")
-        seen.add(target.name)
-    return targets
-
-
-def find_program(name: str) -> str | None:
-    """``shutil.which`` without importing shutil (allrun's start-up time counts)."""
-    if os.sep in name:
-        return name if os.access(name, os.X_OK) and not os.path.isdir(name) else None
-    for folder in os.get_exec_path():
-        path = os.path.join(folder, name)
-        if os.access(path, os.X_OK) and not os.path.isdir(path):
-            return path
-    return None
-
-
-def ssh_argv(ssh) -> list[str]:
-    """``--ssh`` as given (a string or a sequence) -> argv list."""
-    if isinstance(ssh, str):
-        try:
-            argv = shlex.split(ssh)
-        except ValueError as err:
-            raise MlpMagicError(f"--ssh: cannot split {ssh!r}: {err}") from None
-    else:
-        argv = [str(a) for a in ssh]
-    if not argv:
-        raise MlpMagicError("--ssh: empty ssh command")
-    return argv
-
-
-# ------------------------------------------------------------------------- control dir
-
-
-def control_dir(path: str | None = None) -> str:
-    """The private directory of ControlMaster sockets: made 0700, refused when not ours."""
-    path = path or os.environ.get(CONTROL_DIR_ENV) or os.path.join(
-        os.environ.get("TMPDIR") or "/tmp", f"mlp_magic-ssh-{os.getuid()}")
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        info = os.lstat(path)
-    except OSError as err:
-        raise MlpMagicError(f"ssh control directory {path!r}: {err.strerror}") from None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise MlpMagicError(f"ssh control directory {path!r} is not a directory owned by you")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(path, 0o700)
-    return path
-
-
-def _ssh_options(connect_timeout: float, control: str | None) -> list[str]:
-    options = [
-        "-o", "BatchMode=yes",
-        "-o", f"ConnectTimeout={max(1, math.ceil(connect_timeout))}",
-        "-o", "StrictHostKeyChecking=accept-new",
-        # A persisted master whose host went away must not hang later calls forever.
-        "-o", f"ServerAliveInterval={max(1, math.ceil(connect_timeout / 3))}",
-        "-o", "ServerAliveCountMax=3",
-        "-T",
-    ]
-    if control and len(control) + 42 + 20 < _UNIX_PATH_MAX:
-        options += ["-o", "ControlMaster=auto", "-o", "ControlPersist=60",
-                    "-o", f"ControlPath={control}/%C"]
-    else:  # no room for a socket path: connect without reuse
-        options += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
-    return options
-
-
-def _remote_command(script: str, *args: str) -> str:
-    """What ssh hands the remote login shell: ``exec sh -c SCRIPT ARGS...``, every word quoted."""
-    return "exec sh -c " + " ".join(shlex.quote(word) for word in (script, *args))
-
-
-def _destination(target: Target) -> list[str]:
-    args = ["-p", str(target.port)] if target.port else []
-    args += ["-l", target.user] if target.user else []
-    return args + ["--", target.name]
-
-
-def raise_nofile_limit(needed: int) -> None:
-    """Lift the soft RLIMIT_NOFILE toward the hard limit when the fanout needs more descriptors."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < needed:
-        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-        except (ValueError, OSError):
-            pass  # keep going; the semaphore still bounds what we open
-
 
 # ------------------------------------------------------------------------- output capture
 
@@ -264,6 +106,81 @@ async def _pump(reader: asyncio.StreamReader, stream: _Stream) -> None:
     stream.close()
 
 
+# ------------------------------------------------------------------------- a started process
+
+
+class _Child:
+    """A process started by Launch (a plain Popen), followed on the running loop: its stdout and
+    stderr as StreamReaders, its end through a pidfd (no thread per child, unlike asyncio's own
+    subprocesses before Python 3.12)."""
+
+    def __init__(self, popen):
+        self.popen, self.pid = popen, popen.pid
+        self.stdout = self.stderr = None
+        self._transports: list = []
+
+    async def attach(self) -> None:
+        self.stdout = await self._reader(self.popen.stdout)
+        self.stderr = await self._reader(self.popen.stderr)
+
+    async def _reader(self, pipe) -> asyncio.StreamReader:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        transport, _ = await loop.connect_read_pipe(lambda: protocol, pipe)
+        self._transports.append(transport)
+        return reader
+
+    async def wait(self) -> int:
+        code = self.popen.poll()
+        if code is not None:
+            return code
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):   # no pidfd (not Linux, or before 5.3): look now and then
+            delay = 0.001
+            while self.popen.poll() is None:
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, 0.05)
+            return self.popen.returncode
+        loop = asyncio.get_running_loop()
+        ended = loop.create_future()
+        loop.add_reader(pidfd, lambda: ended.done() or ended.set_result(None))
+        try:
+            await ended   # readable once the process has ended, reaped or not
+        finally:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+        return self.popen.wait()
+
+    def end_input(self, data: bytes = b"") -> None:
+        """Write ``data`` (a few bytes into an empty pipe: never blocks) and close stdin, if open."""
+        stdin = self.popen.stdin
+        if stdin is None or stdin.closed:
+            return
+        try:
+            if data:
+                stdin.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # ssh already exited (e.g. unreachable): its result says so
+        finally:
+            stdin.close()
+
+    def kill(self) -> None:
+        if self.popen.poll() is None:
+            try:
+                self.popen.kill()
+            except ProcessLookupError:
+                pass
+
+    def close_pipes(self) -> None:
+        """Stop reading (its pipes may be held open by a ControlMaster it started)."""
+        for transport in self._transports:
+            transport.close()
+        self.end_input()
+        self.popen.poll()
+
+
 # ------------------------------------------------------------------------- the runner
 
 
@@ -281,27 +198,26 @@ class HostRunner:
                  on_output: OutputCallback | None = None, control: str | None = None,
                  local: bool | None = None, outdir: str | None = None,
                  stdin_path: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
-                 check_names: bool = False):
-        if not isinstance(command, str) or not command.strip():
-            raise MlpMagicError("no command to run")
+                 check_names: bool = False, launch: Launch | None = None):
+        """``launch``: a Launch of these hosts and this command whose processes may already run
+        (``Launch.start_all``); its ssh, control, local, stdin and connect-timeout settings apply."""
         if not isinstance(fanout, int) or fanout < 1:
             raise MlpMagicError(f"fanout must be a positive integer, got {fanout!r}")
-        if not connect_timeout > 0:
-            raise MlpMagicError(f"connect timeout must be positive, got {connect_timeout!r}")
         if timeout is not None and not timeout > 0:
             raise MlpMagicError(f"timeout must be positive, got {timeout!r}")
-        self.targets = as_targets(hosts)
-        self.command = command
-        self.local = (len(self.targets) == 1 and self.targets[0].is_local) if local is None else local
-        self.ssh = [] if self.local else ssh_argv(ssh)
-        self.fanout, self.connect_timeout, self.timeout = fanout, connect_timeout, timeout
+        targets = as_targets(hosts)
+        if launch is None:
+            launch = Launch(targets, command, ssh=ssh, connect_timeout=connect_timeout, control=control,
+                            local=local, stdin_path=stdin_path,
+                            gated=gated(check_names, stdin_path, fanout, len(targets)))
+        elif launch.command != command or [t.name for t in launch.targets] != [t.name for t in targets]:
+            raise ValueError("HostRunner: the launch was made for other hosts or another command")
+        self.launch = launch
+        self.targets, self.command, self.local = launch.targets, command, launch.local
+        self.ssh, self.control, self.stdin_path = launch.ssh, launch.control, launch.stdin_path
+        self.fanout, self.connect_timeout, self.timeout = fanout, launch.connect_timeout, timeout
         self.on_output, self.outdir, self.max_bytes = on_output, outdir, max_bytes
-        self.stdin_path = stdin_path
-        if self.ssh and find_program(self.ssh[0]) is None:
-            raise MlpMagicError(f"--ssh: cannot find the command {self.ssh[0]!r}")
-        self.control = None if self.local else control_dir(control)
         self.check_names = check_names and not self.local
-        self.token = os.urandom(8).hex()
         self._gate: _Gate | None = None
         self.results = [HostResult(t.name, status=INTERRUPTED, exit_code=None) for t in self.targets]
         self._stop: asyncio.Event | None = None
@@ -332,12 +248,11 @@ class HostRunner:
         raise_nofile_limit(8 * min(self.fanout, len(self.targets)) + 256)
         if self.outdir:
             os.makedirs(self.outdir, exist_ok=True)
-        if self.check_names:
-            if self.stdin_path or self.fanout < len(self.targets):
-                # stdin carries a file, or hosts wait for fanout slots: check first, then run
-                await check_names(self.targets, self.ssh, self.connect_timeout)
-            else:
-                self._gate = _Gate(self)   # connect meanwhile; commands wait for the verdict
+        if self.launch.gated:
+            self._gate = _Gate(self)   # connect meanwhile; commands wait for the verdict
+        elif self.check_names:
+            # stdin carries a file, or hosts wait for fanout slots: check first, then run
+            await check_names(self.targets, self.ssh, self.connect_timeout)
         limit = asyncio.Semaphore(self.fanout)
         tasks = [asyncio.ensure_future(self._run_host(i, limit)) for i in range(len(self.targets))]
         try:
@@ -351,6 +266,7 @@ class HostRunner:
         finally:
             if self._gate is not None:
                 self._gate.close()
+            self.launch.stop_unclaimed()   # started ahead for a host that never ran (cannot happen)
         if self._gate is not None and self._gate.refusal() is not None:
             raise self._gate.refusal()   # a bad host name: no command ran anywhere
         for task in tasks:
@@ -363,14 +279,14 @@ class HostRunner:
     async def _run_host(self, index: int, limit: asyncio.Semaphore) -> None:
         target = self.targets[index]
         async with limit:
-            if self._stop.is_set():
-                return  # stays "interrupted", never started
+            if self._stop.is_set() and index not in self.launch.started:
+                return  # stays "interrupted", never started (one started ahead is stopped below)
             start = time.monotonic()
             out = self._stream(target.name, "stdout", None)
-            err = self._stream(target.name, "stderr", self._marker(index))
+            err = self._stream(target.name, "stderr", self.launch.marker(index))
             status, code = INTERRUPTED, None
             try:
-                status, code = await self._execute(index, f"{self.token}{index}", out, err)
+                status, code = await self._execute(index, out, err)
             finally:  # also when cancelled: keep what arrived
                 out.close()
                 err.close()
@@ -382,16 +298,14 @@ class HostRunner:
                 self.results[index] = HostResult(target.name, status, code, out.text(), stderr,
                                                  time.monotonic() - start)
 
-    def _marker(self, index: int) -> bytes | None:
-        return None if self.local else f"__mlp_allrun_started_{self.token}{index}_".encode()
-
     def _stream(self, host: str, name: str, marker: bytes | None) -> _Stream:
         path = os.path.join(self.outdir, f"{host}.{name}") if self.outdir else None
         return _Stream(host, name, self.on_output, self.max_bytes, path, marker)
 
-    async def _execute(self, index: int, token: str, out: _Stream, err: _Stream) -> tuple[str, int | None]:
+    async def _execute(self, index: int, out: _Stream, err: _Stream) -> tuple[str, int | None]:
         target = self.targets[index]
-        proc = await self._spawn(target, token)
+        proc = _Child(self.launch.start(index))
+        await proc.attach()
         spawned = time.monotonic()
         drained = asyncio.ensure_future(self._drain(proc, out, err))
         stopper = asyncio.ensure_future(self._stop.wait())
@@ -408,6 +322,7 @@ class HostRunner:
         finally:
             stopper.cancel()
             started.cancel()
+            proc.end_input()  # a gated wrapper still waiting reads the end of input: nothing runs
         if status is None:
             code = drained.result()
             return (OK if code == 0 else FAILED), code
@@ -430,13 +345,7 @@ class HostRunner:
                 gate.exited(index, err.text())
                 reported = True
         passed = gate.refusal() is None
-        try:
-            if passed:
-                proc.stdin.write(b"go\n")
-                await proc.stdin.drain()
-            proc.stdin.close()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # ssh already exited (e.g. unreachable): its result says so
+        proc.end_input(b"go\n" if passed else b"")
         return None if passed else INTERRUPTED
 
     async def _watch(self, drained, stopper, started, spawned: float) -> str | None:
@@ -461,32 +370,8 @@ class HostRunner:
             if not started.done() and connect_deadline is not None and now >= connect_deadline:
                 return UNREACHABLE
 
-    async def _spawn(self, target: Target, token: str) -> asyncio.subprocess.Process:
-        if self.stdin_path:
-            stdin = open(self.stdin_path, "rb")
-        else:
-            stdin = asyncio.subprocess.PIPE if self._gate is not None else asyncio.subprocess.DEVNULL
-        try:
-            if self.local:
-                argv = ["sh", "-c", 'if command -v bash >/dev/null 2>&1; then exec bash -c "$1"; '
-                                    'else exec sh -c "$1"; fi', "mlp_allrun", self.command]
-            else:
-                wrapper = _GATED_WRAPPER if self._gate is not None else _WRAPPER
-                remote = _remote_command(wrapper, "mlp_allrun", token, self.command)
-                argv = [*self.ssh, *_ssh_options(self.connect_timeout, self.control),
-                        *_destination(target), remote]
-            return await asyncio.create_subprocess_exec(
-                *argv, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # a terminal's Ctrl-C reaches us, not the children
-            )
-        except OSError as error:
-            raise MlpMagicError(f"cannot start {(self.ssh or ['sh'])[0]!r}: {error.strerror}") from None
-        finally:
-            if self.stdin_path:
-                stdin.close()  # the child has its own copy
-
     @staticmethod
-    async def _drain(proc, out: _Stream, err: _Stream) -> int:
+    async def _drain(proc: _Child, out: _Stream, err: _Stream) -> int:
         await asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
         return await proc.wait()
 
@@ -495,7 +380,7 @@ class HostRunner:
         output it had printed. Done means the channel closed: the remote group has exited."""
         for sig in (15, 9):
             if self.local:
-                _signal_group(proc.pid, sig)
+                signal_group(proc.pid, sig)
             elif err.saw_marker:  # the remote command started: signal its process group over ssh
                 await self._signal_remote(target, err.remote_pid, "TERM" if sig == 15 else "KILL")
             else:
@@ -505,20 +390,17 @@ class HostRunner:
                 return
         # Stop the local client. Its pipes may be held by a ControlMaster still waiting on a dead
         # connection, so stop reading them after a moment instead of waiting for their end.
-        if proc.returncode is None:
-            proc.kill()
+        proc.kill()
         await _wait_bounded(drained, 0.5)
         if not drained.done():
             drained.cancel()
-            transport = getattr(proc, "_transport", None)
-            if transport is not None:
-                transport.close()
+            proc.close_pipes()
             await asyncio.gather(drained, return_exceptions=True)
 
     async def _signal_remote(self, target: Target, pid: int, signal_name: str) -> None:
-        remote = _remote_command(_KILLER, "mlp_allrun_kill", str(pid), signal_name)
-        argv = [*self.ssh, *_ssh_options(min(self.connect_timeout, 5.0), self.control),
-                *_destination(target), remote]
+        remote = remote_command(KILLER, "mlp_allrun_kill", str(pid), signal_name)
+        argv = [*self.ssh, *ssh_options(min(self.connect_timeout, 5.0), self.control),
+                *destination(target), remote]
         killer = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
@@ -590,13 +472,6 @@ class _Gate:
             self._clear(undecided)
 
 
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 async def _wait_bounded(future: asyncio.Future, seconds: float) -> None:
     try:
         await asyncio.wait_for(asyncio.shield(future), seconds)
@@ -623,7 +498,7 @@ async def run_on_hosts(hosts, command: str, *, ssh=("ssh",), fanout: int = 64, c
 async def _ssh_config_of(ssh: list[str], target: Target) -> dict:
     """``ssh -G``: the configuration ssh would use for this host (no connection is made)."""
     proc = await asyncio.create_subprocess_exec(
-        *ssh, "-G", *_destination(target), stdin=asyncio.subprocess.DEVNULL,
+        *ssh, "-G", *destination(target), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
     if proc.returncode != 0:
@@ -677,27 +552,6 @@ async def check_names(targets: list, ssh, timeout: float = 10.0) -> None:
     for result in results:  # the first bad host in input order
         if isinstance(result, BaseException):
             raise result
-
-
-def copy_command(src: str, dest: str) -> str:
-    """The remote shell command that stores stdin as ``dest`` (into it when it is a directory),
-    atomically, with ``src``'s permission bits."""
-    mode = format(stat.S_IMODE(os.stat(src).st_mode), "o")
-    name = os.path.basename(src)
-    return (
-        f'd={shlex.quote(dest)}; if [ -d "$d" ]; then d="${{d%/}}/"{shlex.quote(name)}; fi; '
-        'mkdir -p "$(dirname "$d")" && t="$d.mlp_part.$$" && cat >"$t" && '
-        f'chmod {mode} "$t" && mv -f "$t" "$d"'
-    )
-
-
-def check_copy_source(src: str) -> None:
-    if not os.path.exists(src):
-        raise MlpMagicError(f"--copy: no such file {src!r}")
-    if not os.path.isfile(src):
-        raise MlpMagicError(f"--copy: {src!r} is not a regular file (tar a directory first)")
-    if not os.access(src, os.R_OK):
-        raise MlpMagicError(f"--copy: cannot read {src!r}")
 
 
 async def copy_to_hosts(hosts, src: str, dest: str | None = None, **options) -> list[HostResult]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from .errors import MlpMagicError
 from .hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, parse_host_list, parse_hostfile,

@@ -269,7 +269,7 @@ def collect_over_ssh(hosts: Iterable[Any], *, ssh: Any = None, timeout: float = 
     "timeout: no answer within N s", "exit N: ...", "bad JSON: ...". Hosts beyond ``fanout``
     wait for a free connection slot, inside the same deadline.
     """
-    from ..ssh_transport import as_targets
+    from ..ssh_launch import as_targets
 
     if not timeout or timeout <= 0:
         raise MlpMagicError("GPU collect: timeout must be positive, got %r" % (timeout,))

@@ -101,6 +101,46 @@ def test_ctrl_c_returns_partial_output_and_stops_the_command():
     assert wait_gone("sleep 104") == []
 
 
+def start_and_interrupt(command: str, when) -> tuple[subprocess.Popen, str, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "mlp_magic.cli_allrun", "--", command],
+                            env=local_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    when()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=15)
+    return proc, out, err
+
+
+def test_ctrl_c_while_asyncio_is_still_imported_is_clean():
+    """The command starts before asyncio is imported; a Ctrl-C right then must neither break
+    the import in half nor leave the command running."""
+    def as_soon_as_the_command_runs():
+        deadline = time.monotonic() + 20
+        while not processes_running("sleep 104.5") and time.monotonic() < deadline:
+            time.sleep(0.001)
+    proc, out, err = start_and_interrupt("echo begun; sleep 104.5", as_soon_as_the_command_runs)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert "localhost (1) [interrupted]" in out and "begun" in out
+    assert wait_gone("sleep 104.5") == []
+
+
+@pytest.mark.parametrize("after", [0.0, 0.01, 0.02, 0.03, 0.05])
+def test_ctrl_c_at_any_moment_of_the_start_up_leaves_nothing_running(after):
+    """Early enough, the Ctrl-C stops Python before any of our code runs (its own exit status
+    and message); from then on, exit 130 without a traceback. Never a command left behind."""
+    proc, out, err = start_and_interrupt("sleep 104.6", lambda: time.sleep(after))
+    assert wait_gone("sleep 104.6") == [], (proc.returncode, err)
+    if proc.returncode == 130:
+        assert "Traceback" not in err, err
+
+
+def test_without_pidfd_the_end_of_a_command_is_still_seen(monkeypatch):
+    monkeypatch.delattr(os, "pidfd_open", raising=False)   # an older kernel
+    started = time.monotonic()
+    results = asyncio.run(run_on_hosts(["localhost"], "echo one; exit 4"))
+    assert (results[0].stdout, results[0].exit_code) == ("one\n", 4)
+    assert time.monotonic() - started < 5
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     marker = tmp_path / "ran"
     for args in (["-H", "a;b", "--", f"touch {marker}"], ["-f", "0", "--", f"touch {marker}"],

@@ -12,7 +12,7 @@ from mlp_magic.allrun import (AllrunOptions, exit_status, footer, parse_allrun_a
                               split_with_offsets)
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.results import HostResult
-from mlp_magic.ssh_transport import as_target, as_targets, ssh_argv
+from mlp_magic.ssh_launch import as_target, as_targets, ssh_argv
 
 ENV = {"HOSTS_VAR": "worker[0-1]", "HOME": "/home/me"}
 
