@@ -5,21 +5,28 @@ Kept import-light: an engine imports this module once, at World start.
 Per cell, the client appends a trailing comment ``# mlp_magic cell: <log dir>`` to the code
 (a comment changes neither line numbers nor the value of the last expression). The
 ``pre_run_cell`` hook sees it and tees sys.stdout/sys.stderr into ``<log dir>/rank<N>.stdout``
-and ``.stderr``, forwarding at most ``display_cap`` bytes per stream to the notebook. So every
-byte is on disk, and a rank that floods cannot flood the client's memory.
+and ``.stderr``, forwarding at most ``display_cap`` bytes per stream to the notebook. What is
+written below Python, to fd 1 and 2 (C code such as NCCL's logs, child processes, ``!cmd``),
+reaches the notebook through ipykernel's fd-watching thread; it is routed through the same tee.
+So every byte is on disk, and a rank that floods cannot flood the client's memory.
 """
 from __future__ import annotations
 
+import array
 import faulthandler
+import fcntl
 import os
 import signal
 import socket
 import sys
+import termios
+import threading
 import time
 import traceback
 
 CELL_TAG = "# mlp_magic cell: "
 FLUSH_SECONDS = 0.5
+FD_DRAIN_SECONDS = 0.5   # at a cell's end, at most this long for fd output still in the pipe
 # This engine's hooks and stack-dump file (module state, kept out of the user's namespace).
 _STATE: dict = {}
 
@@ -126,6 +133,8 @@ class TeeStream:
 
     def __init__(self, forward, log_path: str, cap: int):
         self._forward = forward
+        self._forward_write = _plain_write(forward)
+        self._lock = threading.Lock()   # the cell's thread and ipykernel's fd watcher both write
         self.log_path = log_path
         self.log_error = ""
         self._log = None
@@ -156,13 +165,14 @@ class TeeStream:
             self._log = None
 
     def write(self, text: str) -> int:
-        self._write_log(text)
-        self.total += len(text)
-        room = self._cap - self.forwarded
-        if room > 0:
-            piece = text if len(text) <= room else text[:room]
-            self._forward.write(piece)
+        with self._lock:
+            self._write_log(text)
+            self.total += len(text)
+            room = self._cap - self.forwarded
+            piece = text if len(text) <= room else text[:max(room, 0)]
             self.forwarded += len(piece)
+        if piece:
+            self._forward_write(piece)
         return len(text)
 
     def writelines(self, lines) -> None:
@@ -178,9 +188,11 @@ class TeeStream:
         self._forward.flush()
 
     def close_log(self) -> None:
-        if self._log is not None:
+        with self._lock:
+            log, self._log = self._log, None
+        if log is not None:
             try:
-                self._log.close()
+                log.close()
             except OSError:
                 pass
 
@@ -220,6 +232,7 @@ class CellCapture:
         if not self.active:
             return
         log_dir, saved, tees = self.active
+        _wait_for_fd_watchers(saved)   # the cell's last fd output still goes to its tees
         self.active = None
         sys.stdout, sys.stderr = saved
         error = getattr(result, "error_in_exec", None)
@@ -240,11 +253,69 @@ class CellCapture:
                 stream.flush()
 
 
+def _plain_write(stream):
+    """The stream's own class-level write: the fd routing below replaces ``write`` on the
+    engine's streams, and a tee forwarding to one must not come back through it."""
+    return type(stream).write.__get__(stream)
+
+
+def _active_tee(index: int):
+    capture = _STATE.get("capture")
+    active = capture.active if capture is not None else None
+    return active[2][index] if active else None
+
+
+def _route_fd_output(stream, index: int) -> None:
+    """ipykernel's thread that watches fd 1 or 2 passes what it reads to ``stream.write``:
+    while a tagged cell runs, send that through the cell's tee too (rank log, display cap)."""
+    watcher = getattr(stream, "watch_fd_thread", None)
+    if watcher is None or getattr(stream, "_mlp_fd_routed", False):
+        return  # no fd watching in this ipykernel (fd output then goes to the launcher's log)
+    plain = _plain_write(stream)
+
+    def write(text):
+        if threading.current_thread() is watcher:
+            try:
+                tee = _active_tee(index)
+                if tee is not None:
+                    return tee.write(text)
+            except Exception:  # the watcher thread must never die: it would stop reading the pipe
+                pass
+        return plain(text)
+
+    stream.write = write
+    stream._mlp_fd_routed = True
+
+
+def _wait_for_fd_watchers(streams) -> None:
+    """Until the fd watchers have read what the cell wrote below Python (bounded): it then
+    lands in this cell's log. One ioctl per stream when there is nothing, the usual case."""
+    deadline = None
+    for stream in streams:
+        fid = getattr(stream, "_fid", None) if getattr(stream, "_mlp_fd_routed", False) else None
+        while fid is not None and _pipe_bytes(fid):
+            deadline = deadline or time.monotonic() + FD_DRAIN_SECONDS
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.002)
+
+
+def _pipe_bytes(fid: int) -> int:
+    waiting = array.array("i", [0])
+    try:
+        fcntl.ioctl(fid, termios.FIONREAD, waiting)
+    except OSError:
+        return 0
+    return waiting[0]
+
+
 def _install_hooks(shell, rank: int, display_cap: int) -> None:
     if "capture" in _STATE:  # bootstrap again (restart of the hooks): replace, never stack
         shell.events.unregister("pre_run_cell", _STATE["capture"].pre_run_cell)
         shell.events.unregister("post_run_cell", _STATE["capture"].post_run_cell)
     capture = _STATE["capture"] = CellCapture(rank, display_cap)
+    for index, stream in enumerate((sys.stdout, sys.stderr)):
+        _route_fd_output(stream, index)
     shell.events.register("pre_run_cell", capture.pre_run_cell)
     shell.events.register("post_run_cell", capture.post_run_cell)
     _register_stack_dump()

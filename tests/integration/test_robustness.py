@@ -112,6 +112,30 @@ def test_a_flooding_rank_keeps_the_kernel_small(fresh_world):
     assert len(flood[1].stdout) < 1_100_000 and "more characters not shown" in flood[1].stdout
 
 
+def test_output_below_python_is_capped_and_logged_too(fresh_world, monkeypatch):
+    """What C code and child processes write to fd 1 (NCCL's logs, `!pip ...`) reaches the
+    notebook through ipykernel's fd watcher: it must be capped and logged like print()."""
+    ip = fresh_world
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")  # ipykernel watches no fd in engines that see it
+    assert run(ip, "%mpirun --restart") is None
+    me = psutil.Process()
+    before = me.memory_info().rss
+    error = run(ip, "%%mpirun -o flood\nimport os\nif rank == 2:\n"
+                    "    os.system('yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 60000000')\n"
+                    "    os.write(1, b'end of the c-level flood\\n')\nprint('done')")
+    growth = me.memory_info().rss - before
+    assert error is None
+    assert growth < 100 * 2**20, f"kernel grew {growth / 2**20:.0f} MB"
+    flood = ip.user_ns["flood"]
+    path = os.path.join(flood.log_dir, "rank2.stdout")
+    with open(path, "rb") as handle:
+        logged = handle.read()
+    assert len(logged) == 60_000_000 + len("end of the c-level flood\n") + len("done\n")
+    assert b"end of the c-level flood\n" in logged[-40:]
+    assert len(flood[2].stdout) < 1_100_000 and "more characters not shown" in flood[2].stdout
+    assert flood[0].stdout == "done\n"
+
+
 def test_stacks_of_an_idle_world_on_demand(fresh_world, capsys):
     world = mpirun_command.current_world()
     text, html = mpirun_command.stack_snapshot(world, list(range(4)))
