@@ -322,6 +322,8 @@ class Plan:
             raise MlpMagicError(f"--ssh: cannot find the command {self.ssh[0]!r}")
         if options.copy:
             transport.check_copy_source(options.copy[0])
+        if options.outdir:
+            _check_outdir(options.outdir)   # before anything starts
         # Unknown host names are refused by the transport before any command runs (the check
         # overlaps the ssh handshakes; commands wait for it).
         self.check_names = check_names
@@ -347,48 +349,25 @@ class Plan:
                     timeout=options.timeout, local=self.local, check_names=check_names and self.check_names)
 
 
-def run_plan(plan: Plan, on_output: Callable | None = None, start_early: bool = False) -> list[HostResult]:
-    """Copy (when asked), then run the command; blocking, Ctrl-C keeps partial results.
-    ``start_early``: start the hosts' processes before asyncio is imported (the CLI's cold start)."""
-    early, interrupted = None, False
+def _check_outdir(path: str) -> None:
     try:
-        if start_early:
-            with _InterruptsDeferred() as deferred:
-                early = plan.start_early()
-                # While the handshakes run: everything the run needs, imported now, in one piece.
-                from . import grouping, render_text, ssh_transport  # noqa: F401
-                import queue, threading  # noqa: F401,E401
-            interrupted = deferred.asked   # the runner starts stopped: it stops what started
+        os.makedirs(path, exist_ok=True)
+    except OSError as err:
+        raise MlpMagicError(f"--outdir {path!r}: {err.strerror or err}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise MlpMagicError(f"--outdir {path!r}: not writable")
+
+
+def run_plan(plan: Plan, on_output: Callable | None = None, early=None,
+             interrupted: bool = False) -> list[HostResult]:
+    """Copy (when asked), then run the command; blocking, Ctrl-C keeps partial results.
+    ``early``: the Launch of ``plan.start_early()``, its processes already running;
+    ``interrupted``: a Ctrl-C came before (the runners start stopped, and stop what started)."""
+    try:
         return _run_plan(plan, on_output, early, interrupted)
     finally:
         if early is not None:
-            early.stop_unclaimed()   # interrupted before the runner took them
-
-
-class _InterruptsDeferred:
-    """SIGINT and SIGTERM recorded instead of raised, in the main thread: a Ctrl-C during an
-    import would leave a module half made, and a later import of it failing."""
-
-    def __enter__(self):
-        import signal
-
-        self.asked, self.saved = False, {}
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                self.saved[sig] = signal.signal(sig, self._record)
-            except ValueError:
-                break   # not the main thread: signals are not ours to handle
-        return self
-
-    def _record(self, signum, frame) -> None:
-        self.asked = True
-
-    def __exit__(self, *exc) -> bool:
-        import signal
-
-        for sig, handler in self.saved.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-        return False
+            early.stop_unclaimed()   # a second Ctrl-C before the runner took them
 
 
 def _run_plan(plan: Plan, on_output: Callable | None, early, interrupted: bool = False) -> list[HostResult]:
@@ -402,7 +381,7 @@ def _run_plan(plan: Plan, on_output: Callable | None, early, interrupted: bool =
         copy = transport.HostRunner(
             targets, transport.copy_command(src, dest or os.path.abspath(src)), stdin_path=src,
             **plan.runner_options(check_names=True))
-        copied = run_blocking(copy, on_output)
+        copied = run_blocking(copy, on_output, interrupted)
         for result in copied:
             if result.status != OK:   # this host's result is the failed copy
                 result.stderr = f"allrun: --copy {src} failed\n{result.stderr}"
@@ -454,15 +433,24 @@ def run_blocking(runner, on_output: Callable | None = None, interrupted: bool = 
         finally:
             lines.put(finished)
 
+    from .interrupts import InterruptsDeferred, dropped_interrupt
+
     thread = threading.Thread(target=work, name="allrun", daemon=True)
-    with _InterruptsDeferred() as deferred:   # until this thread waits below, where it is handled
-        thread.start()
-        _prefetch_renderers()  # while the hosts work, so the summary shows without import delay
-    if interrupted or deferred.asked:
-        interrupted = True
-        runner.request_interrupt()
+    asked_before, interrupted, started = interrupted, False, False
     while True:
         try:
+            if not started:
+                # Start the worker whole (signals deferred); a Ctrl-C that came meanwhile, or as
+                # the handlers come back, is handled below like any first one.
+                with InterruptsDeferred() as deferred:
+                    thread.start()
+                    started = True
+                    _prefetch_renderers()  # while the hosts work: the summary shows at once
+                if asked_before or deferred.asked:
+                    asked_before = False
+                    raise KeyboardInterrupt
+            if dropped_interrupt():   # one CPython dropped (the CLI notices them)
+                raise KeyboardInterrupt
             item = lines.get(timeout=0.5)
         except queue.Empty:
             continue

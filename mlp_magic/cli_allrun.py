@@ -10,6 +10,7 @@ import signal
 import sys
 
 from .errors import MlpMagicError
+from .interrupts import InterruptsDeferred, notice_dropped_interrupts
 
 # Host prefix colours for live lines, cycled by host position (no red: it means failure).
 _PALETTE = ("\x1b[36m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[34m", "\x1b[96m", "\x1b[92m", "\x1b[93m")
@@ -42,25 +43,34 @@ def _terminate_as_interrupt(signum, frame):
 
 
 def main(argv: list | None = None) -> int:
-    from . import allrun
-
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        options = allrun.parse_allrun_argv(argv)
-        if options.help:
-            sys.stdout.write(allrun.USAGE)
-            return 0
-        plan = allrun.Plan(options)
-    except MlpMagicError as error:
-        return _bad_input(error)
     if threading_main():
         signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # stop the hosts' commands too
+    # Until the run's own loop waits, a Ctrl-C is recorded, not raised (see InterruptsDeferred);
+    # meanwhile the hosts' processes start, then asyncio is imported while they shake hands.
+    with InterruptsDeferred() as deferred:
+        from . import allrun
+
+        try:
+            options = allrun.parse_allrun_argv(argv)
+            if options.help:
+                sys.stdout.write(allrun.USAGE)
+                return 0
+            plan = allrun.Plan(options)
+            early = plan.start_early()
+        except MlpMagicError as error:
+            return _bad_input(error)
+        try:
+            from . import grouping, render_text, ssh_transport  # noqa: F401  (what the run needs)
+        except BaseException:
+            if early is not None:
+                early.stop_unclaimed()
+            raise
     live = None
     if not options.json and sys.stdout.isatty():
         live = LivePrinter([t.name for t in plan.targets], use_color(sys.stdout))
     try:
-        # The hosts' processes start before asyncio is imported: the handshakes overlap it.
-        results = allrun.run_plan(plan, live, start_early=True)
+        results = allrun.run_plan(plan, live, early, interrupted=deferred.asked)
     except MlpMagicError as error:
         return _bad_input(error)
     if options.json:
@@ -96,10 +106,12 @@ def threading_main() -> bool:
 
 
 def run() -> None:
-    """The console script. allrun never opens TLS, yet asyncio imports ssl (loading libssl and
-    libcrypto) just in case: leaving it out of this process takes a fifth off asyncio's import,
-    which every cold call pays."""
+    """The console script: ``main`` plus what only a process of its own may do. A Ctrl-C that
+    CPython would drop is noticed; ssl stays out (allrun never opens TLS, yet asyncio loads
+    libssl and libcrypto just in case: a fifth of its import, which every cold call pays)."""
+    notice_dropped_interrupts()
     sys.modules.setdefault("ssl", None)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)   # an inherited SIG_IGN would lose exit statuses
     try:
         code = main()
     except KeyboardInterrupt:   # before anything started, or a second Ctrl-C: no traceback
@@ -107,11 +119,11 @@ def run() -> None:
         code = allrun_exit_interrupted()
     # All is written and every child waited for: skip the interpreter's teardown of some 200
     # modules (about 10 ms, a twentieth of a cold call to one host).
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:
-        pass   # the reader went away (`allrun ... | head`): nothing more to say
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            pass   # the reader went away (`allrun ... | head`): nothing more to say there
     os._exit(code)
 
 

@@ -23,6 +23,8 @@ import resource
 import shlex
 import stat
 import subprocess
+import threading
+import time
 
 from .errors import MlpMagicError
 
@@ -227,7 +229,10 @@ class Launch:
         self.gated = gated and not self.local
         self.stdin_path = stdin_path
         self.token = os.urandom(8).hex()
-        self.started: dict = {}   # index -> Popen started ahead of the event loop
+        self.started: dict = {}     # index -> Popen started ahead, not yet taken by the runner
+        self.started_at: dict = {}  # index -> monotonic time its process started
+        self._lock = threading.Lock()   # the runner takes processes from another thread
+        self._closed = False
 
     def marker(self, index: int) -> bytes | None:
         return None if self.local else f"__mlp_allrun_started_{self.token}{index}_".encode()
@@ -246,19 +251,31 @@ class Launch:
         raise_nofile_limit(8 * len(self.targets) + 256)
         try:
             for index in range(len(self.targets)):
-                self.started[index] = self._popen(index)
+                popen = self._popen(index)
+                with self._lock:
+                    self.started[index] = popen
         except BaseException:
             self.stop_unclaimed()   # all or none
             raise
 
     def start(self, index: int) -> subprocess.Popen:
-        """Host ``index``'s process: the one started ahead, else a new one."""
-        return self.started.pop(index, None) or self._popen(index)
+        """Host ``index``'s process: the one started ahead, else a new one (never after
+        ``stop_unclaimed``: the run was abandoned)."""
+        with self._lock:
+            popen = self.started.pop(index, None)
+            if popen is None and self._closed:
+                raise MlpMagicError(f"{self.targets[index].name}: not started, the run was stopped")
+        if popen is None:
+            popen = self._popen(index)
+        return popen
 
     def stop_unclaimed(self) -> None:
-        """Processes started ahead that no runner took (it failed before): stop them."""
-        while self.started:
-            _, popen = self.started.popitem()
+        """Processes started ahead that no runner took (it failed or was abandoned): stop them;
+        start nothing after this."""
+        with self._lock:
+            self._closed = True
+            unclaimed, self.started = list(self.started.values()), {}
+        for popen in unclaimed:
             signal_group(popen.pid, 9)
             popen.wait()
             for pipe in (popen.stdin, popen.stdout, popen.stderr):
@@ -271,6 +288,7 @@ class Launch:
         else:
             stdin = subprocess.PIPE if self.gated else subprocess.DEVNULL
         try:
+            self.started_at[index] = time.monotonic()
             return subprocess.Popen(
                 self.argv(index), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 bufsize=0, start_new_session=True,  # a terminal's Ctrl-C reaches us, not the children

@@ -117,6 +117,7 @@ class _Child:
     def __init__(self, popen):
         self.popen, self.pid = popen, popen.pid
         self.stdout = self.stderr = None
+        self.status_lost = False   # reaped by someone else (SIGCHLD ignored, a waitpid(-1) reaper)
         self._transports: list = []
 
     async def attach(self) -> None:
@@ -132,17 +133,17 @@ class _Child:
         return reader
 
     async def wait(self) -> int:
-        code = self.popen.poll()
+        code = self._reap(os.WNOHANG)
         if code is not None:
             return code
         try:
             pidfd = os.pidfd_open(self.pid)
         except (AttributeError, OSError):   # no pidfd (not Linux, or before 5.3): look now and then
             delay = 0.001
-            while self.popen.poll() is None:
+            while (code := self._reap(os.WNOHANG)) is None:
                 await asyncio.sleep(delay)
                 delay = min(2 * delay, 0.05)
-            return self.popen.returncode
+            return code
         loop = asyncio.get_running_loop()
         ended = loop.create_future()
         loop.add_reader(pidfd, lambda: ended.done() or ended.set_result(None))
@@ -151,7 +152,23 @@ class _Child:
         finally:
             loop.remove_reader(pidfd)
             os.close(pidfd)
-        return self.popen.wait()
+        return self._reap(0)
+
+    def _reap(self, flags: int) -> int | None:
+        """The exit status, or None while it runs. Popen would call a child that someone else
+        reaped a success (0); it is 255 here, "status lost", as asyncio's own watchers say."""
+        if self.popen.returncode is not None:
+            return self.popen.returncode
+        try:
+            pid, status = os.waitpid(self.pid, flags)
+        except ChildProcessError:
+            self.status_lost = True
+            self.popen.returncode = 255
+            return 255
+        if pid == 0:
+            return None
+        self.popen.returncode = os.waitstatus_to_exitcode(status)
+        return self.popen.returncode
 
     def end_input(self, data: bytes = b"") -> None:
         """Write ``data`` (a few bytes into an empty pipe: never blocks) and close stdin, if open."""
@@ -167,18 +184,16 @@ class _Child:
             stdin.close()
 
     def kill(self) -> None:
-        if self.popen.poll() is None:
-            try:
-                self.popen.kill()
-            except ProcessLookupError:
-                pass
+        """SIGKILL to its process group (ssh and, say, a ProxyCommand it started)."""
+        if self.popen.returncode is None:
+            signal_group(self.pid, 9)
 
     def close_pipes(self) -> None:
         """Stop reading (its pipes may be held open by a ControlMaster it started)."""
         for transport in self._transports:
             transport.close()
         self.end_input()
-        self.popen.poll()
+        self._reap(os.WNOHANG)
 
 
 # ------------------------------------------------------------------------- the runner
@@ -281,7 +296,7 @@ class HostRunner:
         async with limit:
             if self._stop.is_set() and index not in self.launch.started:
                 return  # stays "interrupted", never started (one started ahead is stopped below)
-            start = time.monotonic()
+            start = self.launch.started_at.get(index) or time.monotonic()
             out = self._stream(target.name, "stdout", None)
             err = self._stream(target.name, "stderr", self.launch.marker(index))
             status, code = INTERRUPTED, None
@@ -306,7 +321,7 @@ class HostRunner:
         target = self.targets[index]
         proc = _Child(self.launch.start(index))
         await proc.attach()
-        spawned = time.monotonic()
+        spawned = self.launch.started_at.get(index) or time.monotonic()
         drained = asyncio.ensure_future(self._drain(proc, out, err))
         stopper = asyncio.ensure_future(self._stop.wait())
         started = asyncio.ensure_future(err.started.wait())
@@ -325,6 +340,8 @@ class HostRunner:
             proc.end_input()  # a gated wrapper still waiting reads the end of input: nothing runs
         if status is None:
             code = drained.result()
+            if proc.status_lost:
+                err._keep(b"mlp_magic: exit status lost (reaped elsewhere; is SIGCHLD ignored?)\n")
             return (OK if code == 0 else FAILED), code
         await self._kill(target, proc, err, drained)
         return status, (255 if status == UNREACHABLE else None)
