@@ -73,10 +73,20 @@ def _is_python_script(path: str) -> bool:
 
 
 def peer_env(env: dict, argv: list) -> dict:
-    """parallel-ssh under this python needs its library from the Debian package."""
+    """parallel-ssh under this python needs its library from the Debian package (that library
+    alone, not every Debian package on the path)."""
     if argv[0] != sys.executable:
         return env
-    return {**env, "PYTHONPATH": "/usr/lib/python3/dist-packages"}
+    return {**env, "PYTHONPATH": _psshlib_only()}
+
+
+def _psshlib_only() -> str:
+    folder = os.path.join(tempfile.gettempdir(), f"mlp-bench-psshlib-{os.getuid()}")
+    os.makedirs(folder, exist_ok=True)
+    link = os.path.join(folder, "psshlib")
+    if not os.path.islink(link):
+        os.symlink("/usr/lib/python3/dist-packages/psshlib", link)
+    return folder
 
 
 def allrun_argv(count: int) -> list:
