@@ -94,15 +94,20 @@ def test_a_dying_rank_is_reported_quickly_with_the_others_output(fresh_world, ca
     assert run(ip, "%%mpirun -o back\nprint('back')") is None
 
 
-def test_a_flooding_rank_keeps_the_kernel_small(fresh_world):
-    ip = fresh_world
+def run_flood(ip, cell: str) -> None:
+    """Run a flooding cell: it must succeed and grow this kernel by less than 100 MB."""
     me = psutil.Process()
     before = me.memory_info().rss
-    error = run(ip, "%%mpirun -o flood\nif rank == 1:\n    line = 'y' * 999 + '\\n'\n"
-                    "    for _ in range(200_000):\n        print(line, end='')\nprint('done')")
+    error = run(ip, cell)
     growth = me.memory_info().rss - before
     assert error is None
     assert growth < 100 * 2**20, f"kernel grew {growth / 2**20:.0f} MB"
+
+
+def test_a_flooding_rank_keeps_the_kernel_small(fresh_world):
+    ip = fresh_world
+    run_flood(ip, "%%mpirun -o flood\nif rank == 1:\n    line = 'y' * 999 + '\\n'\n"
+                  "    for _ in range(200_000):\n        print(line, end='')\nprint('done')")
     flood = ip.user_ns["flood"]
     path = os.path.join(flood.log_dir, "rank1.stdout")
     assert os.path.getsize(path) == 200_000 * 1000 + len("done\n")
@@ -118,14 +123,9 @@ def test_output_below_python_is_capped_and_logged_too(fresh_world, monkeypatch):
     ip = fresh_world
     monkeypatch.delenv("PYTEST_CURRENT_TEST")  # ipykernel watches no fd in engines that see it
     assert run(ip, "%mpirun --restart") is None
-    me = psutil.Process()
-    before = me.memory_info().rss
-    error = run(ip, "%%mpirun -o flood\nimport os\nif rank == 2:\n"
-                    "    os.system('yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 60000000')\n"
-                    "    os.write(1, b'end of the c-level flood\\n')\nprint('done')")
-    growth = me.memory_info().rss - before
-    assert error is None
-    assert growth < 100 * 2**20, f"kernel grew {growth / 2**20:.0f} MB"
+    run_flood(ip, "%%mpirun -o flood\nimport os\nif rank == 2:\n"
+                  "    os.system('yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 60000000')\n"
+                  "    os.write(1, b'end of the c-level flood\\n')\nprint('done')")
     flood = ip.user_ns["flood"]
     path = os.path.join(flood.log_dir, "rank2.stdout")
     with open(path, "rb") as handle:
