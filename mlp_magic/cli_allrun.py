@@ -61,7 +61,7 @@ def main(argv: list | None = None) -> int:
         except MlpMagicError as error:
             return _bad_input(error)
         try:
-            from . import grouping, render_text, ssh_transport  # noqa: F401  (what the run needs)
+            from . import ssh_transport  # noqa: F401  (asyncio: the run's big import, held whole)
         except BaseException:
             if early is not None:
                 early.stop_unclaimed()
@@ -83,12 +83,6 @@ def main(argv: list | None = None) -> int:
         sys.stderr.write(allrun.footer(results) + "\n")
     sys.stdout.flush()
     return allrun.exit_status(results)
-
-
-def allrun_exit_interrupted() -> int:
-    from .allrun import EXIT_INTERRUPTED
-
-    return EXIT_INTERRUPTED
 
 
 def _bad_input(error: MlpMagicError) -> int:
@@ -115,8 +109,10 @@ def run() -> None:
     try:
         code = main()
     except KeyboardInterrupt:   # before anything started, or a second Ctrl-C: no traceback
+        from .allrun import EXIT_INTERRUPTED
+
         sys.stderr.write("allrun: interrupted\n")
-        code = allrun_exit_interrupted()
+        code = EXIT_INTERRUPTED
     # All is written and every child waited for: skip the interpreter's teardown of some 200
     # modules (about 10 ms, a twentieth of a cold call to one host).
     for stream in (sys.stdout, sys.stderr):
