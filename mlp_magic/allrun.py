@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping  # not typing: its import slows the allrun CLI's start
-from dataclasses import dataclass, field
 
 from .errors import MlpMagicError
+from .records import Record, fresh
 from .results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
 
 DEFAULT_FANOUT = 64
@@ -26,8 +26,7 @@ EXIT_UNREACHABLE = 255
 LIVE_BACKLOG = 20000   # live lines waiting for the display; more are not shown live
 
 
-@dataclass
-class AllrunOptions:
+class AllrunOptions(Record):
     command: str = ""                 # the shell command (or the %%allrun cell) as one string
     hostfile: str | None = None
     hosts: str | None = None          # -H
@@ -545,11 +544,10 @@ class HostFailure(Exception):
         return [f"{type(self).__name__}: {self}"]
 
 
-@dataclass
-class AllrunOutcome:
+class AllrunOutcome(Record):
     """What ``%allrun -o NAME`` stores: the per-host results and their rendered summary."""
 
-    results: list = field(default_factory=list)
+    results: list = fresh(list)
     text: str = ""
     html: str = ""
     exit_status: int = 0

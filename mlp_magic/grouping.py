@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence, Union
 
 from .errors import MlpMagicError
+from .records import Record
 from .ranges import fold_hosts, fold_ranks
 from .results import FAILED, OK, HostResult, RankResult
 
@@ -21,8 +21,7 @@ DIFF_CONTEXT = 3
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@$")
 
 
-@dataclass(frozen=True, eq=False)
-class OutputGroup:
+class OutputGroup(Record, frozen=True, eq=False):
     """Results whose output is identical, shown once under a folded label.
 
     Compared and hashed by identity: its fields can hold megabytes of text.

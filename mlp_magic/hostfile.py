@@ -16,9 +16,9 @@ Every error is one MlpMagicError naming the source, the line (or item) and the o
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from .errors import MlpMagicError
+from .records import Record
 
 MAX_SLOTS = 1 << 20      # per host; a typo such as slots=80000000 fails here, not in a layout
 MAX_PORT = 65535
@@ -40,8 +40,7 @@ _OMPI_KEYS = {
 }
 
 
-@dataclass(frozen=True)
-class HostEntry:
+class HostEntry(Record, frozen=True):
     """One host as written in a host list."""
 
     name: str

@@ -1,7 +1,7 @@
 """What one rank (``%%mpirun``) or one host (``%allrun``) produced: plain values, no I/O."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from .records import Record, fresh
 
 # Rank statuses.
 OK = "ok"
@@ -14,8 +14,7 @@ FAILED = "failed"          # the command exited non-zero
 UNREACHABLE = "unreachable"
 
 
-@dataclass
-class RankResult:
+class RankResult(Record):
     """One rank's share of one cell."""
 
     rank: int
@@ -25,7 +24,7 @@ class RankResult:
     stderr: str = ""
     error: str = ""          # formatted traceback, plain text, when status == ERROR
     duration: float | None = None  # seconds the cell ran on this rank
-    displays: list = field(default_factory=list)  # rich outputs: list of mimebundle dicts
+    displays: list = fresh(list)  # rich outputs: list of mimebundle dicts
     truncated: bool = False  # display was capped; the log holds everything
 
     @property
@@ -33,8 +32,7 @@ class RankResult:
         return self.rank
 
 
-@dataclass
-class HostResult:
+class HostResult(Record):
     """One host's share of one ``allrun`` command."""
 
     host: str

@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
-from dataclasses import dataclass
 
 from .errors import MlpMagicError
 from .hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, parse_host_list, parse_hostfile,
                        quote, split_outside_brackets)
 from .ranges import MAX_HOSTS, MAX_RANKS
+from .records import Record
 
 LOCAL_HOST = "localhost"
 LOCAL_ADDR = "127.0.0.1"
@@ -24,8 +24,7 @@ _LOCAL_NAMES = (LOCAL_HOST, LOCAL_ADDR, "::1")
 _DIGITS = re.compile(r"[0-9]+")
 
 
-@dataclass(frozen=True)
-class Host:
+class Host(Record, frozen=True):
     name: str
     slots: int
     index: int               # NODE_RANK: position in the host list
@@ -33,8 +32,7 @@ class Host:
     user: str | None = None
 
 
-@dataclass(frozen=True)
-class Rank:
+class Rank(Record, frozen=True):
     rank: int
     host: str
     node_rank: int
@@ -42,8 +40,7 @@ class Rank:
     local_world_size: int
 
 
-@dataclass(frozen=True)
-class Topology:
+class Topology(Record, frozen=True):
     hosts: tuple
     source: str              # where it came from, for messages ("hostfile /etc/x", "local machine")
     master_addr: str
