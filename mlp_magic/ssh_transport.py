@@ -432,9 +432,11 @@ class _Gate:
     """Commands wait for a "go" until every host name is known good, so that a typo in a host
     list runs nothing anywhere, without a look-up process per host in the usual case.
 
-    A host is good once its ssh connected (the wrapper's marker arrived) or failed for another
-    reason than name resolution. Hosts still undecided after VERIFY_AFTER seconds (a host that
-    does not answer, a silent failure) are checked with ``ssh -G`` and the resolver.
+    A host is good once the local resolver knows the name ssh will look up for it (read from the
+    ssh configuration, see ``ssh_config``; usually long before its handshake ends), once its ssh
+    connected (the wrapper's marker arrived), or once ssh failed for another reason than name
+    resolution. Hosts still undecided after VERIFY_AFTER seconds (a host that does not answer, a
+    silent failure) are checked with ``ssh -G`` and the resolver.
     """
 
     def __init__(self, runner: "HostRunner"):
@@ -442,6 +444,14 @@ class _Gate:
         self.pending = set(range(len(runner.targets)))
         self.opened = asyncio.get_running_loop().create_future()
         self._verifier = asyncio.ensure_future(self._verify_later())
+        loop = asyncio.get_running_loop()
+
+        def cleared(indices: list) -> None:   # from the look-up thread
+            try:
+                loop.call_soon_threadsafe(self._clear, indices)
+            except RuntimeError:
+                pass   # the run is over
+        look_up_names_locally(runner.targets, runner.ssh, cleared)
 
     def connected(self, index: int) -> None:
         self._clear([index])
@@ -537,6 +547,60 @@ def _is_address(name: str) -> bool:
         except OSError:
             pass
     return False
+
+
+def look_up_names_locally(targets: list, ssh: list[str], report: Callable[[list], None]) -> None:
+    """In a daemon thread, ``report(indices)`` the hosts whose name, as the ssh configuration
+    maps it, is an address or known to the local resolver (what ssh will do first). Names it
+    cannot tell about are left out, never refused: their connection decides."""
+    from . import ssh_config
+
+    sources = ssh_config.config_sources(ssh)
+    if sources is None:
+        return
+    files, options = sources
+
+    def look_up() -> None:
+        names = {}
+        for index, target in enumerate(targets):
+            name = ssh_config.hostname_for(target.name, files, options, read=_read_text,
+                                           glob=_sorted_glob, home=os.path.expanduser("~"))
+            if name is not None:
+                names[index] = name
+        addresses = [index for index, name in names.items() if _is_address(name)]
+        if addresses:
+            report(addresses)
+        for index, name in names.items():
+            if index not in addresses and _resolves(name):
+                report([index])
+
+    import threading
+
+    threading.Thread(target=look_up, name="allrun-names", daemon=True).start()
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _sorted_glob(pattern: str) -> list[str]:
+    import glob
+
+    return sorted(glob.glob(pattern))
+
+
+def _resolves(name: str) -> bool:
+    import socket
+
+    try:
+        socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return False
+    return True
 
 
 async def _check_name(ssh: list[str], target: Target, timeout: float) -> None:

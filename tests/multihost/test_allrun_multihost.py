@@ -262,6 +262,26 @@ def test_run_on_hosts_api_streams_lines_live(healthy_testbed):
     assert max(firsts) < min(seconds) - 1.0   # "first" arrived before the hosts finished
 
 
+def test_names_the_ssh_config_knows_do_not_wait_for_a_silent_host(healthy_testbed, tmp_path, monkeypatch):
+    """Commands wait until every host name is known good. The bed's names map to addresses in its
+    ssh config, so they are cleared at once: the hosts that answer run while worker3 (no answer)
+    is still connecting, not after its connect timeout."""
+    import asyncio
+
+    from mlp_magic import ssh_transport
+
+    monkeypatch.setattr(ssh_transport, "VERIFY_AFTER", 30.0)   # leave the fallback look-up out
+    bed, connect_timeout = healthy_testbed, 4
+    with bed.host_blackholed(3):
+        started = time.time()
+        results = asyncio.run(ssh_transport.run_on_hosts(
+            bed.host_names(), "date +%s.%N", ssh=bed.ssh_command(), check_names=True,
+            connect_timeout=connect_timeout, control=str(tmp_path)))
+    assert [r.status for r in results] == ["ok", "ok", "ok", "unreachable"]
+    ran_after = [float(r.stdout) - started for r in results[:3]]
+    assert max(ran_after) < connect_timeout - 1, ran_after
+
+
 def make_wheel(folder, name: str = "mlpt_tiny", version: str = "1.0") -> str:
     """A minimal pure-Python wheel, built by hand (no build backend, no network)."""
     import base64
