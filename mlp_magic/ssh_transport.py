@@ -561,20 +561,25 @@ def look_up_names_locally(targets: list, ssh: list[str], report: Callable[[list]
     files, options = sources
 
     def look_up() -> None:
+        # Each config file is read, and each Include pattern globbed, once for all hosts.
+        read, glob = functools.cache(_read_text), functools.cache(_sorted_glob)
+        home = os.path.expanduser("~")
         names = {}
         for index, target in enumerate(targets):
-            name = ssh_config.hostname_for(target.name, files, options, read=_read_text,
-                                           glob=_sorted_glob, home=os.path.expanduser("~"))
+            name = ssh_config.hostname_for(target.name, files, options, read=read, glob=glob, home=home)
             if name is not None:
                 names[index] = name
-        addresses = [index for index, name in names.items() if _is_address(name)]
+        addresses = {index for index, name in names.items() if _is_address(name)}
         if addresses:
-            report(addresses)
-        for index, name in names.items():
+            report(sorted(addresses))
+        for index, name in names.items():   # the resolver may be slow (DNS): one report each
             if index not in addresses and _resolves(name):
                 report([index])
 
+    import functools
     import threading
+
+    # A thread of our own, not the loop's executor: asyncio.run would wait for a slow look-up.
 
     threading.Thread(target=look_up, name="allrun-names", daemon=True).start()
 
