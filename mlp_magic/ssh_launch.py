@@ -37,13 +37,15 @@ _SAFE_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 # Runs as the remote login shell's command, exec'd, so $$ stays the session leader's pid (its
 # process group). $1 = token, $2 = the user's command. Only execs: no process is added.
+# A marker that cannot be written (the channel closed: allrun gave up on this host) runs nothing,
+# even where SIGPIPE is ignored.
 WRAPPER = (
-    'echo "__mlp_allrun_started_$1_$$__" >&2; '
+    'echo "__mlp_allrun_started_$1_$$__" >&2 || exit 141; '
     'if command -v bash >/dev/null 2>&1; then exec bash -c "$2"; fi; exec sh -c "$2"'
 )
 # The same, but the command waits for a "go" line on stdin (the host-name check runs meanwhile);
 # end of input instead means "abort": nothing runs.
-GATED_WRAPPER = WRAPPER.replace('>&2; ', '>&2; IFS= read -r go && [ "$go" = go ] || exit 0; ', 1)
+GATED_WRAPPER = WRAPPER.replace('exit 141; ', 'exit 141; IFS= read -r go && [ "$go" = go ] || exit 0; ', 1)
 # Signals a remote process group. $1 = its id, $2 = TERM or KILL.
 KILLER = 'kill -0 -"$1" 2>/dev/null || exit 0; kill -"$2" -"$1" 2>/dev/null; exit 0'
 

@@ -27,6 +27,7 @@ DEFAULT_MAX_BYTES = 8 << 20       # output kept in memory per stream per host (-
 KILL_GRACE = 2.0                  # seconds between TERM and KILL of a remote process group
 CONNECT_GRACE = 2.0               # beyond ConnectTimeout, for authentication and session start
 VERIFY_AFTER = 1.0                # a host neither connected nor failed by then: check its name
+MARKER_GRACE = 1.0                # given up before the marker: how long it may still be on its way
 _UNRESOLVED = re.compile(r"[Cc]ould not resolve hostname")
 _CHUNK = 65536
 
@@ -118,6 +119,9 @@ class _Child:
         self.popen, self.pid = popen, popen.pid
         self.stdout = self.stderr = None
         self.status_lost = False   # reaped by someone else (SIGCHLD ignored, a waitpid(-1) reaper)
+        # Whether its remote command runs once the session starts: always, unless it is gated
+        # (stdin a pipe) and no "go" was written yet.
+        self.released = popen.stdin is None
         self._transports: list = []
 
     async def attach(self) -> None:
@@ -178,6 +182,7 @@ class _Child:
         try:
             if data:
                 stdin.write(data)
+                self.released = True
         except (BrokenPipeError, ConnectionResetError):
             pass  # ssh already exited (e.g. unreachable): its result says so
         finally:
@@ -332,7 +337,7 @@ class HostRunner:
             if status is None:
                 status = await self._watch(drained, stopper, started, spawned)
         except asyncio.CancelledError:
-            await self._kill(target, proc, err, drained)
+            await self._kill(target, proc, err, drained, INTERRUPTED)
             raise
         finally:
             stopper.cancel()
@@ -343,7 +348,7 @@ class HostRunner:
             if proc.status_lost:
                 err._keep(b"mlp_magic: exit status lost (reaped elsewhere; is SIGCHLD ignored?)\n")
             return (OK if code == 0 else FAILED), code
-        await self._kill(target, proc, err, drained)
+        await self._kill(target, proc, err, drained, status)
         return status, (255 if status == UNREACHABLE else None)
 
     async def _pass_gate(self, index: int, proc, err: _Stream, drained, started, stopper) -> str | None:
@@ -392,9 +397,16 @@ class HostRunner:
         await asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
         return await proc.wait()
 
-    async def _kill(self, target: Target, proc, err: _Stream, drained: asyncio.Future) -> None:
+    async def _kill(self, target: Target, proc, err: _Stream, drained: asyncio.Future, status: str) -> None:
         """Stop a host's command for real (TERM, then KILL after a grace period), keeping the
         output it had printed. Done means the channel closed: the remote group has exited."""
+        if not self.local and not err.saw_marker and proc.released and status != UNREACHABLE:
+            # Given up while ssh was still connecting. The command may have just started, its
+            # marker on the way: killing ssh now would leave it running, unseen (a command whose
+            # channel is gone before its marker is written never starts, see ssh_launch).
+            marker = asyncio.ensure_future(err.started.wait())
+            await asyncio.wait([drained, marker], timeout=MARKER_GRACE, return_when=asyncio.FIRST_COMPLETED)
+            marker.cancel()
         for sig in (15, 9):
             if self.local:
                 signal_group(proc.pid, sig)

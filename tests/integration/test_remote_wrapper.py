@@ -1,0 +1,55 @@
+"""The ``sh`` wrapper allrun's commands run under on each host (``ssh_launch.WRAPPER``), run here by
+a local ``sh`` exactly as a remote login shell would run ssh's command string."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import pytest
+
+from mlp_magic.ssh_launch import GATED_WRAPPER, WRAPPER, remote_command
+
+
+def run_wrapper(wrapper: str, command: str, *, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                ignore_sigpipe: bool = False, input_bytes: bytes | None = None):
+    remote = remote_command(wrapper, "mlp_allrun", "tok3", command)
+
+    def child_setup():
+        if ignore_sigpipe:
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    proc = subprocess.Popen(["sh", "-c", remote], stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
+                            start_new_session=True, preexec_fn=child_setup)
+    out, err = proc.communicate(input_bytes, timeout=20)
+    return proc, out, err
+
+
+def test_the_marker_comes_first_and_names_the_commands_process_group(tmp_path):
+    proc, out, err = run_wrapper(WRAPPER, "echo out; echo err >&2; ps -o pgid= -p $$")
+    lines = err.decode().splitlines()
+    assert lines == [f"__mlp_allrun_started_tok3_{proc.pid}__", "err"]
+    assert out.decode().split() == ["out", str(proc.pid)]   # the command runs in that group
+
+
+@pytest.mark.parametrize("ignore_sigpipe", [False, True])
+def test_a_marker_that_cannot_be_written_runs_nothing(tmp_path, ignore_sigpipe):
+    """The channel closed before the wrapper started (allrun gave up on the host): its stderr is
+    a pipe nobody reads. The command must not start, SIGPIPE ignored or not."""
+    ran = tmp_path / "ran"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc, _, _ = run_wrapper(WRAPPER, f"touch {ran}", stderr=write_end, ignore_sigpipe=ignore_sigpipe)
+    finally:
+        os.close(write_end)
+    assert not ran.exists()
+    assert proc.returncode in (141, -signal.SIGPIPE)
+
+
+@pytest.mark.parametrize("given, runs", [(b"go\n", True), (b"", False), (b"stop\n", False)])
+def test_the_gated_wrapper_runs_on_go_only(tmp_path, given, runs):
+    ran = tmp_path / "ran"
+    proc, _, err = run_wrapper(GATED_WRAPPER, f"touch {ran}", stdin=subprocess.PIPE, input_bytes=given)
+    assert err.decode().startswith("__mlp_allrun_started_tok3_")
+    assert ran.exists() == runs
+    assert proc.returncode == 0
