@@ -44,8 +44,10 @@ def _terminate_as_interrupt(signum, frame):
 
 def main(argv: list | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if threading_main():
+    try:
         signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # stop the hosts' commands too
+    except ValueError:
+        pass   # not the main thread (main() called from a program's thread): not ours to handle
     # Until the run's own loop waits, a Ctrl-C is recorded, not raised (see InterruptsDeferred);
     # meanwhile the hosts' processes start, then asyncio is imported while they shake hands.
     with InterruptsDeferred() as deferred:
@@ -91,12 +93,6 @@ def _bad_input(error: MlpMagicError) -> int:
     sys.stderr.write(text if text.startswith("allrun") else f"allrun: {text}")
     sys.stderr.write("\n")
     return 2
-
-
-def threading_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 def run() -> None:

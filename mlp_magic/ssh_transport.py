@@ -111,22 +111,22 @@ async def _pump(reader: asyncio.StreamReader, stream: _Stream) -> None:
 
 
 class _Child:
-    """A process started by Launch (a plain Popen), followed on the running loop: its stdout and
+    """A process started by Launch (``ssh_launch.Spawned``), followed on the running loop: its stdout and
     stderr as StreamReaders, its end through a pidfd (no thread per child, unlike asyncio's own
     subprocesses before Python 3.12)."""
 
-    def __init__(self, popen):
-        self.popen, self.pid = popen, popen.pid
+    def __init__(self, process):
+        self.process, self.pid = process, process.pid
         self.stdout = self.stderr = None
         self.status_lost = False   # reaped by someone else (SIGCHLD ignored, a waitpid(-1) reaper)
         # Whether its remote command runs once the session starts: always, unless it is gated
         # (stdin a pipe) and no "go" was written yet.
-        self.released = popen.stdin is None
+        self.released = process.stdin is None
         self._transports: list = []
 
     async def attach(self) -> None:
-        self.stdout = await self._reader(self.popen.stdout)
-        self.stderr = await self._reader(self.popen.stderr)
+        self.stdout = await self._reader(self.process.stdout)
+        self.stderr = await self._reader(self.process.stderr)
 
     async def _reader(self, pipe) -> asyncio.StreamReader:
         loop = asyncio.get_running_loop()
@@ -159,24 +159,24 @@ class _Child:
         return self._reap(0)
 
     def _reap(self, flags: int) -> int | None:
-        """The exit status, or None while it runs. Popen would call a child that someone else
-        reaped a success (0); it is 255 here, "status lost", as asyncio's own watchers say."""
-        if self.popen.returncode is not None:
-            return self.popen.returncode
+        """The exit status, or None while it runs. A child that someone else reaped is not a
+        success (0); it is 255 here, "status lost", as asyncio's own watchers say."""
+        if self.process.returncode is not None:
+            return self.process.returncode
         try:
             pid, status = os.waitpid(self.pid, flags)
         except ChildProcessError:
             self.status_lost = True
-            self.popen.returncode = 255
+            self.process.returncode = 255
             return 255
         if pid == 0:
             return None
-        self.popen.returncode = os.waitstatus_to_exitcode(status)
-        return self.popen.returncode
+        self.process.returncode = os.waitstatus_to_exitcode(status)
+        return self.process.returncode
 
     def end_input(self, data: bytes = b"") -> None:
         """Write ``data`` (a few bytes into an empty pipe: never blocks) and close stdin, if open."""
-        stdin = self.popen.stdin
+        stdin = self.process.stdin
         if stdin is None or stdin.closed:
             return
         try:
@@ -190,7 +190,7 @@ class _Child:
 
     def kill(self) -> None:
         """SIGKILL to its process group (ssh and, say, a ProxyCommand it started)."""
-        if self.popen.returncode is None:
+        if self.process.returncode is None:
             signal_group(self.pid, 9)
 
     def close_pipes(self) -> None:
