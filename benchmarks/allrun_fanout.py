@@ -1,6 +1,6 @@
 """allrun fan-out speed against pssh / clush on 8 namespace hosts (needs root).
 
-    python benchmarks/allrun_fanout.py [--hosts 8] [--runs 5]
+    python benchmarks/allrun_fanout.py [--hosts 8] [--runs 9]
 
 Brings up the multi-host test bed (tests/multihost/netns.py), then times, interleaved and as
 whole commands (interpreter start included for every tool):
@@ -10,7 +10,9 @@ whole commands (interpreter start included for every tool):
 - each peer found: ``parallel-ssh``/``pssh`` (Debian package pssh) and ``clush`` (pip
   ClusterShell; on PATH or $CLUSH), all through the same ssh config. parallel-ssh runs twice:
   as installed (Debian's python3, built with PGO and LTO) and under this benchmark's python,
-  the one allrun runs under, so that the interpreter's own speed is told apart from the tool's.
+  the one allrun runs under, so that the interpreter's own speed is told apart from the tool's;
+  and allrun runs cold once more under parallel-ssh's interpreter (this checkout on PYTHONPATH,
+  started as its console script is): each tool on each interpreter, the tools alone compared.
 allrun runs as its console script, as users call it. ``--hosts 1`` shows the latency-bound
 case; with 8 hosts on a 2-core machine the handshakes' CPU is the bound.
 Every run's output is checked (each host's own hostname). The last line is one JSON object
@@ -96,13 +98,31 @@ def allrun_argv(count: int) -> list:
     return [*start, "-H", f"worker[0-{count - 1}]", "--", COMMAND]
 
 
+def peer_python(peers: dict) -> str | None:
+    """The interpreter the installed parallel-ssh runs on, when it is another one than ours."""
+    argv = peers.get("parallel-ssh")
+    if not argv or not _is_python_script(argv[0]):
+        return None
+    with open(argv[0]) as handle:
+        interpreter = handle.readline()[2:].split()[0]
+    same = os.path.realpath(interpreter) == os.path.realpath(sys.executable)
+    return None if same or not os.access(interpreter, os.X_OK) else interpreter
+
+
+def allrun_on(python: str, count: int) -> list:
+    """allrun from this checkout under another interpreter, started as its console script does
+    (the allrun command needs nothing beyond the standard library)."""
+    return [python, "-c", "from mlp_magic.cli_allrun import run; run()",
+            "-H", f"worker[0-{count - 1}]", "--", COMMAND]
+
+
 def close_masters(bed, control: str) -> None:
     for name in os.listdir(control):
         subprocess.run(["ssh", "-F", bed.ssh_config, "-o", f"ControlPath={os.path.join(control, name)}",
                         "-O", "exit", "worker0"], capture_output=True, timeout=10)
 
 
-def measure(bed, runs: int) -> dict:
+def measure(bed, runs: int) -> tuple[dict, list]:
     names = bed.host_names()
     hostfile = os.path.join(bed.workdir, "pssh_hosts")
     with open(hostfile, "w") as handle:
@@ -111,23 +131,32 @@ def measure(bed, runs: int) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLP_", "SLURM_"))}
     env["MLP_MAGIC_SSH"] = f"ssh -F {bed.ssh_config}"
     allrun = allrun_argv(bed.count)
+    cold_runs = {"allrun_cold": (allrun, env)}
+    other_python = peer_python(peers)
+    if other_python:   # allrun on the interpreter parallel-ssh runs on: the tools alone compared
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        cold_runs["allrun_cold@peer-python"] = (allrun_on(other_python, bed.count),
+                                                {**env, "PYTHONPATH": repo})
     timings: dict = {"allrun_cold": [], "allrun_second": [], **{name: [] for name in peers}}
+    timings.update({label: [] for label in cold_runs})
     # one untimed round: host keys learned, files cached, for every tool alike
-    for argv in [allrun, *peers.values()]:
-        timed(argv, peer_env({**env, "MLP_MAGIC_SSH_CONTROL_DIR": tempfile.mkdtemp(dir=bed.workdir)}, argv))
+    for argv, tool_env in [*cold_runs.values(), *((argv, env) for argv in peers.values())]:
+        control = tempfile.mkdtemp(dir=bed.workdir)
+        timed(argv, peer_env({**tool_env, "MLP_MAGIC_SSH_CONTROL_DIR": control}, argv))
     for _ in range(runs):
-        control = tempfile.mkdtemp(prefix="cm", dir=bed.workdir)
-        run_env = {**env, "MLP_MAGIC_SSH_CONTROL_DIR": control}
-        for label in ("allrun_cold", "allrun_second"):
-            seconds, output = timed(allrun, run_env)
-            check_output(label, output, names)
-            timings[label].append(seconds)
-        close_masters(bed, control)
+        for label, (argv, tool_env) in cold_runs.items():
+            control = tempfile.mkdtemp(prefix="cm", dir=bed.workdir)
+            run_env = {**tool_env, "MLP_MAGIC_SSH_CONTROL_DIR": control}
+            for run_label in (label, "allrun_second") if label == "allrun_cold" else (label,):
+                seconds, output = timed(argv, run_env)
+                check_output(run_label, output, names)
+                timings[run_label].append(seconds)
+            close_masters(bed, control)
         for name, argv in peers.items():
             seconds, output = timed(argv, peer_env(env, argv))
             check_output(name, output, names)
             timings[name].append(seconds)
-    return {label: statistics.median(values) for label, values in timings.items()}, list(peers)
+    return timings, list(peers)
 
 
 def measure_engines(bed, runs: int) -> float:
@@ -168,7 +197,7 @@ def measure_engines(bed, runs: int) -> float:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=8)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args(argv)
     reason = netns.unavailable_reason()
     if reason:
@@ -181,10 +210,13 @@ def main(argv=None) -> int:
 
     compileall.compile_dir(os.path.dirname(mlp_magic.__file__), quiet=1)
     with netns.Testbed(args.hosts) as bed:
-        medians, peers = measure(bed, args.runs)
+        timings, peers = measure(bed, args.runs)
+        medians = {label: statistics.median(values) for label, values in timings.items()}
         medians["allrun_engines"] = measure_engines(bed, args.runs)
     cold, second = medians["allrun_cold"], medians["allrun_second"]
     best_peer = min(peers, key=lambda name: medians[name]) if peers else None
+    paired = statistics.median(
+        a / b for a, b in zip(timings["allrun_cold"], timings[best_peer])) if best_peer else None
     for label, value in medians.items():
         print(f"{label:>16}: {value * 1000:7.1f} ms (median of {args.runs})")
     result = {
@@ -197,9 +229,17 @@ def main(argv=None) -> int:
         "peers_s": {name: round(medians[name], 4) for name in peers},
         "best_peer": best_peer,
         "cold_ratio_vs_best_peer": round(cold / medians[best_peer], 3) if best_peer else None,
+        # The median of each round's own ratio: rounds interleave the tools, so a slow drift of
+        # a shared machine's load cancels out.
+        "cold_ratio_vs_best_peer_paired": round(paired, 3) if best_peer else None,
+        # The tools alone, each pair on one interpreter: this benchmark's python, and the one the
+        # installed parallel-ssh runs on (Debian's, built with PGO and LTO).
         "cold_ratio_vs_parallel_ssh_same_python": (
             round(cold / medians["parallel-ssh@same-python"], 3)
             if "parallel-ssh@same-python" in medians else None),
+        "cold_ratio_on_parallel_ssh_python": (
+            round(medians["allrun_cold@peer-python"] / medians["parallel-ssh"], 3)
+            if "allrun_cold@peer-python" in medians else None),
         "second_over_cold": round(second / cold, 3),
         "allrun_engines_s": round(medians["allrun_engines"], 4),
         "engines_over_cold": round(medians["allrun_engines"] / cold, 3),
