@@ -29,6 +29,13 @@ QUERY = "\n".join("%d, NVIDIA H200, 00000000:%02X:00.0, 143771, %d, %d"
 NO_GPU_HERE = not os.path.exists("/dev/nvidiactl")
 
 
+@pytest.fixture(autouse=True)
+def no_world_of_this_process(monkeypatch):
+    """These tests give the view its World, if any, themselves. A World an integration test left
+    running in this pytest process (it is reused across tests, as in a notebook) stays out."""
+    monkeypatch.setattr("mlp_magic.cluster_view._running_world", lambda: None)
+
+
 def h200(host: str = "worker0") -> HostGpus:
     return merge_query(parse_topo_matrix(H200.read_text(), host=host), parse_query_gpu(QUERY))
 
