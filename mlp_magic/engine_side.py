@@ -87,11 +87,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int) -> dict:
-    """Set the torch/MPI variables, the user-facing names, MPI and the cell hooks.
+def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
+              log_retention: tuple | None = None) -> dict:
+    """Set the torch/MPI variables, the user-facing names, MPI and the cell hooks; on each
+    host's first rank, remove old cell logs (``log_retention``: the log root and days to keep).
 
     Runs before any user code, once per World start.
     """
+    if log_retention and int(variables["LOCAL_RANK"]) == 0:
+        _prune_logs_in_background(*log_retention)
     os.environ.update({key: str(value) for key, value in variables.items()})
     from IPython import get_ipython
 
@@ -108,12 +112,27 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int) ->
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}
 
 
+def _prune_logs_in_background(root: str, days: float) -> None:
+    """This host's copy of the log root, and the fallback root ``open_rank_log`` uses."""
+    import threading
+
+    from .logs import prune
+
+    roots = dict.fromkeys([root, _own_log_root()])
+    threading.Thread(target=lambda: [prune(r, days) for r in roots], name="mlp-magic-log-retention",
+                     daemon=True).start()
+
+
+def _own_log_root() -> str:
+    return os.path.join(os.path.expanduser("~"), ".mlp_magic", "logs")
+
+
 def open_rank_log(path: str):
     """(file, path) for a rank's log: the path the client asked for, else the same cell folder
     under this host's own ~/.mlp_magic/logs (another user, another $HOME), else (None, reason).
     Logging must never raise into the user's print()."""
     cell, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
-    own_root = os.path.join(os.path.expanduser("~"), ".mlp_magic", "logs")
+    own_root = _own_log_root()
     reason = ""
     for candidate in (path, os.path.join(own_root, cell, name)):
         try:

@@ -17,7 +17,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from . import engine_side, world_state
+from . import engine_side, logs, world_state
 from .addresses import LOOPBACK, controller_ip
 from .errors import MlpMagicError
 from .launcher import ManagedProcess, engine_command, start_controller, wait_for_file
@@ -203,6 +203,8 @@ class World:
     def _bootstrap(self) -> None:
         master_port = self._master_port()
         master_addr = LOOPBACK if self.spec.topology.is_local else self.identities[0]["addr"]
+        days = logs.keep_days()
+        retention = (logs.log_root(), days) if days else None
         pending = []
         for row in self.layout:
             variables = {
@@ -216,7 +218,7 @@ class World:
                      "local_rank": row.local_rank, "node_rank": row.node_rank}
             engine = self.client[self.rank_to_engine[row.rank]]
             pending.append(engine.apply_async(engine_side.bootstrap, variables, names,
-                                              self.mpi is not None, display_cap(self.spec.np)))
+                                              self.mpi is not None, display_cap(self.spec.np), retention))
         for result in pending:
             result.get(self.start_timeout)
         self.master = (master_addr, master_port)

@@ -161,6 +161,31 @@ def test_restart_on_new_np_and_clean_stop(ip):
     assert run(ip, "%%mpirun -np 4\nprint('back')") is None  # the next tests get 4 ranks again
 
 
+def test_each_hosts_first_engine_removes_expired_cell_logs(ip, tmp_path, monkeypatch):
+    """Every host keeps its own logs: a World's start has them pruned there, by the host's first
+    engine (this kernel's own pass on its first cell is left out here)."""
+    from mlp_magic import logs
+
+    root = tmp_path / "logs"
+    monkeypatch.setenv("MLP_MAGIC_LOG_DIR", str(root))
+    monkeypatch.setenv(logs.KEEP_DAYS_ENV, "10")
+    monkeypatch.setattr(logs, "_pruned_roots", {str(root)})
+    ago = time.time() - 11 * 86400
+    expired = root / (time.strftime("%Y%m%d-%H%M%S", time.localtime(ago)) + "-77-0001")
+    kept = root / (time.strftime("%Y%m%d-%H%M%S", time.localtime(ago)) + "-77-0002")
+    for folder in (expired, kept):
+        folder.mkdir(parents=True)
+        (folder / "rank0.stdout").write_text("old\n")
+    os.utime(expired, (ago, ago))   # `kept` was changed just now: it stays
+    run(ip, "%mpirun --stop")
+    assert run(ip, "%%mpirun -np 2\npass") is None
+    deadline = time.monotonic() + 10
+    while expired.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not expired.exists() and kept.exists()
+    assert run(ip, "%%mpirun -np 4\npass") is None   # the next tests get 4 ranks again
+
+
 def test_plain_engines_without_mpi(ip, monkeypatch, capsys):
     run(ip, "%mpirun --stop")
     monkeypatch.setenv("MLP_MAGIC_MPIEXEC", "none")
