@@ -10,7 +10,9 @@ On the remote side the command runs under a small ``sh`` wrapper that
   command a session leader, and the wrapper only ``exec``s), so that a timed-out or
   interrupted command is really killed, whole group, through a second ssh: closing an ssh
   channel does not stop a remote process that has no terminal;
-- when the host-name check still runs (a "gated" start), waits for a "go" line on stdin first;
+- when its stdin is free (all but a ``--copy``), waits for a "go" line on stdin first: allrun
+  writes it once the marker arrived (and the host names were found good, when that check runs
+  alongside), so a host given up before that runs nothing, even if its session starts later;
 - runs the command with bash (sh where there is no bash).
 The local machine (the embedded default) is run with a local ``sh``, no ssh.
 """
@@ -44,8 +46,8 @@ WRAPPER = (
     'echo "__mlp_allrun_started_$1_$$__" >&2 || exit 141; '
     'if command -v bash >/dev/null 2>&1; then exec bash -c "$2"; fi; exec sh -c "$2"'
 )
-# The same, but the command waits for a "go" line on stdin (the host-name check runs meanwhile);
-# end of input instead means "abort": nothing runs.
+# The same, but the command waits for a "go" line on stdin; end of input instead means "abort":
+# nothing runs.
 GATED_WRAPPER = WRAPPER.replace('exit 141; ', 'exit 141; IFS= read -r go && [ "$go" = go ] || exit 0; ', 1)
 # Signals a remote process group. $1 = its id, $2 = TERM or KILL.
 KILLER = 'kill -0 -"$1" 2>/dev/null || exit 0; kill -"$2" -"$1" 2>/dev/null; exit 0'
@@ -182,12 +184,16 @@ def raise_nofile_limit(needed: int) -> None:
 
 def copy_command(src: str, dest: str) -> str:
     """The remote shell command that stores stdin as ``dest`` (into it when it is a directory),
-    atomically, with ``src``'s permission bits."""
-    mode = format(stat.S_IMODE(os.stat(src).st_mode), "o")
+    atomically, with ``src``'s permission bits; a transfer cut short (its input ended early: ssh
+    was stopped) leaves nothing behind."""
+    info = os.stat(src)
+    mode = format(stat.S_IMODE(info.st_mode), "o")
     name = os.path.basename(src)
     return (
         f'd={shlex.quote(dest)}; if [ -d "$d" ]; then d="${{d%/}}/"{shlex.quote(name)}; fi; '
-        'mkdir -p "$(dirname "$d")" && t="$d.mlp_part.$$" && cat >"$t" && '
+        'mkdir -p "$(dirname "$d")" && t="$d.mlp_part.$$" && cat >"$t" && n=$(($(wc -c <"$t"))) && '
+        f'if [ "$n" -ne {info.st_size} ]; then rm -f "$t"; '
+        f'echo "allrun: copy failed: $n bytes arrived, {info.st_size} expected" >&2; exit 1; fi && '
         f'chmod {mode} "$t" && mv -f "$t" "$d"'
     )
 
@@ -230,15 +236,44 @@ class Spawned:
         return self.returncode
 
 
-def spawn(argv: list, stdin_path: str | None = None, stdin_pipe: bool = False) -> Spawned:
+# Whether posix_spawn can start a child as allrun needs (spawn() finds out for good at its first
+# failure): with a session of its own, and only descriptors 0-2 (they are found in /proc).
+posix_spawn_usable = hasattr(os, "posix_spawn") and os.path.isdir("/proc/self/fd")
+
+
+def spawn(argv: list, stdin_path: str | None = None, stdin_pipe: bool = False):
     """Start ``argv`` in a session of its own (a terminal's Ctrl-C reaches us, not it) with
-    stdout and stderr on pipes, stdin from ``stdin_path``, a pipe, or /dev/null.
+    stdout and stderr on pipes, stdin from ``stdin_path``, a pipe, or /dev/null; a Spawned (or,
+    where posix_spawn cannot do all that, a subprocess.Popen: the same interface).
 
     posix_spawn, not subprocess: the CLI starts its ssh processes before anything imports
     subprocess (some 4 ms of imports, paid again by every host's handshake on a busy machine).
-    As with subprocess, the child gets descriptors 0-2 only (a stray one could keep a pipe open
-    for as long as a ControlMaster lives), a session of its own, and SIGPIPE, which Python
-    ignores, back at its default."""
+    As with subprocess, the child gets a session of its own, SIGPIPE (which Python ignores) back
+    at its default, and descriptors 0-2 only: the others that it would inherit are listed just
+    before the start and closed in the child. One that another thread makes inheritable in
+    between would leak (subprocess has no such window); ssh closes any it inherits itself."""
+    global posix_spawn_usable
+    if posix_spawn_usable:
+        try:
+            return _posix_spawn(argv, stdin_path, stdin_pipe)
+        except NotImplementedError:   # a libc without POSIX_SPAWN_SETSID, or /proc went away
+            posix_spawn_usable = False
+    return _popen(argv, stdin_path, stdin_pipe)
+
+
+def _popen(argv: list, stdin_path: str | None, stdin_pipe: bool):
+    import subprocess
+
+    stdin = open(stdin_path, "rb") if stdin_path else subprocess.PIPE if stdin_pipe else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                bufsize=0, start_new_session=True)
+    finally:
+        if stdin_path:
+            stdin.close()   # the child has its own copy
+
+
+def _posix_spawn(argv: list, stdin_path: str | None, stdin_pipe: bool) -> Spawned:
     program = find_program(argv[0])
     if program is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
@@ -273,8 +308,8 @@ def _inheritable_descriptors() -> list[int]:
     server), nor any a library marked inheritable."""
     try:
         names = os.listdir("/proc/self/fd")
-    except OSError:
-        return []   # no /proc: only what Python opened, all close-on-exec
+    except OSError:   # /proc went away since the start: spawn() falls back to subprocess
+        raise NotImplementedError("no /proc/self/fd") from None
     found = []
     for fd in map(int, names):
         try:
@@ -328,8 +363,9 @@ class Launch:
             raise MlpMagicError(f"--ssh: cannot find the command {self.ssh[0]!r}")
         self.control = None if self.local else control_dir(control)
         self.connect_timeout = connect_timeout
-        self.gated = gated and not self.local
+        self.gated = gated and not self.local   # host names checked while ssh connects
         self.stdin_path = stdin_path
+        self.waits_for_go = not self.local and not stdin_path
         self.token = os.urandom(8).hex()
         self.started: dict = {}     # index -> process started ahead, not yet taken by the runner
         self.started_at: dict = {}  # index -> monotonic time its process started
@@ -343,7 +379,7 @@ class Launch:
         if self.local:
             return ["sh", "-c", 'if command -v bash >/dev/null 2>&1; then exec bash -c "$1"; '
                                 'else exec sh -c "$1"; fi', "mlp_allrun", self.command]
-        wrapper = GATED_WRAPPER if self.gated else WRAPPER
+        wrapper = GATED_WRAPPER if self.waits_for_go else WRAPPER
         remote = remote_command(wrapper, "mlp_allrun", f"{self.token}{index}", self.command)
         return [*self.ssh, *ssh_options(self.connect_timeout, self.control),
                 *destination(self.targets[index]), remote]
@@ -360,7 +396,7 @@ class Launch:
             self.stop_unclaimed()   # all or none
             raise
 
-    def start(self, index: int) -> Spawned:
+    def start(self, index: int):
         """Host ``index``'s process: the one started ahead, else a new one (never after
         ``stop_unclaimed``: the run was abandoned)."""
         with self._lock:
@@ -384,10 +420,10 @@ class Launch:
                 if pipe is not None:
                     pipe.close()
 
-    def _spawn(self, index: int) -> Spawned:
+    def _spawn(self, index: int):
         try:
             self.started_at[index] = time.monotonic()
-            return spawn(self.argv(index), self.stdin_path, stdin_pipe=self.gated and not self.stdin_path)
+            return spawn(self.argv(index), self.stdin_path, stdin_pipe=self.waits_for_go)
         except OSError as error:
             if self.stdin_path and error.filename == self.stdin_path:
                 raise MlpMagicError(f"cannot read {self.stdin_path!r}: {error.strerror}") from None

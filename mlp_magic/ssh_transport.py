@@ -3,9 +3,14 @@
 Each host gets one ``ssh`` child process (see ``ssh_launch`` for its argv and remote wrapper), at
 most ``fanout`` at a time, with BatchMode, ConnectTimeout, accept-new host keys and a
 ControlMaster socket in a private 0700 directory so a second call reuses the connections.
-Processes are started as plain subprocesses (possibly before the event loop exists: the CLI
-starts them ahead) and followed here: their pipes on the loop (epoll, no ``select()`` limit),
-their end through a pidfd (no thread per child).
+Processes are started by ``ssh_launch`` (possibly before the event loop exists: the CLI starts
+them ahead) and followed here: their pipes on the loop (epoll, no ``select()`` limit), their end
+through a pidfd (no thread per child).
+
+A remote command whose stdin is free starts only when told "go", and "go" is written only once
+its marker (naming its process group) has arrived: a host given up before that (interrupt,
+timeout, connect deadline) gets its ssh killed, and the wrapper, if it started at all, reads the
+end of its input and runs nothing. No command can run unseen, nor be left running.
 
 Host statuses: ok, failed (non-zero exit), timeout, unreachable, interrupted.
 """
@@ -27,7 +32,6 @@ DEFAULT_MAX_BYTES = 8 << 20       # output kept in memory per stream per host (-
 KILL_GRACE = 2.0                  # seconds between TERM and KILL of a remote process group
 CONNECT_GRACE = 2.0               # beyond ConnectTimeout, for authentication and session start
 VERIFY_AFTER = 1.0                # a host neither connected nor failed by then: check its name
-MARKER_GRACE = 1.0                # given up before the marker: how long it may still be on its way
 _UNRESOLVED = re.compile(r"[Cc]ould not resolve hostname")
 _CHUNK = 65536
 
@@ -119,8 +123,8 @@ class _Child:
         self.process, self.pid = process, process.pid
         self.stdout = self.stderr = None
         self.status_lost = False   # reaped by someone else (SIGCHLD ignored, a waitpid(-1) reaper)
-        # Whether its remote command runs once the session starts: always, unless it is gated
-        # (stdin a pipe) and no "go" was written yet.
+        # Whether its remote command runs once the session starts: always, unless its wrapper
+        # waits for "go" on stdin (a pipe) and none was written yet.
         self.released = process.stdin is None
         self._transports: list = []
 
@@ -325,7 +329,13 @@ class HostRunner:
     async def _execute(self, index: int, out: _Stream, err: _Stream) -> tuple[str, int | None]:
         target = self.targets[index]
         proc = _Child(self.launch.start(index))
-        await proc.attach()
+        try:
+            await proc.attach()
+        except BaseException:   # cancelled (or no pipe transport): nothing will follow it
+            proc.kill()
+            proc.close_pipes()
+            await _reap_bounded(proc)
+            raise
         spawned = self.launch.started_at.get(index) or time.monotonic()
         drained = asyncio.ensure_future(self._drain(proc, out, err))
         stopper = asyncio.ensure_future(self._stop.wait())
@@ -333,27 +343,28 @@ class HostRunner:
         try:
             status = None
             if self._gate is not None:
-                status = await self._pass_gate(index, proc, err, drained, started, stopper)
+                status = await self._pass_gate(index, err, drained, started, stopper)
             if status is None:
-                status = await self._watch(drained, stopper, started, spawned)
+                status = await self._watch(proc, drained, stopper, started, spawned)
         except asyncio.CancelledError:
-            await self._kill(target, proc, err, drained, INTERRUPTED)
+            proc.end_input()
+            await self._kill(target, proc, err, drained)
             raise
         finally:
             stopper.cancel()
             started.cancel()
-            proc.end_input()  # a gated wrapper still waiting reads the end of input: nothing runs
+            proc.end_input()  # a wrapper still waiting for "go" reads the end of input: nothing runs
         if status is None:
             code = drained.result()
             if proc.status_lost:
                 err._keep(b"mlp_magic: exit status lost (reaped elsewhere; is SIGCHLD ignored?)\n")
             return (OK if code == 0 else FAILED), code
-        await self._kill(target, proc, err, drained, status)
+        await self._kill(target, proc, err, drained)
         return status, (255 if status == UNREACHABLE else None)
 
-    async def _pass_gate(self, index: int, proc, err: _Stream, drained, started, stopper) -> str | None:
-        """Report this host to the gate, wait for its verdict, then say "go" (None) or close stdin
-        so the remote wrapper exits without running anything (INTERRUPTED)."""
+    async def _pass_gate(self, index: int, err: _Stream, drained, started, stopper) -> str | None:
+        """Report this host to the gate and wait for its verdict: None to go on, INTERRUPTED for
+        a refusal or an interrupt (stdin is then closed: the wrapper runs nothing)."""
         gate, reported = self._gate, False
         while not gate.opened.done():
             waiting = {gate.opened, stopper} | (set() if reported else {started, drained})
@@ -366,18 +377,18 @@ class HostRunner:
             elif not reported and drained in done:
                 gate.exited(index, err.text())
                 reported = True
-        passed = gate.refusal() is None
-        proc.end_input(b"go\n" if passed else b"")
-        return None if passed else INTERRUPTED
+        return None if gate.refusal() is None else INTERRUPTED
 
-    async def _watch(self, drained, stopper, started, spawned: float) -> str | None:
-        """Wait for the command's end (None), an interrupt, the command timeout, or, while the
-        remote wrapper has not started, the connect deadline: a reused ssh connection to a host
-        that vanished would otherwise hang past ConnectTimeout."""
+    async def _watch(self, proc, drained, stopper, started, spawned: float) -> str | None:
+        """Say "go" once the marker came; wait for the command's end (None), an interrupt, the
+        command timeout, or, while the remote wrapper has not started, the connect deadline: a
+        reused ssh connection to a host that vanished would otherwise hang past ConnectTimeout."""
         now = time.monotonic()
         command_deadline = now + self.timeout if self.timeout else None
         connect_deadline = None if self.local else spawned + self.connect_timeout + CONNECT_GRACE
         while True:
+            if started.done() and not proc.released:
+                proc.end_input(b"go\n")
             waiting = {drained, stopper} | ({started} if not started.done() else set())
             deadlines = [d for d in (command_deadline, None if started.done() else connect_deadline) if d]
             wait = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
@@ -397,23 +408,18 @@ class HostRunner:
         await asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
         return await proc.wait()
 
-    async def _kill(self, target: Target, proc, err: _Stream, drained: asyncio.Future, status: str) -> None:
+    async def _kill(self, target: Target, proc, err: _Stream, drained: asyncio.Future) -> None:
         """Stop a host's command for real (TERM, then KILL after a grace period), keeping the
         output it had printed. Done means the channel closed: the remote group has exited."""
-        if not self.local and not err.saw_marker and proc.released and status != UNREACHABLE:
-            # Given up while ssh was still connecting. The command may have just started, its
-            # marker on the way: killing ssh now would leave it running, unseen (a command whose
-            # channel is gone before its marker is written never starts, see ssh_launch).
-            marker = asyncio.ensure_future(err.started.wait())
-            await asyncio.wait([drained, marker], timeout=MARKER_GRACE, return_when=asyncio.FIRST_COMPLETED)
-            marker.cancel()
         for sig in (15, 9):
             if self.local:
                 signal_group(proc.pid, sig)
-            elif err.saw_marker:  # the remote command started: signal its process group over ssh
+            elif err.saw_marker and proc.released:  # it runs: signal its process group over ssh
                 await self._signal_remote(target, err.remote_pid, "TERM" if sig == 15 else "KILL")
             else:
-                break  # still connecting: nothing runs remotely yet
+                # Nothing runs remotely: its wrapper got no "go" (and, with ssh gone, never will),
+                # or a copy had not started (its input then ends early: a short file is refused).
+                break
             await _wait_bounded(drained, KILL_GRACE)
             if drained.done():
                 return
@@ -425,6 +431,7 @@ class HostRunner:
             drained.cancel()
             proc.close_pipes()
             await asyncio.gather(drained, return_exceptions=True)
+            await _reap_bounded(proc)
 
     async def _signal_remote(self, target: Target, pid: int, signal_name: str) -> None:
         remote = remote_command(KILLER, "mlp_allrun_kill", str(pid), signal_name)
@@ -509,6 +516,14 @@ class _Gate:
             self._refuse(error)
         else:
             self._clear(undecided)
+
+
+async def _reap_bounded(proc: _Child, seconds: float = 1.0) -> None:
+    """Reap a child just killed, so that a long-lived kernel keeps no zombie of it."""
+    try:
+        await asyncio.wait_for(proc.wait(), seconds)
+    except asyncio.TimeoutError:
+        pass
 
 
 async def _wait_bounded(future: asyncio.Future, seconds: float) -> None:

@@ -53,3 +53,22 @@ def test_the_gated_wrapper_runs_on_go_only(tmp_path, given, runs):
     assert err.decode().startswith("__mlp_allrun_started_tok3_")
     assert ran.exists() == runs
     assert proc.returncode == 0
+
+
+def test_a_copy_cut_short_leaves_nothing_and_says_so(tmp_path):
+    """--copy's remote side: ssh stopped midway ends its input early; a short file must not
+    replace the destination."""
+    from mlp_magic.ssh_launch import copy_command
+
+    src = tmp_path / "src.whl"
+    src.write_bytes(b"x" * 5000)
+    dest = tmp_path / "out" / "dest.whl"
+    short = subprocess.run(["sh", "-c", copy_command(str(src), str(dest))], input=b"x" * 1200,
+                           capture_output=True, timeout=20)
+    assert short.returncode == 1
+    assert short.stderr.decode() == "allrun: copy failed: 1200 bytes arrived, 5000 expected\n"
+    assert os.listdir(dest.parent) == []
+    whole = subprocess.run(["sh", "-c", copy_command(str(src), str(dest))], input=src.read_bytes(),
+                           capture_output=True, timeout=20)
+    assert whole.returncode == 0 and dest.read_bytes() == src.read_bytes()
+    assert os.listdir(dest.parent) == ["dest.whl"]

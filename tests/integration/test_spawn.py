@@ -1,14 +1,25 @@
-"""``ssh_launch.spawn``: how allrun starts each host's process (posix_spawn), with real children."""
+"""``ssh_launch.spawn``: how allrun starts each host's process, with real children; both ways it
+has (posix_spawn, and subprocess where posix_spawn cannot do it all) must behave alike."""
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
 
 import pytest
 
+from mlp_magic import ssh_launch
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.ssh_launch import Launch, spawn
+
+
+@pytest.fixture(params=["posix_spawn", "subprocess"])
+def way(request, monkeypatch):
+    if request.param == "posix_spawn" and not ssh_launch.posix_spawn_usable:
+        pytest.skip("posix_spawn cannot start allrun's processes here (no /proc/self/fd or no setsid)")
+    monkeypatch.setattr(ssh_launch, "posix_spawn_usable", request.param == "posix_spawn")
+    return request.param
 
 
 def finish(child) -> tuple[int, str, str]:
@@ -20,12 +31,12 @@ def finish(child) -> tuple[int, str, str]:
     return child.wait(), out, err
 
 
-def test_stdout_stderr_and_exit_status():
+def test_stdout_stderr_and_exit_status(way):
     code, out, err = finish(spawn(["sh", "-c", "echo out; echo err >&2; exit 7"]))
     assert (code, out, err) == (7, "out\n", "err\n")
 
 
-def test_stdin_from_devnull_a_file_or_a_pipe(tmp_path):
+def test_stdin_from_devnull_a_file_or_a_pipe(way, tmp_path):
     assert finish(spawn(["cat"]))[1] == ""
     source = tmp_path / "in.txt"
     source.write_text("from the file\n")
@@ -35,7 +46,7 @@ def test_stdin_from_devnull_a_file_or_a_pipe(tmp_path):
     assert finish(child)[1] == "through the pipe\n"
 
 
-def test_own_session_default_sigpipe_and_only_stdio_inherited():
+def test_own_session_default_sigpipe_and_only_stdio_inherited(way):
     # Python ignores SIGPIPE; a child must not inherit that (``yes | head`` would never end).
     script = ("ps -o pid=,pgid=,sid= -p $$; grep ^SigIgn: /proc/$$/status; "
               "ls /proc/$$/fd")
@@ -52,14 +63,17 @@ def test_own_session_default_sigpipe_and_only_stdio_inherited():
     assert pid == pgid == sid
     ignored = int(lines[1].split()[1], 16)
     assert not ignored & (1 << (13 - 1)), lines[1]        # SIGPIPE (13) at its default
+    assert not ignored & (1 << (25 - 1)), lines[1]        # SIGXFSZ (25) too
     assert sorted(int(fd) for fd in lines[2:] if fd) == [0, 1, 2], out
 
 
-def test_with_our_own_stdio_closed_the_child_still_gets_the_right_pipes():
+def test_with_our_own_stdio_closed_the_child_still_gets_the_right_pipes(way):
     """Where our stdin, stdout and stderr are closed, new pipes take descriptors 0-2; placing the
     child's ends must not overwrite one another."""
     program = (
         "import os\n"
+        "from mlp_magic import ssh_launch\n"
+        f"ssh_launch.posix_spawn_usable = {way == 'posix_spawn'}\n"
         "from mlp_magic.ssh_launch import spawn\n"
         "report = os.dup(1)\n"
         "for fd in (0, 1, 2): os.close(fd)\n"
@@ -72,13 +86,31 @@ def test_with_our_own_stdio_closed_the_child_still_gets_the_right_pipes():
     assert done.stdout == repr((0, b"in\nout\n", b"err\n")), done.stderr
 
 
-def test_errors_name_the_program_or_the_file(tmp_path):
+def test_errors_name_the_program_or_the_file(way, tmp_path):
     with pytest.raises(FileNotFoundError):
         spawn(["no-such-program-mlpt"])
     launch = Launch(["localhost"], "true", stdin_path=str(tmp_path / "gone"))
     with pytest.raises(MlpMagicError, match=r"cannot read '.*gone': No such file"):
         launch.start(0)
+    not_a_program = tmp_path / "garbage"
+    not_a_program.write_bytes(b"\x00\x01 not an executable format\n")
+    not_a_program.chmod(0o755)
+    for stdin in ({"stdin_pipe": True}, {}, {"stdin_path": str(not_a_program)}):
+        before = set(os.listdir("/proc/self/fd"))
+        with pytest.raises(OSError) as failed:   # the exec itself fails, after the pipes exist
+            spawn([str(not_a_program)], **stdin)
+        assert failed.value.errno == errno.ENOEXEC
+        assert set(os.listdir("/proc/self/fd")) == before   # no descriptor left behind
+
+
+def test_a_libc_without_posix_spawn_setsid_falls_back_to_subprocess(monkeypatch):
+    monkeypatch.setattr(ssh_launch, "posix_spawn_usable", True)
+
+    def no_setsid(*args, **kwargs):
+        raise NotImplementedError("setsid is not supported")   # as os.posix_spawn says it
+    monkeypatch.setattr(os, "posix_spawn", no_setsid)
     before = set(os.listdir("/proc/self/fd"))
-    with pytest.raises(FileNotFoundError):
-        spawn(["no-such-program-mlpt"], stdin_pipe=True)
-    assert set(os.listdir("/proc/self/fd")) == before   # no descriptor left behind
+    code, out, _ = finish(spawn(["sh", "-c", "ps -o sid= -p $$; echo $$"]))
+    sid, pid = out.split()
+    assert (code, sid) == (0, pid) and ssh_launch.posix_spawn_usable is False
+    assert set(os.listdir("/proc/self/fd")) == before

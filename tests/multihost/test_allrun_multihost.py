@@ -282,38 +282,48 @@ def test_names_the_ssh_config_knows_do_not_wait_for_a_silent_host(healthy_testbe
     assert max(ran_after) < connect_timeout - 1, ran_after
 
 
-def test_a_command_whose_marker_is_on_its_way_when_allrun_gives_up_is_still_killed(
-        healthy_testbed, tmp_path, monkeypatch):
-    """allrun gives up on a host (interrupt, timeout) while its command has just started and the
-    marker naming its process group has not arrived: ssh is not killed before that marker had a
-    moment to arrive, and the command is then killed remotely, not left running unseen."""
+def test_a_host_given_up_before_its_marker_arrived_runs_nothing(healthy_testbed, tmp_path):
+    """allrun gives up on a host (here an interrupt) while the remote wrapper has started but
+    its marker, which names the command's process group, is still on its way: the command must
+    not start then, nor later, and nothing of the run may stay on the host."""
     import asyncio
     import threading
 
     from mlp_magic import ssh_transport
 
-    bed, delay = healthy_testbed, 2.0
-    monkeypatch.setattr(ssh_transport, "MARKER_GRACE", 2 * delay + 2)
+    bed, delay = healthy_testbed, 3.0
     slow_ssh = tmp_path / "slow-stderr-ssh"   # ssh whose stderr lines each arrive `delay` s late
     slow_ssh.write_text("#!/bin/bash\nexec 3>&2\n"
                         f"{' '.join(bed.ssh_command())} \"$@\" 2> >(while IFS= read -r line; do "
                         f"sleep {delay}; printf '%s\\n' \"$line\" >&3; done)\n")
     slow_ssh.chmod(0o755)
-    runner = ssh_transport.HostRunner(["worker1"], "sleep 37", ssh=[str(slow_ssh)], control=str(tmp_path))
+    ran = tmp_path / "ran"
+    runner = ssh_transport.HostRunner(["worker1"], f"touch {ran}; sleep 37", ssh=[str(slow_ssh)],
+                                      control=str(tmp_path))
     results = []
     worker = threading.Thread(target=lambda: results.extend(asyncio.run(runner.run())))
     worker.start()
+
+    def wrappers() -> list:
+        return [line for _, line in bed.processes_on(1) if "mlp_allrun" in line]
+
+    def session_started() -> bool:   # the wrapper waits, or (were it told "go") the command ran
+        return bool(wrappers() or leftover(bed, "sleep 37") or ran.exists())
     try:
         deadline = time.monotonic() + 20
-        while not leftover(bed, "sleep 37") and time.monotonic() < deadline:
+        while not session_started() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert leftover(bed, "sleep 37"), "the remote command never started"
-        # Its marker is now `delay` s away: interrupt.
+        assert session_started(), "the remote session never started"
     finally:
-        runner.request_interrupt()
+        runner.request_interrupt()   # its marker is still `delay` s away
         worker.join(30)
     assert [r.status for r in results] == ["interrupted"]
-    assert wait_gone(bed, "sleep 37") == []
+    deadline = time.monotonic() + 10
+    while (wrappers() or leftover(bed, "sleep 37")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert wrappers() == [] and leftover(bed, "sleep 37") == []
+    time.sleep(delay)   # had it been told "go" late, it would have run by now
+    assert not ran.exists()
 
 
 def make_wheel(folder, name: str = "mlpt_tiny", version: str = "1.0") -> str:
