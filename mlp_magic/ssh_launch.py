@@ -48,7 +48,7 @@ WRAPPER = (
 )
 # The same, but the command waits for a "go" line on stdin; end of input instead means "abort":
 # nothing runs.
-GATED_WRAPPER = WRAPPER.replace('exit 141; ', 'exit 141; IFS= read -r go && [ "$go" = go ] || exit 0; ', 1)
+GO_WRAPPER = WRAPPER.replace('exit 141; ', 'exit 141; IFS= read -r go && [ "$go" = go ] || exit 0; ', 1)
 # Signals a remote process group. $1 = its id, $2 = TERM or KILL.
 KILLER = 'kill -0 -"$1" 2>/dev/null || exit 0; kill -"$2" -"$1" 2>/dev/null; exit 0'
 
@@ -211,8 +211,9 @@ def check_copy_source(src: str) -> None:
 
 
 def gated(check_names: bool, stdin_path: str | None, fanout: int, count: int) -> bool:
-    """Whether commands wait for a "go" while host names are checked alongside the handshakes:
-    only when every host starts at once and stdin is free to carry the "go"."""
+    """Whether host names are checked alongside the handshakes (each "go" then also waits for
+    the verdict), not before them: only when every host starts at once and stdin is free to
+    carry the "go"."""
     return check_names and not stdin_path and fanout >= count
 
 
@@ -379,7 +380,7 @@ class Launch:
         if self.local:
             return ["sh", "-c", 'if command -v bash >/dev/null 2>&1; then exec bash -c "$1"; '
                                 'else exec sh -c "$1"; fi', "mlp_allrun", self.command]
-        wrapper = GATED_WRAPPER if self.waits_for_go else WRAPPER
+        wrapper = GO_WRAPPER if self.waits_for_go else WRAPPER
         remote = remote_command(wrapper, "mlp_allrun", f"{self.token}{index}", self.command)
         return [*self.ssh, *ssh_options(self.connect_timeout, self.control),
                 *destination(self.targets[index]), remote]

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from mlp_magic.ssh_launch import GATED_WRAPPER, WRAPPER, remote_command
+from mlp_magic.ssh_launch import GO_WRAPPER, WRAPPER, remote_command
 
 
 def run_wrapper(wrapper: str, command: str, *, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -47,9 +47,9 @@ def test_a_marker_that_cannot_be_written_runs_nothing(tmp_path, ignore_sigpipe):
 
 
 @pytest.mark.parametrize("given, runs", [(b"go\n", True), (b"", False), (b"stop\n", False)])
-def test_the_gated_wrapper_runs_on_go_only(tmp_path, given, runs):
+def test_the_go_wrapper_runs_on_go_only(tmp_path, given, runs):
     ran = tmp_path / "ran"
-    proc, _, err = run_wrapper(GATED_WRAPPER, f"touch {ran}", stdin=subprocess.PIPE, input_bytes=given)
+    proc, _, err = run_wrapper(GO_WRAPPER, f"touch {ran}", stdin=subprocess.PIPE, input_bytes=given)
     assert err.decode().startswith("__mlp_allrun_started_tok3_")
     assert ran.exists() == runs
     assert proc.returncode == 0
