@@ -21,7 +21,7 @@ OURS = r"""
 import contextlib, io, json, time
 t0 = time.perf_counter()
 from IPython.testing.globalipapp import start_ipython
-from mlp_magic import world as W
+from mlp_magic.world import world as W
 phases = {}
 def timed(name, method):
     def wrapper(self, *a, **k):

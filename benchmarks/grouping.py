@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mlp_magic.grouping import group_results  # noqa: E402
-from mlp_magic.render_html import render_groups_html  # noqa: E402
-from mlp_magic.render_text import render_groups_text  # noqa: E402
-from mlp_magic.results import ERROR, OK, TIMEOUT, RankResult  # noqa: E402
+from mlp_magic.core.grouping import group_results  # noqa: E402
+from mlp_magic.core.render_html import render_groups_html  # noqa: E402
+from mlp_magic.core.render_text import render_groups_text  # noqa: E402
+from mlp_magic.core.results import ERROR, OK, TIMEOUT, RankResult  # noqa: E402
 
 RANKS_PER_HOST = 8
 WORST_CASE_FIGURES = ("groups", "seconds", "seconds_with_diff", "memory_ratio", "memory_ratio_with_diff")

@@ -41,8 +41,8 @@ def py_spy_all(pids: list) -> float | None:
 
 
 def measure(shell, np: int) -> dict:
-    from mlp_magic import mpirun_command
-    from mlp_magic.cell_runner import CellRun
+    from mlp_magic.world import command as mpirun_command
+    from mlp_magic.world.cell import CellRun
 
     quiet(shell, "%mpirun --stop")
     quiet(shell, f"%%mpirun -np {np}\npass")

@@ -1,12 +1,129 @@
-"""Where mlp_magic keeps its files on a host: ``$MLP_MAGIC_HOME``, else ``~/.mlp_magic``."""
+"""Every setting mlp_magic takes from the environment, read in one place.
+
+Each function reads its variable when called, from ``env`` (default ``os.environ``): a notebook
+may change ``os.environ`` between cells, and tests pass their own mappings.
+
+| variable                    | read by                   | meaning                                   |
+|-----------------------------|---------------------------|-------------------------------------------|
+| ``MLP_MAGIC_HOME``          | ``home``                  | working directory (default ~/.mlp_magic)  |
+| ``MLP_MAGIC_LOG_DIR``       | ``log_root``              | root of the per-cell logs                 |
+| ``MLP_MAGIC_LOG_KEEP_DAYS`` | ``log_keep_days``         | days cell logs are kept (0: forever)      |
+| ``MLP_MAGIC_STATE_DIR``     | ``state_dir``             | where kernels publish their World         |
+| ``MLP_MAGIC_SSH``           | ``ssh_command``           | the ssh client of mpiexec, allrun, probes |
+| ``MLP_MAGIC_SSH_CONTROL_DIR`` | ``ssh_control_dir``     | allrun's ControlMaster sockets            |
+| ``MLP_MAGIC_MPIEXEC``       | ``mpiexec_setting``       | the mpiexec to use, or ``none``           |
+| ``MLP_MAGIC_CONTROLLER_IP``, ``MLP_HOST`` | ``controller_address`` | where the controller listens |
+| ``MLP_MAGIC_HOSTFILE``      | ``panel_hostfile``        | the lab panel's hostfile                  |
+| ``NO_COLOR``                | ``no_color``              | no colour on terminals                    |
+
+The job's own variables (``MLP_MPI_*``, ``MLP_WORKER_*``, Slurm, torchrun) describe the hosts,
+not mlp_magic: ``core.topology`` parses them from the mapping it is given. A rank's launcher
+variables (``OMPI_COMM_WORLD_RANK``...) are read where the rank identifies itself
+(``engine.identity``). ARCHITECTURE.md lists them all.
+
+Standard library and ``errors`` only, like ``errors``: any layer may import it, except the pure
+core, which is handed the values instead.
+"""
 from __future__ import annotations
 
 import os
+import shlex
+from collections.abc import Mapping, Sequence  # not typing: its import slows the allrun CLI's start
+
+from .errors import MlpMagicError
+
+HOME = "MLP_MAGIC_HOME"
+LOG_DIR = "MLP_MAGIC_LOG_DIR"
+LOG_KEEP_DAYS = "MLP_MAGIC_LOG_KEEP_DAYS"
+STATE_DIR = "MLP_MAGIC_STATE_DIR"
+SSH = "MLP_MAGIC_SSH"
+SSH_CONTROL_DIR = "MLP_MAGIC_SSH_CONTROL_DIR"
+MPIEXEC = "MLP_MAGIC_MPIEXEC"
+CONTROLLER_ADDRESS = ("MLP_MAGIC_CONTROLLER_IP", "MLP_HOST")   # the first one set wins
+PANEL_HOSTFILE = "MLP_MAGIC_HOSTFILE"
+DEFAULT_LOG_KEEP_DAYS = 30.0
 
 
-def home() -> str:
-    return os.environ.get("MLP_MAGIC_HOME") or os.path.join(os.path.expanduser("~"), ".mlp_magic")
+def _env(env: Mapping | None) -> Mapping:
+    return os.environ if env is None else env
 
 
-def default_log_root() -> str:
-    return os.path.join(home(), "logs")
+def home(env: Mapping | None = None) -> str:
+    """mlp_magic's working directory on this host: ``$MLP_MAGIC_HOME``, else ``~/.mlp_magic``."""
+    return _env(env).get(HOME) or os.path.join(os.path.expanduser("~"), ".mlp_magic")
+
+
+def log_root(explicit: str | None = None, env: Mapping | None = None) -> str:
+    """Where cell logs go: ``--log-dir``, else ``$MLP_MAGIC_LOG_DIR``, else ``<home>/logs``."""
+    return explicit or _env(env).get(LOG_DIR) or os.path.join(home(env), "logs")
+
+
+def log_keep_days(env: Mapping | None = None) -> float:
+    """Days cell logs are kept (``$MLP_MAGIC_LOG_KEEP_DAYS``, default 30); 0: forever."""
+    raw = _env(env).get(LOG_KEEP_DAYS, "").strip()
+    if not raw:
+        return DEFAULT_LOG_KEEP_DAYS
+    try:
+        days = float(raw)
+    except ValueError:
+        days = -1.0
+    if not days >= 0 or days == float("inf"):
+        raise MlpMagicError(f"{LOG_KEEP_DAYS}={raw!r}: expected a number of days (0 keeps every log)")
+    return days
+
+
+def state_dir(env: Mapping | None = None) -> str:
+    """Where kernels publish their World for the lab panel."""
+    return _env(env).get(STATE_DIR) or os.path.join(home(env), "worlds")
+
+
+def ssh_command(explicit: str | Sequence[str] | None = None, env: Mapping | None = None,
+                default: tuple | None = ("ssh",)) -> list[str] | None:
+    """The ssh client as an argv: ``explicit`` (``--ssh``, a string or a sequence), else
+    ``$MLP_MAGIC_SSH`` (e.g. ``ssh -F ~/cluster_ssh_config``), else ``default`` (``None``: the
+    caller's own default, e.g. mpiexec's)."""
+    chosen = explicit if explicit is not None else (_env(env).get(SSH) or None)
+    if chosen is None:
+        return None if default is None else list(default)
+    if isinstance(chosen, str):
+        try:
+            argv = shlex.split(chosen)
+        except ValueError as err:
+            raise MlpMagicError(f"--ssh: cannot split {chosen!r}: {err}") from None
+    else:
+        argv = [str(word) for word in chosen]
+    if not argv:
+        raise MlpMagicError("--ssh: empty ssh command")
+    return argv
+
+
+def ssh_control_dir(env: Mapping | None = None) -> str:
+    """allrun's private directory of reusable ssh connections."""
+    env = _env(env)
+    return env.get(SSH_CONTROL_DIR) or os.path.join(env.get("TMPDIR") or "/tmp",
+                                                    f"mlp_magic-ssh-{os.getuid()}")
+
+
+def mpiexec_setting(env: Mapping | None = None) -> str | None:
+    """``$MLP_MAGIC_MPIEXEC``: a path, ``"none"`` (plain local engines, no MPI), or None."""
+    value = _env(env).get(MPIEXEC) or None
+    return "none" if value is not None and value.lower() == "none" else value
+
+
+def controller_address(env: Mapping | None = None) -> tuple[str, str] | None:
+    """(variable, value) of the address the controller must listen on, when one is set."""
+    env = _env(env)
+    for name in CONTROLLER_ADDRESS:
+        if env.get(name):
+            return name, env[name]
+    return None
+
+
+def panel_hostfile(env: Mapping | None = None) -> str:
+    """The lab panel's hostfile (its server setting's default); empty: the environment's hosts."""
+    return _env(env).get(PANEL_HOSTFILE, "")
+
+
+def no_color(env: Mapping | None = None) -> bool:
+    """https://no-color.org: set (to anything) means no colour on terminals."""
+    return "NO_COLOR" in _env(env)

@@ -1,4 +1,8 @@
-"""The IPython magics: thin wrappers that parse a line and hand over to the commands."""
+"""The IPython magics: thin wrappers that parse a line and hand over to the features' commands.
+
+``%%mpirun`` -> ``world.command``; ``%allrun`` / ``%%allrun`` -> ``fanout.magic`` (through the
+live World's engines when it covers the hosts, else ssh); ``%mlp_cluster`` -> ``cluster``.
+"""
 from __future__ import annotations
 
 import functools
@@ -6,9 +10,9 @@ import os
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
-from . import mpirun_command
-from .errors import MlpMagicError
-from .magic_args import parse_mpirun_args
+from .errors import MlpMagicError, RankFailure
+from .world import command as mpirun
+from .world.args import parse_mpirun_args
 
 
 def _one_line_errors(method):
@@ -39,7 +43,7 @@ class MlpMagics(Magics):
         """
         args = parse_mpirun_args(line, os.environ, self.shell.user_ns)
         if cell is None:
-            answer = mpirun_command.line_command(args, os.environ)
+            answer = mpirun.line_command(args, os.environ)
             if isinstance(answer, tuple):  # --stacks: text and HTML
                 from IPython.display import display
 
@@ -50,13 +54,11 @@ class MlpMagics(Magics):
         if args.status or args.stop or args.stacks:
             raise MlpMagicError("%%mpirun: --status, --stop and --stacks are line forms (%mpirun --stacks)")
         try:
-            result = mpirun_command.run_cell(args, cell, os.environ)
-        except mpirun_command.RankFailure as failure:
-            if args.out:
-                self.shell.user_ns[args.out] = failure.result
+            result = mpirun.run_cell(args, cell, os.environ)
+        except RankFailure as failure:
+            self._store(args.out, failure.result)
             raise
-        if args.out:
-            self.shell.user_ns[args.out] = result
+        self._store(args.out, result)
         return None
 
     @no_var_expand
@@ -66,11 +68,13 @@ class MlpMagics(Magics):
         """Run a shell command once on every host: ``%allrun pip install x`` or ``%%allrun``.
 
         With a World up that covers the hosts, its engines run the command (no ssh)."""
-        from .allrun import allrun_magic, parse_allrun_line, select_hosts
-        from .engine_transport import WorldTransport, covers
+        from .fanout.magic import allrun_magic
+        from .fanout.options import parse_allrun_line
+        from .fanout.plan import select_hosts
+        from .fanout.via_engines import WorldTransport, covers
 
         transport = None
-        world = mpirun_command.current_world()
+        world = mpirun.current_world()
         if world is not None:
             options = parse_allrun_line(line, cell, os.environ, self.shell.user_ns)
             hosts, _ = select_hosts(options, os.environ)
@@ -84,11 +88,16 @@ class MlpMagics(Magics):
     def mlp_cluster(self, line: str = ""):
         """Show hosts, ranks and GPU topology as a widget: ``%mlp_cluster [--hostfile F | -H HOSTS]
         [--refresh S] [--timeout S] [--no-probe] [--topo-file HOST=FILE ...]``."""
-        from .cluster_view import cluster_view, parse_cluster_args
-        from .magic_args import expand_vars
+        from .cluster.widget import cluster_view, parse_cluster_args
+        from .core.line_args import expand_vars
 
         return cluster_view(**parse_cluster_args(expand_vars(line, os.environ, self.shell.user_ns)))
 
+    def _store(self, name: str | None, value) -> None:
+        """``-o NAME``: the run's Results in the notebook's namespace."""
+        if name:
+            self.shell.user_ns[name] = value
+
 
 def shutdown_worlds() -> None:
-    mpirun_command.shutdown_worlds()
+    mpirun.shutdown_worlds()

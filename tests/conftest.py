@@ -42,7 +42,7 @@ def no_stray_processes_at_the_end():
     import time
 
     yield
-    from mlp_magic import mpirun_command
+    from mlp_magic.world import command as mpirun_command
 
     mpirun_command.shutdown_worlds()
     deadline = time.monotonic() + 15

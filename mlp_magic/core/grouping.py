@@ -11,7 +11,7 @@ import re
 from functools import cached_property
 from typing import Sequence, Union
 
-from .errors import MlpMagicError
+from ..errors import MlpMagicError
 from .records import Record
 from .ranges import fold_hosts, fold_ranks
 from .results import FAILED, OK, HostResult, RankResult

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import MlpMagicError
+from ..errors import MlpMagicError
 from .records import Record
 
 MAX_SLOTS = 1 << 20      # per host; a typo such as slots=80000000 fails here, not in a layout

@@ -1,4 +1,9 @@
-"""What one rank (``%%mpirun``) or one host (``%allrun``) produced: plain values, no I/O."""
+"""What one rank (``%%mpirun``) or one host (``%allrun``) produced, and what ``-o NAME`` stores.
+
+Plain values, no I/O. ``RankResult`` and ``HostResult`` are one rank's and one host's share of a
+run; ``Results`` holds all of them with the same names for the same meaning, whichever command
+made it (``MpirunResult``, ``AllrunResult``).
+"""
 from __future__ import annotations
 
 from .records import Record, fresh
@@ -55,3 +60,84 @@ class HostResult(Record):
             "stderr": self.stderr,
             "seconds": round(self.seconds, 3),
         }
+
+
+class Results:
+    """What ``-o NAME`` stores: every record of one run, in order, and its summary as shown.
+
+    ``name[key]`` is one record, by rank (``%%mpirun``) or host name (``%allrun``); ``ok``: every
+    one succeeded; ``failed``: the keys of those that did not; ``stdout`` / ``stderr``:
+    ``{key: text}``; ``text`` / ``html``: the grouped summary.
+    """
+
+    noun = "records"
+
+    def __init__(self, results, text: str = "", html: str = ""):
+        self.results = list(results)
+        self.text, self.html = text, html
+        self._by_key = {r.key: r for r in self.results}
+
+    def __getitem__(self, key):
+        return self._by_key[key]
+
+    def __iter__(self):
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status == OK for r in self.results)
+
+    @property
+    def failed(self) -> list:
+        return [r.key for r in self.results if r.status != OK]
+
+    @property
+    def stdout(self) -> dict:
+        return {r.key: r.stdout for r in self.results}
+
+    @property
+    def stderr(self) -> dict:
+        return {r.key: r.stderr for r in self.results}
+
+    def _repr_html_(self) -> str | None:
+        return self.html or None
+
+    def _details(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        counts: dict = {}
+        for result in self.results:
+            counts[result.status] = counts.get(result.status, 0) + 1
+        summary = ", ".join(f"{n} {status}" for status, n in counts.items())
+        return f"<{type(self).__name__} {len(self)} {self.noun}: {summary}{self._details()}>"
+
+
+class MpirunResult(Results):
+    """``%%mpirun -o NAME``: one RankResult per rank; ``log_dir`` holds every byte they wrote."""
+
+    noun = "ranks"
+
+    def __init__(self, results, log_dir: str, summary_written=None, text: str = "", html: str = ""):
+        super().__init__(results, text, html)
+        self.log_dir = log_dir
+        self.summary_written = summary_written  # a Future: summary.json is written in the background
+
+    def _details(self) -> str:
+        return f"; logs in {self.log_dir}"
+
+
+class AllrunResult(Results):
+    """``%allrun -o NAME``: one HostResult per host, and the exit status ``allrun`` would give."""
+
+    noun = "hosts"
+
+    def __init__(self, results, text: str = "", html: str = "", exit_status: int = 0):
+        super().__init__(results, text, html)
+        self.exit_status = exit_status
+
+    def _details(self) -> str:
+        return f"; exit status {self.exit_status}"

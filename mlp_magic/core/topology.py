@@ -11,16 +11,14 @@ import os
 import re
 from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
 
-from .errors import MlpMagicError
+from ..errors import MlpMagicError
 from .hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, parse_host_list, parse_hostfile,
                        quote, split_outside_brackets)
 from .ranges import MAX_HOSTS, MAX_RANKS
+from .local_names import LOCALHOST, LOOPBACK, is_this_machine
 from .records import Record
 
-LOCAL_HOST = "localhost"
-LOCAL_ADDR = "127.0.0.1"
 LOCAL_SOURCE = "local machine"   # the embedded default, the one source that oversubscribes unasked
-_LOCAL_NAMES = (LOCAL_HOST, LOCAL_ADDR, "::1")
 _DIGITS = re.compile(r"[0-9]+")
 
 
@@ -213,7 +211,7 @@ def _from_azure_torchrun(env: Mapping) -> tuple | None:
                 for i, name in enumerate(names)], "$AZ_BATCH_HOST_LIST"
     if world and per_node and world == per_node:
         # A single-node torchrun job: its ranks are all on this machine.
-        return [HostEntry(LOCAL_HOST, world, line=1)], "$WORLD_SIZE (single node)"
+        return [HostEntry(LOCALHOST, world, line=1)], "$WORLD_SIZE (single node)"
     return None
 
 
@@ -281,7 +279,7 @@ def _reject_duplicates(entries: list, source: str) -> None:
 def _master_addr(env: Mapping, source: str, names: list, is_local: bool) -> str:
     """Rank 0's host, as the platform names it when the hosts came from the platform."""
     if is_local:
-        return LOCAL_ADDR
+        return LOOPBACK
     if source.startswith("$MLP_"):
         worker0 = _host_var(env, "MLP_WORKER_0_HOST")
         # MLP_WORKER_0_HOST is worker0's reachable address; it is rank 0's host unless the list
@@ -331,8 +329,10 @@ def topology_from_environment(
     hosts: str | None = None,
     read_text: Callable[[str], str] = _read_text_file,
     local_slots: Callable[[], int] = local_slot_count,
+    local_names: frozenset | None = None,
 ) -> Topology:
-    """Build the Topology the options and the environment describe."""
+    """Build the Topology the options and the environment describe. ``local_names``: this
+    machine's names (``core.local_names``); a topology of one of them alone is local."""
     env = os.environ if env is None else env
     found = (
         _from_options(hostfile, hosts, read_text)
@@ -341,11 +341,11 @@ def topology_from_environment(
         or _from_slurm(env)
     )
     if found is None:
-        entries, source = [HostEntry(LOCAL_HOST, max(1, local_slots()), line=1)], LOCAL_SOURCE
+        entries, source = [HostEntry(LOCALHOST, max(1, local_slots()), line=1)], LOCAL_SOURCE
     else:
         entries, source = found
         _reject_duplicates(entries, source)
-    is_local = len(entries) == 1 and entries[0].name.lower() in _LOCAL_NAMES
+    is_local = len(entries) == 1 and is_this_machine(entries[0].name, local_names)
     host_objects = tuple(Host(e.name, e.slots, index, e.port, e.user) for index, e in enumerate(entries))
     return Topology(
         hosts=host_objects,

@@ -1,6 +1,4 @@
-"""Code that runs inside each engine (one per rank); the client calls it through ipyparallel.
-
-Kept import-light: an engine imports this module once, at World start.
+"""Every byte a rank writes during a cell goes to its log; at most a display cap to the notebook.
 
 Per cell, the client appends a trailing comment ``# mlp_magic cell: <log dir>`` to the code
 (a comment changes neither line numbers nor the value of the last expression). The
@@ -13,10 +11,8 @@ So every byte is on disk, and a rank that floods cannot flood the client's memor
 from __future__ import annotations
 
 import array
-import faulthandler
 import fcntl
 import os
-import signal
 import socket
 import sys
 import termios
@@ -27,103 +23,12 @@ import traceback
 CELL_TAG = "# mlp_magic cell: "
 FLUSH_SECONDS = 0.5
 FD_DRAIN_SECONDS = 0.5   # at a cell's end, at most this long for fd output still in the pipe
-# This engine's hooks and stack-dump file (module state, kept out of the user's namespace).
+# This engine's cell hooks (module state, kept out of the user's namespace).
 _STATE: dict = {}
 
 
-def identify(controller_ip: str = "127.0.0.1") -> dict:
-    """Who am I: the MPI rank from the launcher's variables (no MPI_Init needed), and the
-    address this host uses towards the controller (rank 0's is MASTER_ADDR)."""
-    rank = None
-    # MLP_MAGIC_RANK first: plain engines may inherit a launcher's variables from the kernel.
-    for name in ("MLP_MAGIC_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"):
-        if os.environ.get(name, "").isdigit():
-            rank = int(os.environ[name])
-            break
-    local = None
-    for name in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"):
-        if os.environ.get(name, "").isdigit():
-            local = int(os.environ[name])
-            break
-    return {
-        "rank": rank,
-        "launcher_local_rank": local,
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "free_port": free_port(),
-        "addr": _source_address(controller_ip),
-        "stacks_path": stacks_path(),
-        "create_time": _create_time(),
-    }
-
-
-def _create_time() -> float | None:
-    try:
-        import psutil
-
-        return psutil.Process().create_time()
-    except Exception:  # psutil comes with ipyparallel; without it, pids are trusted as they are
-        return None
-
-
-def _source_address(destination: str) -> str:
-    from .addresses import route_source_ip
-
-    return route_source_ip(destination) or socket.gethostname()
-
-
-def port_is_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("", 0))
-        return sock.getsockname()[1]
-
-
-def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
-              log_retention: tuple | None = None) -> dict:
-    """Set the torch/MPI variables, the user-facing names, MPI and the cell hooks; on each
-    host's first rank, remove old cell logs (``log_retention``: the log root and days to keep).
-
-    Runs before any user code, once per World start.
-    """
-    if log_retention and int(variables["LOCAL_RANK"]) == 0:
-        _prune_logs_in_background(*log_retention)
-    os.environ.update({key: str(value) for key, value in variables.items()})
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    shell.user_ns.update(names)
-    if init_mpi:
-        # Initialise here, on every rank together: a later `from mpi4py import MPI` inside
-        # `if rank == 0:` would otherwise hang waiting for ranks that never call MPI_Init.
-        from mpi4py import MPI
-
-        shell.user_ns.setdefault("MPI", MPI)
-        shell.user_ns.setdefault("comm", MPI.COMM_WORLD)
-    _install_hooks(shell, int(variables["RANK"]), display_cap)
-    return {"rank": int(variables["RANK"]), "pid": os.getpid()}
-
-
-def _prune_logs_in_background(root: str, days: float) -> None:
-    """This host's copy of the log root, and the fallback root ``open_rank_log`` uses."""
-    import threading
-
-    from .logs import prune
-
-    roots = dict.fromkeys([root, _own_log_root()])
-    threading.Thread(target=lambda: [prune(r, days) for r in roots], name="mlp-magic-log-retention",
-                     daemon=True).start()
-
-
-def _own_log_root() -> str:
+def own_log_root() -> str:
+    """This host's own log root, where a rank logs when the client's path cannot be written."""
     return os.path.join(os.path.expanduser("~"), ".mlp_magic", "logs")
 
 
@@ -132,7 +37,7 @@ def open_rank_log(path: str):
     under this host's own ~/.mlp_magic/logs (another user, another $HOME), else (None, reason).
     Logging must never raise into the user's print()."""
     cell, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
-    own_root = _own_log_root()
+    own_root = own_log_root()
     reason = ""
     for candidate in (path, os.path.join(own_root, cell, name)):
         try:
@@ -328,7 +233,8 @@ def _pipe_bytes(fid: int) -> int:
     return waiting[0]
 
 
-def _install_hooks(shell, rank: int, display_cap: int) -> None:
+def install_capture(shell, rank: int, display_cap: int) -> None:
+    """Tee every tagged cell's streams (and fd 1/2 output) into its log folder, from now on."""
     if "capture" in _STATE:  # bootstrap again (restart of the hooks): replace, never stack
         shell.events.unregister("pre_run_cell", _STATE["capture"].pre_run_cell)
         shell.events.unregister("post_run_cell", _STATE["capture"].post_run_cell)
@@ -337,70 +243,3 @@ def _install_hooks(shell, rank: int, display_cap: int) -> None:
         _route_fd_output(stream, index)
     shell.events.register("pre_run_cell", capture.pre_run_cell)
     shell.events.register("post_run_cell", capture.post_run_cell)
-    _register_stack_dump()
-
-
-def stacks_path(pid: int | None = None) -> str:
-    from .paths import home
-
-    return os.path.join(home(), "stacks", f"{pid or os.getpid()}.txt")
-
-
-def _register_stack_dump() -> None:
-    """SIGUSR1 writes every thread's stack to a file, even while blocked inside a C call."""
-    if "stacks_file" in _STATE:
-        return
-    path = stacks_path()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    # Append mode: the client truncates the file before asking for a dump, and the dump then
-    # starts at offset 0 (a plain "w" handle would keep writing at its old offset).
-    _STATE["stacks_file"] = open(path, "a")
-    faulthandler.register(signal.SIGUSR1, file=_STATE["stacks_file"], all_threads=True, chain=False)
-
-
-def _kill_group(proc) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-def run_shell(command: str, timeout: float | None = None) -> dict:
-    """``%allrun`` through a live World: run ``command`` on this engine's host with bash.
-
-    Lines are printed as they come (the client streams them, tagged by host); the process
-    runs in its own session so a timeout kills everything it started.
-    """
-    import subprocess
-    import threading
-
-    started = time.monotonic()
-    proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
-
-    def pump(source, sink):
-        for line in source:
-            sink.write(line)
-            sink.flush()
-
-    pumps = [threading.Thread(target=pump, args=(proc.stdout, sys.stdout), daemon=True),
-             threading.Thread(target=pump, args=(proc.stderr, sys.stderr), daemon=True)]
-    for thread in pumps:
-        thread.start()
-    timed_out = False
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    except BaseException:  # interrupted (SIGINT from the client): the command goes too
-        _kill_group(proc)
-        raise
-    if timed_out:
-        _kill_group(proc)
-    for thread in pumps:
-        thread.join(5)
-    for pipe in (proc.stdout, proc.stderr):  # a background child holding them must not print later
-        pipe.close()
-    return {"exit_code": None if timed_out else proc.returncode, "timed_out": timed_out,
-            "seconds": time.monotonic() - started}

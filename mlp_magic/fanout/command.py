@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 
-from .errors import MlpMagicError
+from ..errors import MlpMagicError
 from .interrupts import InterruptsDeferred, notice_dropped_interrupts
 
 # Host prefix colours for live lines, cycled by host position (no red: it means failure).
@@ -19,7 +19,9 @@ _RESET = "\x1b[0m"
 
 def use_color(stream) -> bool:
     """Colour on a terminal unless NO_COLOR is set (https://no-color.org)."""
-    return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+    from .. import config   # here: the start-up path imports no more than it needs
+
+    return not config.no_color() and hasattr(stream, "isatty") and stream.isatty()
 
 
 class LivePrinter:
@@ -51,19 +53,21 @@ def main(argv: list | None = None) -> int:
     # Until the run's own loop waits, a Ctrl-C is recorded, not raised (see InterruptsDeferred);
     # meanwhile the hosts' processes start, then asyncio is imported while they shake hands.
     with InterruptsDeferred() as deferred:
-        from . import allrun
+        from .options import USAGE, parse_allrun_argv
+        from .plan import Plan, run_plan
 
         try:
-            options = allrun.parse_allrun_argv(argv)
+            options = parse_allrun_argv(argv)
             if options.help:
-                sys.stdout.write(allrun.USAGE)
+                sys.stdout.write(USAGE)
                 return 0
-            plan = allrun.Plan(options)
+            plan = Plan(options)
             early = plan.start_early()
         except MlpMagicError as error:
             return _bad_input(error)
         try:
-            from . import ssh_transport  # noqa: F401  (asyncio: the run's big import, held whole)
+            from . import report  # noqa: F401  (the renderers, and below asyncio: held whole)
+            from .ssh import runner  # noqa: F401
         except BaseException:
             if early is not None:
                 early.stop_unclaimed()
@@ -72,19 +76,19 @@ def main(argv: list | None = None) -> int:
     if not options.json and sys.stdout.isatty():
         live = LivePrinter([t.name for t in plan.targets], use_color(sys.stdout))
     try:
-        results = allrun.run_plan(plan, live, early, interrupted=deferred.asked)
+        results = run_plan(plan, live, early, interrupted=deferred.asked)
     except MlpMagicError as error:
         return _bad_input(error)
     if options.json:
-        sys.stdout.write(allrun.results_json(results) + "\n")
+        sys.stdout.write(report.results_json(results) + "\n")
     else:
         if live is not None:
             sys.stdout.write("\n")
-        sys.stdout.write(allrun.render_text(results, options, color=use_color(sys.stdout)))
+        sys.stdout.write(report.render_text(results, options, color=use_color(sys.stdout)))
         sys.stdout.flush()
-        sys.stderr.write(allrun.footer(results) + "\n")
+        sys.stderr.write(report.footer(results) + "\n")
     sys.stdout.flush()
-    return allrun.exit_status(results)
+    return report.exit_status(results)
 
 
 def _bad_input(error: MlpMagicError) -> int:
@@ -105,7 +109,7 @@ def run() -> None:
     try:
         code = main()
     except KeyboardInterrupt:   # before anything started, or a second Ctrl-C: no traceback
-        from .allrun import EXIT_INTERRUPTED
+        from .report import EXIT_INTERRUPTED
 
         sys.stderr.write("allrun: interrupted\n")
         code = EXIT_INTERRUPTED

@@ -9,15 +9,15 @@ import concurrent.futures
 import signal
 import time
 
-from . import engine_side
-from .results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
+from ..core.results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
+from ..engine.shell import run_shell
 
 POLL_SECONDS = 0.1
 INTERRUPT_GRACE = 2.0
 
 
-def engines_by_host(world) -> dict:
-    """{host name: engine id} for the lowest rank on each host."""
+def first_engine_per_host(world) -> dict:
+    """{host name: engine id} of the lowest rank on each host: the one that runs the command."""
     chosen = {}
     for row in world.layout:
         if row.host not in chosen:
@@ -32,7 +32,7 @@ def covers(world, host_names: list) -> bool:
         return False
     if world.active_run is not None and world.active_run.unfinished_ranks():
         return False
-    return set(host_names) <= set(engines_by_host(world))
+    return set(host_names) <= set(first_engine_per_host(world))
 
 
 class WorldTransport:
@@ -42,9 +42,9 @@ class WorldTransport:
         self.world = world
 
     def __call__(self, host_names: list, command: str, timeout: float | None, on_output=None) -> list:
-        engines = engines_by_host(self.world)
+        engines = first_engine_per_host(self.world)
         started = time.monotonic()
-        pending = {host: self.world.client[engines[host]].apply_async(engine_side.run_shell, command, timeout)
+        pending = {host: self.world.client[engines[host]].apply_async(run_shell, command, timeout)
                    for host in host_names}
         seen = {host: {"stdout": 0, "stderr": 0} for host in host_names}
         try:

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shlex
-import socket
 import sys
-import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
+from .. import config
+from ..core.deadline import in_background
+from ..core.local_names import stays_here, this_machine_names
+from ..core.results import INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
 from ..errors import MlpMagicError
-from ..results import INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
 from .model import HostGpus
 
 # The engine gets this share of the timeout for its own probe, so that a slow driver on a
@@ -125,7 +125,6 @@ def collect_from_world(world: Any, timeout: float = 5.0, skip: Iterable[str] = (
 
 # --------------------------------------------------------------------------------- over ssh
 
-SSH_ENV = "MLP_MAGIC_SSH"
 # Each host's own probe gets this share of the timeout, so a slow driver comes back as that
 # host's error message (over the ssh connection) before the collector stops waiting.
 PROBE_SHARE = 0.5
@@ -175,48 +174,18 @@ def inventory_from_result(result: HostResult, timeout: float) -> HostGpus:
     return _failed(host, "exit %s: %s" % (result.exit_code, _tail(result.stderr) or "no message"))
 
 
-def this_machine_names() -> List[str]:
-    name = socket.gethostname().lower()
-    return ["localhost", "localhost.localdomain", "127.0.0.1", "::1", name, name.split(".")[0]]
-
-
-def _is_local(target: Any, local_names: Iterable[str]) -> bool:
-    """This machine, probed in-process. A port on a local name means another sshd (a container)."""
-    name = target.name.lower()
-    return target.port is None and (name in local_names or name.startswith("127."))
-
-
-def _background(work: Callable[[], Any]) -> Callable[[float], Tuple[bool, Any]]:
-    """work() in a daemon thread, started now; the returned function waits until a monotonic
-    deadline and gives (finished, result or the exception it raised)."""
-    box: List[Any] = [None]
-
-    def run() -> None:
-        try:
-            box[0] = work()
-        except BaseException as exc:  # handed to the waiting thread
-            box[0] = exc
-
-    worker = threading.Thread(target=run, name="mlp-gpu-collect", daemon=True)
-    worker.start()
-
-    def wait(deadline: float) -> Tuple[bool, Any]:
-        worker.join(max(0.0, deadline - time.monotonic()))
-        return not worker.is_alive(), box[0]
-
-    return wait
-
-
 def _start_local(names: Sequence[str], timeout: float) -> Callable[[float], Dict[str, HostGpus]]:
     """Probe this machine once (in a thread), reported under each of its names."""
     from .probe import probe_local
 
-    wait = _background(lambda: probe_local(timeout=timeout * PROBE_SHARE, host=names[0]))
+    pending = in_background(lambda: probe_local(timeout=timeout * PROBE_SHARE, host=names[0]),
+                            "mlp-gpu-collect")
 
     def finish(deadline: float) -> Dict[str, HostGpus]:
-        done, found = wait(deadline)
+        found = pending.result(deadline)
         if not isinstance(found, HostGpus):
-            why = "timeout: no answer within %g s" % timeout if not done else "local probe: %s" % found
+            why = ("local probe: %s" % pending.error if pending.error is not None
+                   else "timeout: no answer within %g s" % timeout)
             return {name: _failed(name, why) for name in names}
         return {name: HostGpus.from_dict(dict(found.to_dict(), host=name)) for name in names}
 
@@ -226,29 +195,28 @@ def _start_local(names: Sequence[str], timeout: float) -> Callable[[float], Dict
 def _start_remote(targets: Sequence[Any], ssh: Any, python: str, timeout: float, connect_timeout: float,
                   fanout: int) -> Callable[[float], Dict[str, HostGpus]]:
     """Run the topo command on every target over ssh (in a thread with its own event loop)."""
-    from .. import ssh_transport as transport
+    from ..fanout.ssh.runner import HostRunner, RunOptions
 
     names = [t.name for t in targets]
     try:
-        runner = transport.HostRunner(
-            targets, topo_command(python, timeout * PROBE_SHARE), ssh=transport.ssh_argv(ssh),
-            fanout=fanout, connect_timeout=min(connect_timeout, timeout), timeout=timeout, local=False,
-            max_bytes=MAX_ANSWER_BYTES)
+        runner = HostRunner(targets, topo_command(python, timeout * PROBE_SHARE), RunOptions(
+            ssh=ssh, fanout=fanout, connect_timeout=min(connect_timeout, timeout), timeout=timeout,
+            local=False, max_bytes=MAX_ANSWER_BYTES))
     except MlpMagicError as exc:  # no ssh client: every remote host says so
         why = str(exc)
         return lambda deadline: {name: _failed(name, why) for name in names}
-    wait = _background(lambda: asyncio.run(runner.run()))
+    pending = in_background(lambda: asyncio.run(runner.run()), "mlp-gpu-collect")
 
     def finish(deadline: float) -> Dict[str, HostGpus]:
         try:
-            done, outcome = wait(deadline)
+            done = pending.wait(deadline)
         except KeyboardInterrupt:
             runner.request_interrupt()  # kills the remote probes; the thread ends by itself
             raise
         if not done:
             runner.request_interrupt()  # late hosts: stop them in the background, report "timeout"
-        if isinstance(outcome, BaseException):
-            return {name: _failed(name, "ssh transport: %s" % _one_line(outcome)) for name in names}
+        if pending.error is not None:
+            return {name: _failed(name, "ssh transport: %s" % _one_line(pending.error)) for name in names}
         return {r.host: inventory_from_result(r, timeout) for r in list(runner.results)}
 
     return finish
@@ -269,7 +237,7 @@ def collect_over_ssh(hosts: Iterable[Any], *, ssh: Any = None, timeout: float = 
     "timeout: no answer within N s", "exit N: ...", "bad JSON: ...". Hosts beyond ``fanout``
     wait for a free connection slot, inside the same deadline.
     """
-    from ..ssh_launch import as_targets
+    from ..fanout.ssh.argv import as_targets
 
     if not timeout or timeout <= 0:
         raise MlpMagicError("GPU collect: timeout must be positive, got %r" % (timeout,))
@@ -277,10 +245,10 @@ def collect_over_ssh(hosts: Iterable[Any], *, ssh: Any = None, timeout: float = 
         raise MlpMagicError("GPU collect: connect timeout must be positive, got %r" % (connect_timeout,))
     deadline = time.monotonic() + timeout
     targets = as_targets(list(hosts))
-    names = {n.lower() for n in (this_machine_names() if local_names is None else local_names)}
-    local = [t.name for t in targets if _is_local(t, names)]
-    remote = [t for t in targets if not _is_local(t, names)]
-    ssh = ssh or (os.environ if env is None else env).get(SSH_ENV) or "ssh"
+    names = this_machine_names() if local_names is None else frozenset(n.lower() for n in local_names)
+    local = [t.name for t in targets if stays_here(t.name, t.port, names)]
+    remote = [t for t in targets if not stays_here(t.name, t.port, names)]
+    ssh = config.ssh_command(ssh or None, env)
     finishers = []
     if remote:
         finishers.append(_start_remote(remote, ssh, python or sys.executable, timeout, connect_timeout,

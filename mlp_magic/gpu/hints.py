@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional
 
-from ..ranges import fold_ranks
+from ..core.ranges import fold_ranks
 from .model import HostGpus, link_distance
 
 

@@ -10,29 +10,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
-from typing import Callable, List, Optional
+from typing import List, Optional
 
+from ..core.deadline import within
 from ..errors import MlpMagicError
 from .model import HostGpus
 from .nvml_probe import probe_nvml
 from .smi_topo import QUERY_GPU_FIELDS, merge_query, parse_query_gpu, parse_topo_matrix
-
-
-def _within(seconds: float, call: Callable[[], Optional[HostGpus]]) -> Optional[HostGpus]:
-    """call() in a daemon thread; None if it has not answered in time (a wedged driver)."""
-    box: List[Optional[HostGpus]] = [None]
-
-    def run() -> None:
-        try:
-            box[0] = call()
-        except Exception:  # a broken NVML install is "no NVML" here, nvidia-smi gets its turn
-            box[0] = None
-
-    worker = threading.Thread(target=run, name="mlp-magic-nvml-probe", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    return box[0]
 
 
 def _run_smi(smi: str, args: List[str], timeout: float) -> str:
@@ -83,7 +67,7 @@ def probe_local(timeout: float = 5.0, *, host: Optional[str] = None, use_nvml: b
     host = host or socket.gethostname()
     found = None
     if use_nvml:
-        found = _within(timeout, lambda: probe_nvml(host=host))
+        found = within(timeout, lambda: probe_nvml(host=host))  # a wedged driver: None
         if found is not None and not found.error:
             return found
     path = shutil.which(smi)

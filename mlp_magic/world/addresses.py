@@ -1,23 +1,12 @@
 """Which address the controller should listen on, so that every host can reach it."""
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
 
-from .errors import MlpMagicError
-
-LOOPBACK = "127.0.0.1"
-
-
-def route_source_ip(destination: str) -> str | None:
-    """The local address the kernel would use to reach ``destination`` (nothing is sent)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.connect((destination, 9))
-            return probe.getsockname()[0]
-    except OSError:
-        return None
+from .. import config
+from ..engine.identity import route_source_ip
+from ..errors import MlpMagicError
+from ..fanout.ssh.config import read_ssh_G
 
 
 def resolve_host(name: str, ssh_command: list | None = None) -> str | None:
@@ -28,17 +17,9 @@ def resolve_host(name: str, ssh_command: list | None = None) -> str | None:
         return socket.getaddrinfo(name, None, socket.AF_INET)[0][4][0]
     except (OSError, IndexError, UnicodeError):
         pass
-    if not ssh_command:
-        return None
-    try:
-        done = subprocess.run([*ssh_command, "-G", name], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    for line in done.stdout.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "hostname" and value and value != name:
-            return resolve_host(value)
-    return None
+    config_of_host = read_ssh_G(ssh_command, name) if ssh_command else None
+    hostname = (config_of_host or {}).get("hostname")
+    return resolve_host(hostname) if hostname and hostname != name else None
 
 
 def _checked_listen_address(name: str, value: str) -> str:
@@ -53,10 +34,9 @@ def _checked_listen_address(name: str, value: str) -> str:
 
 def controller_ip(host_names: list, ssh_command: list | None = None, env=None) -> str:
     """Listen where the hosts can reach us, never on every interface by default."""
-    env = os.environ if env is None else env
-    for name in ("MLP_MAGIC_CONTROLLER_IP", "MLP_HOST"):
-        if env.get(name):
-            return _checked_listen_address(name, env[name])
+    setting = config.controller_address(env)
+    if setting is not None:
+        return _checked_listen_address(*setting)
     for host in host_names:
         address = resolve_host(host, ssh_command)
         if address and not address.startswith("127."):

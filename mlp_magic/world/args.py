@@ -1,8 +1,7 @@
-"""Argument lines of the magics: ``$VAR`` expansion and option parsing (pure).
+"""``%%mpirun``'s options: the parser and the MpirunArgs it gives (pure).
 
-``%%mpirun -np $MLP_MPI_NP`` must work as written, so ``$NAME`` and ``${NAME}`` are expanded
-from os.environ first, then from the user's namespace; an unknown name is an error naming it,
-never an empty string passed on silently.
+``$NAME`` expansion and the one-line parser are ``core.line_args``'s; this module adds the
+options of ``%%mpirun`` and ``%mpirun``.
 """
 from __future__ import annotations
 
@@ -10,64 +9,13 @@ import argparse
 import functools
 import keyword
 import re
-import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
-from .errors import MlpMagicError
+from ..core.line_args import LineParser, expand_vars, split_line
+from ..errors import MlpMagicError
 
-_VAR = re.compile(r"\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$\{")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() accepts '²', which int() refuses
-
-
-def expand_vars(line: str, env: Mapping, user_ns: Mapping | None = None) -> str:
-    """Replace ``$NAME``/``${NAME}`` (``$$`` is a literal ``$``)."""
-    user_ns = user_ns or {}
-
-    def replace(match: re.Match) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        if match.group(0) == "${":
-            raise MlpMagicError(f"unclosed '${{' in {line.strip()!r}")
-        name = match.group(1) if match.group(1) is not None else match.group(2)
-        if not _NAME.match(name):
-            raise MlpMagicError(f"bad variable reference {match.group(0)!r} in {line.strip()!r}")
-        if name in env:
-            return str(env[name])
-        if name in user_ns:
-            return _as_text(name, user_ns[name])
-        raise MlpMagicError(f"unknown variable ${name} in {line.strip()!r} "
-                            "(not in the environment nor the notebook)")
-
-    return _VAR.sub(replace, line)
-
-
-def _as_text(name: str, value) -> str:
-    """A notebook value as text; its own __str__ may fail, and that is bad input too."""
-    try:
-        return str(value)
-    except Exception as err:  # any error in a user's __str__ becomes one clear message
-        raise MlpMagicError(f"${name}: cannot turn the notebook's {type(value).__name__} "
-                            f"into text: {err}") from None
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises one MlpMagicError instead of printing usage and exiting."""
-
-    def error(self, message):  # noqa: D401 - argparse hook
-        # One line, not argparse's chain; a value holding a newline shows it as \n.
-        raise MlpMagicError(f"{self.prog}: " + message.replace("\n", "\\n")) from None
-
-    def exit(self, status=0, message=None):
-        raise MlpMagicError(f"{self.prog}: {message or 'stopped'}".strip()) from None
-
-
-def split_line(line: str, prog: str) -> list:
-    try:
-        return shlex.split(line)
-    except ValueError as err:
-        raise MlpMagicError(f"{prog}: cannot split {line.strip()!r}: {err}") from None
 
 
 def _positive_float(text: str) -> float:
@@ -103,8 +51,8 @@ def add_host_options(parser: argparse.ArgumentParser) -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def _mpirun_parser() -> _Parser:
-    parser = _Parser(prog="%%mpirun", add_help=False, allow_abbrev=False)
+def _mpirun_parser() -> LineParser:
+    parser = LineParser(prog="%%mpirun", add_help=False, allow_abbrev=False)
     parser.add_argument("-np", "-n", dest="np", type=_positive_int)
     add_host_options(parser)
     parser.add_argument("--oversubscribe", action="store_true")

@@ -8,14 +8,15 @@ return what arrived so far, with the unfinished ranks marked.
 from __future__ import annotations
 
 import concurrent.futures
+import enum
 import re
 import signal
 import time
 from datetime import datetime, timezone
 
-from . import results as status
-from .engine_side import CELL_TAG
-from .results import RankResult
+from ..core import results as status
+from ..core.results import RankResult
+from ..engine.capture import CELL_TAG
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CELL_NUMBER = re.compile(r"(Cell |Input )?In ?\[\d*\]")
@@ -34,12 +35,27 @@ def plain_traceback(remote_error) -> str:
     return text.rstrip() + "\n"
 
 
+class Outcome(enum.Enum):
+    """How a cell ended, as the kernel saw it."""
+
+    DONE = "done"                # every rank finished (some may have raised)
+    TIMEOUT = "timeout"          # --timeout passed: the running ranks were interrupted
+    INTERRUPTED = "interrupted"  # Ctrl-C / the stop button: the running ranks were interrupted
+    DIED = "died"                # an engine or the launcher went away during the cell
+
+    @property
+    def unfinished_status(self) -> str:
+        """The status of a rank that had not finished when the cell ended this way."""
+        return {Outcome.TIMEOUT: status.TIMEOUT, Outcome.INTERRUPTED: status.INTERRUPTED,
+                Outcome.DIED: status.DIED}.get(self, status.TIMEOUT)
+
+
 class CellRun:
-    """One cell in flight on ``ranks``."""
+    """One cell in flight on ``ranks``: sent once at creation, then followed until it ends."""
 
     def __init__(self, world, code: str, ranks: list, log_dir: str):
         self.world = world
-        self.ranks = list(ranks)
+        self.ranks: list[int] = list(ranks)
         self.log_dir = log_dir
         self.started = time.monotonic()
         targets = [world.rank_to_engine[r] for r in self.ranks]
@@ -48,8 +64,11 @@ class CellRun:
         # One (reply, output-complete) pair of futures per rank, in rank order.
         self._children = list(self.async_result._children)
         self._seen = {rank: {"stdout": 0, "stderr": 0} for rank in self.ranks}
-        self.interrupted = False
-        self.published_busy = False
+        self.outcome: Outcome | None = None   # None while it runs
+        self.interrupted = False              # SIGINT was sent to its unfinished ranks
+        self.still_running: list[int] = []    # ranks still running after that SIGINT (stuck in C)
+        self.death_note = ""                  # which rank died first, and how (Outcome.DIED)
+        self.published_busy = False           # the lab panel was told its ranks are busy
 
     # ------------------------------------------------------------------ progress
     def _metadata(self, index: int) -> dict:

@@ -1,21 +1,19 @@
 """``%%mpirun``: pick or start the World, run the cell, show grouped output, keep the logs."""
 from __future__ import annotations
 
-import os
 import re
 import time
 
-from . import logs
-from . import results as status
-from .cell_runner import CellRun
-from .errors import MlpMagicError
-from .grouping import group_results
-from .live_display import LiveOutput
-from .magic_args import MpirunArgs
-from .ranges import fold_ranks, parse_ranks
-from .render_html import render_groups_html
-from .render_text import render_groups_text
-from .topology import topology_from_environment
+from ..core import results as status
+from ..core.deaths import death_note, launcher_named_rank
+from ..core.ranges import fold_ranks, parse_ranks
+from ..core.results import MpirunResult
+from ..core.topology import topology_from_environment
+from ..errors import MlpMagicError, RankFailure
+from . import display, logs
+from .args import MpirunArgs
+from .cell import CellRun, Outcome
+from .stacks import stack_snapshot
 from .world import World, WorldSpec
 
 POLL_SECONDS = 0.1
@@ -23,50 +21,6 @@ POLL_SECONDS = 0.1
 # so short cells pay nothing for it.
 PUBLISH_BUSY_AFTER = 1.0
 _world: World | None = None
-
-
-class RankFailure(Exception):
-    """Raised after the grouped output is shown, so that "Run all" stops at a failed cell.
-
-    Its traceback is one line: the per-rank details are already on screen.
-    """
-
-    def _render_traceback_(self):
-        return [f"{type(self).__name__}: {self}"]
-
-
-class MpirunResult:
-    """What ``-o NAME`` stores: per-rank results of one cell."""
-
-    def __init__(self, results: list, log_dir: str, summary_written=None):
-        self.results = list(results)
-        self.log_dir = log_dir
-        self.summary_written = summary_written  # a Future: summary.json is written in the background
-        self.by_rank = {r.rank: r for r in results}
-
-    def __getitem__(self, rank: int):
-        return self.by_rank[rank]
-
-    def __iter__(self):
-        return iter(self.results)
-
-    def __len__(self) -> int:
-        return len(self.results)
-
-    @property
-    def stdout(self) -> dict:
-        return {r.rank: r.stdout for r in self.results}
-
-    @property
-    def ok(self) -> bool:
-        return all(r.status == status.OK for r in self.results)
-
-    def __repr__(self) -> str:
-        counts = {}
-        for r in self.results:
-            counts[r.status] = counts.get(r.status, 0) + 1
-        summary = ", ".join(f"{n} {s}" for s, n in counts.items())
-        return f"<MpirunResult {len(self.results)} ranks: {summary}; logs in {self.log_dir}>"
 
 
 def current_world() -> World | None:
@@ -150,31 +104,27 @@ def line_command(args: MpirunArgs, env, notice=print):
 
 # ------------------------------------------------------------------------------ one cell
 def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
+    """Run ``code`` on the ranks; the grouped output is shown; RankFailure if a rank failed."""
     spec = wanted_spec(args, env)
     ranks = parse_ranks(args.ranks, spec.np) if args.ranks else list(range(spec.np))
     world = ensure_world(spec, restart=args.restart, notice=notice)
     _refuse_if_stuck(world)
     cell_dir = logs.new_cell_dir(args.log_dir)
-    live = LiveOutput()
+    live = display.LiveOutput()
     run = CellRun(world, code, ranks, cell_dir)
     world.active_run = run  # from now on, a later cell is refused while this one's ranks run
-    outcome = _follow(run, world, live, args.timeout)
+    run.outcome = _follow(run, world, live, args.timeout)
     live.add(run.new_output())
-    stack_report = stack_snapshot(world, run.ranks, cell_dir) if outcome == "timeout" else None
-    results = _finish(run, outcome)
-    if outcome == "done" and any(r.status == status.DIED for r in results):
-        outcome = "died"
-    if outcome == "died":
-        run.death_note = _death_note(world)
-    if run.published_busy:  # a long cell: GPU memory and load have moved since the last look
-        if outcome == "done":
-            world.refresh_gpus(at_most_every=60.0)  # cheap, but not after every long cell
-        world.publish()
-    if any(r.status != status.OK for r in results):
-        logs.write_missing_streams(cell_dir, results)
-    summary = logs.write_summary(cell_dir, code, results, {"outcome": outcome})
-    _show(results, args, live, cell_dir, _outcome_note(run, outcome), stack_report)
-    result = MpirunResult(results, cell_dir, summary)
+    stacks = stack_snapshot(world, run.ranks, cell_dir) if run.outcome is Outcome.TIMEOUT else None
+    results = _finish(run)
+    _after_the_cell(run, world, results)
+    summary = logs.write_summary(cell_dir, code, results, {"outcome": run.outcome.value})
+    footer = display.footer(results, cell_dir, _outcome_note(run))
+    bundle = display.summary(results, group=args.group, diff=args.diff, footer=footer,
+                             html_too=live.notebook, stack_report=stacks)
+    live.finish(bundle)
+    display.publish_rich_outputs(results, args.all_outputs)
+    result = MpirunResult(results, cell_dir, summary, bundle["text/plain"], bundle.get("text/html", ""))
     _raise_for_failures(result)
     return result
 
@@ -196,7 +146,7 @@ def _refuse_if_stuck(world: World) -> None:
     )
 
 
-def _follow(run: CellRun, world: World, live: LiveOutput, timeout: float | None) -> str:
+def _follow(run: CellRun, world: World, live: display.LiveOutput, timeout: float | None) -> Outcome:
     """Wait for the cell, streaming output; return how it ended."""
     deadline = run.started + timeout if timeout else None
     try:
@@ -204,30 +154,34 @@ def _follow(run: CellRun, world: World, live: LiveOutput, timeout: float | None)
             left = POLL_SECONDS if deadline is None else deadline - time.monotonic()
             wait = max(0.0, min(POLL_SECONDS, left))
             if run.wait(wait):
-                return "done"
+                return Outcome.DONE
             live.add(run.new_output())
             if not run.published_busy and time.monotonic() - run.started > PUBLISH_BUSY_AFTER:
                 world.publish(busy_ranks=run.unfinished_ranks())
                 run.published_busy = True
             if deadline is not None and time.monotonic() >= deadline:
-                return "timeout"
+                return Outcome.TIMEOUT
             if not world.processes_alive():
-                return "died"
+                return Outcome.DIED
     except KeyboardInterrupt:
-        return "interrupted"
+        return Outcome.INTERRUPTED
 
 
-def _finish(run: CellRun, outcome: str) -> list:
-    if outcome == "done":
-        return run.results()
-    if outcome == "died":
+def _finish(run: CellRun) -> list:
+    """Every rank's result; the ranks still running are interrupted first (timeout, Ctrl-C)
+    and those that had not finished are marked with the outcome."""
+    if run.outcome is Outcome.DONE:
+        results = run.results()
+        if any(r.status == status.DIED for r in results):
+            run.outcome = Outcome.DIED
+        return results
+    if run.outcome is Outcome.DIED:
         time.sleep(0.3)  # the controller reports the other engines' ends a moment later
     stuck = set(run.unfinished_ranks())
-    run.still_running = []
-    if outcome in ("timeout", "interrupted"):
+    if run.outcome in (Outcome.TIMEOUT, Outcome.INTERRUPTED):
         run.interrupt()
         run.still_running = run.unfinished_ranks()
-    marker = {"timeout": status.TIMEOUT, "interrupted": status.INTERRUPTED, "died": status.DIED}[outcome]
+    marker = run.outcome.unfinished_status
     results = run.results(unfinished_status=marker)
     for result in results:
         if result.rank in stuck:
@@ -236,9 +190,19 @@ def _finish(run: CellRun, outcome: str) -> list:
     return results
 
 
-def _death_note(world: World) -> str:
-    from .deaths import death_note, launcher_named_rank
+def _after_the_cell(run: CellRun, world: World, results: list) -> None:
+    """Name the rank that died, refresh what the panel shows, keep what ranks could not log."""
+    if run.outcome is Outcome.DIED:
+        run.death_note = _death_note(world)
+    if run.published_busy:  # a long cell: GPU memory and load have moved since the last look
+        if run.outcome is Outcome.DONE:
+            world.refresh_gpus(at_most_every=60.0)  # cheap, but not after every long cell
+        world.publish()
+    if any(r.status != status.OK for r in results):
+        logs.write_missing_streams(run.log_dir, results)
 
+
+def _death_note(world: World) -> str:
     # The launcher names the first rank to fail once the job has ended, a moment after we notice.
     deadline = time.monotonic() + (2.0 if world.mpi is not None else 0.3)  # plain engines: nannies only
     log_text = world.launcher_log()
@@ -249,94 +213,21 @@ def _death_note(world: World) -> str:
     return death_note(log_text, rank_of_pid, world.host_of)
 
 
-def _outcome_note(run: CellRun, outcome: str) -> str:
-    if outcome == "done":
+def _outcome_note(run: CellRun) -> str:
+    if run.outcome is Outcome.DONE:
         return ""
-    stuck = getattr(run, "still_running", [])
-    if outcome == "died":
-        return (getattr(run, "death_note", "")
-                or "ranks died during the cell; `%mpirun --restart` starts a new World")
-    what = "timed out" if outcome == "timeout" else "interrupted"
-    if stuck:
-        return (f"{what}: ranks {fold_ranks(stuck)} did not stop on SIGINT (blocked in a C call?); "
-                "`%mpirun --restart` restarts the World")
+    if run.outcome is Outcome.DIED:
+        return run.death_note or "ranks died during the cell; `%mpirun --restart` starts a new World"
+    what = "timed out" if run.outcome is Outcome.TIMEOUT else "interrupted"
+    if run.still_running:
+        return (f"{what}: ranks {fold_ranks(run.still_running)} did not stop on SIGINT (blocked in a C "
+                "call?); `%mpirun --restart` restarts the World")
     return f"{what}: the running ranks were interrupted; the World is still usable"
-
-
-def _show(results: list, args: MpirunArgs, live: LiveOutput, cell_dir: str, note: str,
-          stack_report: tuple | None = None) -> None:
-    """The grouped summary replaces the live output: text always, HTML only for a notebook."""
-    groups = [group_results(results)] if args.group else [group_results([r]) for r in results]
-    footer = _footer(results, cell_dir, note)
-    text = "".join(render_groups_text(g, diff=args.diff) for g in groups)
-    if stack_report:
-        text = f"{text.rstrip()}\n{stack_report[0]}"
-    bundle = {"text/plain": f"{text.rstrip()}\n{footer}"}
-    if live.notebook:
-        html = "".join(render_groups_html(g, diff=args.diff) for g in groups)
-        html += stack_report[1] if stack_report else ""
-        bundle["text/html"] = f"{html}<div style='color:#777;font-size:85%'>{_escape(footer)}</div>"
-    live.finish(bundle)
-    _publish_rich_outputs(results, args.all_outputs)
-
-
-STACKS_TITLE = "Where each rank is (main thread's Python stack; --> marks the innermost line of your code)"
-
-
-def stack_snapshot(world: World, ranks: list, log_dir: str | None = None) -> tuple:
-    """Collect, save and render every rank's stack: (text, html) grouped by identical stacks."""
-    from .results import RankResult
-    from .stack_report import format_stack
-    from .stacks import collect
-
-    dumps = collect(world, ranks)
-    if log_dir:
-        logs.write_stacks(log_dir, dumps)
-    records = [RankResult(rank=r, host=world.host_of(r), stdout=format_stack(dumps.get(r, "")))
-               for r in ranks]
-    groups = group_results(records)
-    where = f"full dumps: {os.path.join(log_dir, 'stacks')}" if log_dir else ""
-    text = f"\n{STACKS_TITLE}\n{render_groups_text(groups)}{where}\n"
-    html = (f"<div style='margin-top:0.8em;font-weight:bold'>{_escape(STACKS_TITLE)}</div>"
-            f"{render_groups_html(groups)}<div style='color:#777;font-size:85%'>{_escape(where)}</div>")
-    return text, html
-
-
-def _footer(results: list, cell_dir: str, note: str) -> str:
-    durations = [r.duration for r in results if r.duration is not None]
-    took = f"{max(durations):.2f} s" if durations else "-"
-    parts = [f"{len(results)} ranks", took, f"logs: {cell_dir}"]
-    return ("mlp_magic: " + note + "\n" if note else "") + " | ".join(parts)
-
-
-def _escape(text: str) -> str:
-    import html
-
-    return html.escape(text).replace("\n", "<br>")
-
-
-def _publish_rich_outputs(results: list, all_ranks: bool) -> None:
-    from IPython.display import publish_display_data
-
-    shown = results if all_ranks else [r for r in results if r.rank == min(x.rank for x in results)]
-    for result in shown:
-        for output in result.displays:
-            data = dict(output.get("data") or {})
-            if not data:
-                continue
-            if all_ranks and len(results) > 1 and "text/plain" in data:
-                data["text/plain"] = f"[rank {result.rank}] {data['text/plain']}"
-            publish_display_data(data, output.get("metadata") or {})
 
 
 def _raise_for_failures(result: MpirunResult) -> None:
     failed = [r for r in result.results if r.status != status.OK]
-    if not failed:
-        return
-    kinds = sorted({r.status for r in failed})
-    failure = RankFailure(
-        f"{' / '.join(kinds)} on ranks {fold_ranks(r.rank for r in failed)} "
-        f"({len(failed)} of {len(result)}); details above"
-    )
-    failure.result = result
-    raise failure
+    if failed:
+        kinds = sorted({r.status for r in failed})
+        raise RankFailure(f"{' / '.join(kinds)} on ranks {fold_ranks(r.rank for r in failed)} "
+                          f"({len(failed)} of {len(result)}); details above", result)

@@ -1,17 +1,25 @@
 """Show a running cell's output live, then replace it with the grouped summary.
 
 In a notebook the live tail (the last lines, tagged by rank) sits in one display area that
-is updated at most every ``interval`` seconds and finally replaced by the grouped output. In
-a terminal, lines are printed as they come and the summary follows.
+is updated at most every ``interval`` seconds and finally replaced by the grouped output (text,
+and HTML). In a terminal, lines are printed as they come and the summary follows. The rich
+outputs of the ranks (``display()``, plots, the last value) are published after it.
 """
 from __future__ import annotations
 
+import html
 import sys
 import time
 from collections import deque
 
 from IPython import get_ipython
-from IPython.display import display
+from IPython.display import display, publish_display_data
+
+from ..core.grouping import group_results
+from ..core.render_html import render_groups_html
+from ..core.render_text import render_groups_text
+
+STACKS_TITLE = "Where each rank is (main thread's Python stack; --> marks the innermost line of your code)"
 
 
 def in_notebook() -> bool:
@@ -73,3 +81,53 @@ class LiveOutput:
         else:
             sys.stdout.write(bundle.get("text/plain", "") + "\n")
             sys.stdout.flush()
+
+
+def summary(results: list, *, group: bool, diff: bool, footer: str, html_too: bool,
+            stack_report: tuple | None = None) -> dict:
+    """The grouped output as a mime bundle: text always, HTML for a notebook; ``stack_report``
+    (text, html) follows the groups."""
+    groups = [group_results(results)] if group else [group_results([r]) for r in results]
+    text = "".join(render_groups_text(g, diff=diff) for g in groups)
+    if stack_report:
+        text = f"{text.rstrip()}\n{stack_report[0]}"
+    bundle = {"text/plain": f"{text.rstrip()}\n{footer}"}
+    if html_too:
+        markup = "".join(render_groups_html(g, diff=diff) for g in groups)
+        markup += stack_report[1] if stack_report else ""
+        bundle["text/html"] = f"{markup}{footnote_html(footer)}"
+    return bundle
+
+
+def footer(results: list, cell_dir: str, note: str) -> str:
+    """ "4 ranks | 0.12 s | logs: DIR", after the note saying how the cell ended, if any."""
+    durations = [r.duration for r in results if r.duration is not None]
+    took = f"{max(durations):.2f} s" if durations else "-"
+    parts = [f"{len(results)} ranks", took, f"logs: {cell_dir}"]
+    return ("mlp_magic: " + note + "\n" if note else "") + " | ".join(parts)
+
+
+def footnote_html(text: str) -> str:
+    return f"<div style='color:#777;font-size:85%'>{html.escape(text).replace(chr(10), '<br>')}</div>"
+
+
+def stack_report(records: list, where: str) -> tuple:
+    """Every rank's stack, grouped by identical stacks, as (text, html); ``where``: the full dumps."""
+    groups = group_results(records)
+    text = f"\n{STACKS_TITLE}\n{render_groups_text(groups)}{where}\n"
+    markup = (f"<div style='margin-top:0.8em;font-weight:bold'>{html.escape(STACKS_TITLE)}</div>"
+              f"{render_groups_html(groups)}{footnote_html(where)}")
+    return text, markup
+
+
+def publish_rich_outputs(results: list, all_ranks: bool) -> None:
+    """The ranks' display() outputs and last values: the lowest rank's, or every rank's."""
+    shown = results if all_ranks else [r for r in results if r.rank == min(x.rank for x in results)]
+    for result in shown:
+        for output in result.displays:
+            data = dict(output.get("data") or {})
+            if not data:
+                continue
+            if all_ranks and len(results) > 1 and "text/plain" in data:
+                data["text/plain"] = f"[rank {result.rank}] {data['text/plain']}"
+            publish_display_data(data, output.get("metadata") or {})

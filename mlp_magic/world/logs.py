@@ -15,19 +15,13 @@ import atexit
 import itertools
 import json
 import os
-import re
-import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from .errors import MlpMagicError
-from .paths import default_log_root
+from .. import config
+from ..engine.retention import prune
 
-KEEP_DAYS_ENV = "MLP_MAGIC_LOG_KEEP_DAYS"
-DEFAULT_KEEP_DAYS = 30.0
-_CELL_NAME = re.compile(r"^(\d{8}-\d{6})-\d+-\d{4,}$")
 _pruned_roots: set = set()
-
 _cell_numbers = itertools.count(1)
 # Summaries are written off the cell's critical path, in order, by one thread; the pool is
 # drained at interpreter exit so none is lost.
@@ -35,78 +29,17 @@ _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlp-magic-logs")
 atexit.register(_writer.shutdown, wait=True)
 
 
-def log_root(explicit: str | None = None) -> str:
-    return (explicit or os.environ.get("MLP_MAGIC_LOG_DIR")
-            or default_log_root())
-
-
 def new_cell_dir(root: str | None = None) -> str:
     """A fresh cell directory's path; it is created by whoever writes in it first. The first
     call of this kernel also has old cells removed from the log root (in the background)."""
-    days = keep_days()
-    default_root = log_root()
+    days = config.log_keep_days()
+    default_root = config.log_root()
     if default_root not in _pruned_roots:
         _pruned_roots.add(default_root)
         if days:
             _writer.submit(prune, default_root, days)
     name = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_cell_numbers):04d}"
-    return os.path.abspath(os.path.join(log_root(root), name))
-
-
-def keep_days(environ=os.environ) -> float:
-    """Days cell logs are kept (``$MLP_MAGIC_LOG_KEEP_DAYS``); 0: forever."""
-    raw = environ.get(KEEP_DAYS_ENV, "").strip()
-    if not raw:
-        return DEFAULT_KEEP_DAYS
-    try:
-        days = float(raw)
-    except ValueError:
-        days = -1.0
-    if not days >= 0 or days == float("inf"):
-        raise MlpMagicError(f"{KEEP_DAYS_ENV}={raw!r}: expected a number of days (0 keeps every log)")
-    return days
-
-
-def expired_cells(entries, now: float, days: float) -> list:
-    """Names of the cell directories to remove: ``entries`` are (name, last change as a Unix
-    time); a cell goes when both its name's start time and its last change are more than
-    ``days`` ago. Names not made by ``new_cell_dir`` are never chosen. Pure."""
-    limit = now - days * 86400
-    expired = []
-    for name, changed in entries:
-        found = _CELL_NAME.match(name)
-        if not found or changed >= limit:
-            continue
-        try:   # the name is local time
-            started = time.mktime(time.strptime(found.group(1), "%Y%m%d-%H%M%S"))
-        except (ValueError, OverflowError):
-            continue
-        if started < limit:
-            expired.append(name)
-    return sorted(expired)
-
-
-def prune(root: str, days: float, now: float | None = None) -> list:
-    """Remove the expired cell directories under ``root``; returns their names. Never raises:
-    retention must not break a cell or an engine's start."""
-    import shutil
-
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return []
-    entries = []
-    for name in names:
-        try:
-            info = os.lstat(os.path.join(root, name))
-        except OSError:
-            continue
-        if stat.S_ISDIR(info.st_mode):   # a link is never followed, never removed
-            entries.append((name, info.st_mtime))
-    removed = expired_cells(entries, time.time() if now is None else now, days)
-    for name in removed:
-        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-    return removed
+    return os.path.abspath(os.path.join(config.log_root(root), name))
 
 
 def write_summary(cell_dir: str, code: str, results: list, extra: dict | None = None):

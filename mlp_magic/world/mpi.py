@@ -13,7 +13,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from .errors import MlpMagicError
+from .. import config
+from ..errors import MlpMagicError
 
 OPENMPI, MPICH = "openmpi", "mpich"
 
@@ -40,9 +41,12 @@ class MpiInfo:
 
 
 def find_mpiexec(env=None) -> str | None:
-    """The job's own MPI first: an explicit setting, then PATH, then this Python's bin dir."""
+    """The job's own MPI first: an explicit setting, then PATH, then this Python's bin dir.
+    None: no MPI here, or ``$MLP_MAGIC_MPIEXEC=none`` (plain local engines)."""
+    explicit = config.mpiexec_setting(env)
+    if explicit == "none":
+        return None
     env = os.environ if env is None else env
-    explicit = env.get("MLP_MAGIC_MPIEXEC")
     if explicit:
         if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
             raise MlpMagicError(f"$MLP_MAGIC_MPIEXEC: {explicit!r} is not an executable file")

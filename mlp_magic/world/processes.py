@@ -17,7 +17,7 @@ import time
 
 import psutil
 
-from .errors import MlpMagicError
+from ..errors import MlpMagicError
 
 
 def _tail(path: str, lines: int = 15) -> str:

@@ -12,11 +12,7 @@ import socket
 import tempfile
 from datetime import datetime, timezone
 
-
-def state_dir() -> str:
-    from .paths import home
-
-    return os.environ.get("MLP_MAGIC_STATE_DIR") or os.path.join(home(), "worlds")
+from .. import config
 
 
 def now_iso() -> str:
@@ -29,7 +25,7 @@ def _path(pid: int, directory: str, host: str | None = None) -> str:
 
 
 def publish(state: dict, directory: str | None = None) -> None:
-    directory = directory or state_dir()
+    directory = directory or config.state_dir()
     os.makedirs(directory, exist_ok=True)
     state = dict(state, pid=state.get("pid", os.getpid()), host=state.get("host", socket.gethostname()),
                  updated_at=now_iso())
@@ -41,7 +37,7 @@ def publish(state: dict, directory: str | None = None) -> None:
 
 def withdraw(pid: int | None = None, directory: str | None = None) -> None:
     try:
-        os.unlink(_path(pid or os.getpid(), directory or state_dir()))
+        os.unlink(_path(pid or os.getpid(), directory or config.state_dir()))
     except FileNotFoundError:
         pass
 
@@ -82,9 +78,9 @@ def _here(state: dict) -> bool:
 def read_worlds(directory: str | None = None) -> list:
     """The Worlds of this machine's kernels that are alive (a dead kernel's file is left for
     the reaper; other machines' kernels cannot be checked from here)."""
-    return [s for s in _all_states(directory or state_dir()) if _here(s) and _alive(s["pid"])]
+    return [s for s in _all_states(directory or config.state_dir()) if _here(s) and _alive(s["pid"])]
 
 
 def orphaned_worlds(directory: str | None = None) -> list:
     """States published by this machine's kernels that died without stopping their World."""
-    return [s for s in _all_states(directory or state_dir()) if _here(s) and not _alive(s["pid"])]
+    return [s for s in _all_states(directory or config.state_dir()) if _here(s) and not _alive(s["pid"])]

@@ -16,6 +16,11 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from .. import config
+from ..core.results import RankResult
+from ..core.stack_report import format_stack
+from . import display, logs
+
 SETTLE_SECONDS = 0.05   # a dump is complete once its file stops growing for this long
 MARK = "@@mlp_magic-stack "
 
@@ -115,9 +120,7 @@ def collect(world, ranks: list, wait: float = 1.5) -> dict:
             local.append(target)
         else:
             remote.setdefault(world.host_of(rank), []).append(target)
-    from .world import ssh_command
-
-    ssh = ssh_command() or ["ssh"]
+    ssh = config.ssh_command()
     dumps = {}
     with ThreadPoolExecutor(max_workers=min(64, len(remote) + 1)) as pool:
         futures = [pool.submit(_remote_snapshot, host, targets, ssh, wait)
@@ -128,3 +131,14 @@ def collect(world, ranks: list, wait: float = 1.5) -> dict:
         for future in futures:
             dumps.update(future.result())
     return dumps
+
+
+def stack_snapshot(world, ranks: list, log_dir: str | None = None) -> tuple:
+    """Collect, save and render every rank's stack: (text, html) grouped by identical stacks."""
+    dumps = collect(world, ranks)
+    if log_dir:
+        logs.write_stacks(log_dir, dumps)
+    records = [RankResult(rank=r, host=world.host_of(r), stdout=format_stack(dumps.get(r, "")))
+               for r in ranks]
+    where = f"full dumps: {os.path.join(log_dir, 'stacks')}" if log_dir else ""
+    return display.stack_report(records, where)

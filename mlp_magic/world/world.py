@@ -10,20 +10,22 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import shlex
 import socket
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 
-from . import engine_side, logs, world_state
-from .addresses import LOOPBACK, controller_ip
-from .errors import MlpMagicError
-from .launcher import ManagedProcess, engine_command, start_controller, wait_for_file
-from .mpi import (FAST_LOCAL_OMPI, OPENMPI, LaunchPlan, MpiInfo, detect_flavour, find_mpiexec,
-                  hostfile_text, mpiexec_argv, names_to_forward)
-from .topology import Topology, count_local_gpus
+from .. import config
+from ..core.local_names import LOOPBACK
+from ..core.ranges import fold_ranks
+from ..core.topology import Topology
+from ..engine import bootstrap as engine_bootstrap
+from ..engine import identity as engine_identity
+from ..errors import MlpMagicError
+from . import published
+from .launch import start_processes
+from .mpi import MpiInfo
+from .processes import kill_tree, wait_for_file
 
 DISPLAY_CAP = 1_000_000  # characters per rank and stream shown in the notebook; the log has all
 DISPLAY_BUDGET = 64_000_000  # ... but all ranks together stay within this (512 ranks: 125 kB each)
@@ -34,18 +36,6 @@ def display_cap(np: int) -> int:
 
 
 _counter = itertools.count()
-
-
-def base_dir() -> str:
-    from .paths import home
-
-    return home()
-
-
-def ssh_command(env=None) -> list | None:
-    """The ssh client mpiexec and allrun use (``$MLP_MAGIC_SSH``, e.g. ``ssh -F cfg``)."""
-    env = os.environ if env is None else env
-    return shlex.split(env["MLP_MAGIC_SSH"]) if env.get("MLP_MAGIC_SSH") else None
 
 
 @dataclass(frozen=True)
@@ -79,92 +69,23 @@ class World:
 
     # ----------------------------------------------------------------------------- start
     def start(self) -> "World":
-        os.makedirs(base_dir(), exist_ok=True)
         reap_orphans(self.notice)
         self.workdir = tempfile.mkdtemp(prefix=f"world-{os.getpid()}-{next(_counter)}-",
                                         dir=_run_dir())
         try:
-            self._start_processes()
+            launched = start_processes(self.spec, self.workdir, self.start_timeout, self.notice,
+                                       self.processes)
+            self.mpi, self.controller_ip = launched.mpi, launched.controller_ip
+            self.client_file = launched.client_file
             self._connect()
             self._map_ranks_and_bootstrap()
-            self.started_at = world_state.now_iso()
+            self.started_at = published.now_iso()
             self.refresh_gpus()
             self.publish()
         except BaseException:  # Ctrl-C included: never leave a half-started World running
             self.stop()
             raise
         return self
-
-    def _start_processes(self) -> None:
-        topology = self.spec.topology
-        local = topology.is_local
-        path = None if os.environ.get("MLP_MAGIC_MPIEXEC", "").lower() == "none" else find_mpiexec()
-        self.mpi = detect_flavour(path) if path else None
-        ip = self.controller_ip = LOOPBACK if local else controller_ip(topology.host_names(), ssh_command())
-        cluster_id = uuid.uuid4().hex[:8]
-        controller, engine_file, self.client_file = start_controller(self.workdir, ip, cluster_id)
-        self.processes.append(controller)
-        if self.mpi is None:
-            if not local:
-                raise MlpMagicError(f"no mpiexec found, needed to start ranks on {topology.source}; "
-                                    "install the job's MPI or `pip install mlp_magic[mpi]`")
-            self.notice(f"mlp_magic: no MPI (no mpiexec found, or $MLP_MAGIC_MPIEXEC=none); "
-                        f"starting {self.spec.np} local engines without MPI "
-                        "(mpi4py unavailable in cells; `pip install mlp_magic[mpi]` adds it)")
-            self._start_plain_engines(engine_file)
-        elif local:
-            self._start_mpiexec(engine_command(engine_file), self._engine_env(None))
-        else:
-            info = wait_for_file(engine_file, controller, self.start_timeout)
-            self._start_mpiexec(engine_command(None), self._engine_env(info))
-
-    def _engine_env(self, connection_info: dict | None) -> dict:
-        env = dict(os.environ)
-        env.pop("IPP_CONNECTION_INFO", None)
-        if connection_info is not None:
-            import json
-
-            env["IPP_CONNECTION_INFO"] = json.dumps(connection_info)  # forwarded by name, never on argv
-        if self.spec.topology.is_local and not count_local_gpus():
-            for key, value in FAST_LOCAL_OMPI.items():
-                env.setdefault(key, value)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        return env
-
-    def _start_mpiexec(self, command: list, env: dict) -> None:
-        topology = self.spec.topology
-        counts = [(host.name, n) for host, n in
-                  zip(topology.hosts, topology.ranks_per_host(self.spec.np, self.spec.oversubscribe))]
-        plan = LaunchPlan(
-            counts=counts, command=command, forward=names_to_forward(env),
-            ssh_agent=self._ssh_agent(), local=topology.is_local,
-            as_root=os.geteuid() == 0, hostfile_path=os.path.join(self.workdir, "hostfile"),
-        )
-        with open(plan.hostfile_path, "w") as handle:
-            handle.write(hostfile_text(self.mpi.flavour, counts))
-        argv = mpiexec_argv(self.mpi, plan)
-        with open(os.path.join(self.workdir, "mpiexec.argv"), "w") as handle:
-            handle.write(shlex.join(argv) + "\n")
-        self.processes.append(ManagedProcess(argv, os.path.join(self.workdir, "mpiexec.log"), env, "mpiexec"))
-
-    def _ssh_agent(self) -> str | None:
-        """``$MLP_MAGIC_SSH`` for mpiexec. MPICH's Hydra runs its launcher as one program, so a
-        command with arguments (``ssh -F cfg``) goes into a small wrapper script."""
-        agent = os.environ.get("MLP_MAGIC_SSH") or None
-        if agent is None or self.mpi.flavour == OPENMPI or len(shlex.split(agent)) == 1:
-            return agent
-        wrapper = os.path.join(self.workdir, "ssh-agent")
-        with open(wrapper, "w") as handle:
-            handle.write(f"#!/bin/sh\nexec {shlex.join(shlex.split(agent))} \"$@\"\n")
-        os.chmod(wrapper, 0o700)
-        return wrapper
-
-    def _start_plain_engines(self, engine_file: str) -> None:
-        for rank in range(self.spec.np):
-            env = self._engine_env(None)
-            env["MLP_MAGIC_RANK"] = str(rank)
-            log = os.path.join(self.workdir, f"engine{rank}.log")
-            self.processes.append(ManagedProcess(engine_command(engine_file), log, env, f"engine {rank}"))
 
     def _connect(self) -> None:
         import ipyparallel
@@ -186,7 +107,7 @@ class World:
 
     def _map_ranks_and_bootstrap(self) -> None:
         view = self.client[:]
-        identities = dict(zip(view.targets, view.apply_sync(engine_side.identify, self.controller_ip)))
+        identities = dict(zip(view.targets, view.apply_sync(engine_identity.identify, self.controller_ip)))
         by_rank = {}
         for engine_id, identity in identities.items():
             rank = identity["rank"]
@@ -203,8 +124,8 @@ class World:
     def _bootstrap(self) -> None:
         master_port = self._master_port()
         master_addr = LOOPBACK if self.spec.topology.is_local else self.identities[0]["addr"]
-        days = logs.keep_days()
-        retention = (logs.log_root(), days) if days else None
+        days = config.log_keep_days()
+        retention = (config.log_root(), days) if days else None
         pending = []
         for row in self.layout:
             variables = {
@@ -213,11 +134,11 @@ class World:
                 "GROUP_RANK": row.node_rank, "MASTER_ADDR": master_addr, "MASTER_PORT": master_port,
             }
             if self.spec.topology.is_local:
-                variables["GLOO_SOCKET_IFNAME"] = os.environ.get("GLOO_SOCKET_IFNAME", "lo")
+                variables["GLOO_SOCKET_IFNAME"] = os.environ.get("GLOO_SOCKET_IFNAME", "lo")  # the job's own
             names = {"rank": row.rank, "world_size": self.spec.np,
                      "local_rank": row.local_rank, "node_rank": row.node_rank}
             engine = self.client[self.rank_to_engine[row.rank]]
-            pending.append(engine.apply_async(engine_side.bootstrap, variables, names,
+            pending.append(engine.apply_async(engine_bootstrap.bootstrap, variables, names,
                                               self.mpi is not None, display_cap(self.spec.np), retention))
         for result in pending:
             result.get(self.start_timeout)
@@ -230,7 +151,7 @@ class World:
         if not wanted:
             return fallback
         rank0 = self.client[self.rank_to_engine[0]]
-        if rank0.apply_sync(engine_side.port_is_free, wanted):
+        if rank0.apply_sync(engine_identity.port_is_free, wanted):
             return wanted
         self.notice(f"mlp_magic: MASTER_PORT {wanted} (from the environment) is already in use on "
                     f"{self.host_of(0)}; the ranks use the free port {fallback} instead")
@@ -280,7 +201,7 @@ class World:
     def refresh_gpus(self, timeout: float = 3.0, at_most_every: float = 0.0) -> None:
         """Each host's GPUs through its engines, for the lab panel (remote hosts included).
         Call only while the engines are idle; a host that does not answer keeps no entry."""
-        from .gpu.collect import collect_from_world
+        from ..gpu.collect import collect_from_world
 
         now = time.monotonic()
         if now - self._gpus_refreshed_at < at_most_every:
@@ -294,7 +215,7 @@ class World:
 
     def publish(self, busy_ranks=()) -> None:
         try:
-            world_state.publish(self.state(busy_ranks))
+            published.publish(self.state(busy_ranks))
         except OSError:
             pass  # the panel is a nicety; never fail a cell over it
 
@@ -302,8 +223,6 @@ class World:
         hosts = {}
         for row in self.layout:
             hosts.setdefault(row.host, []).append(row.rank)
-        from .ranges import fold_ranks
-
         where = "; ".join(f"{h}: ranks {fold_ranks(r)}" for h, r in hosts.items())
         mpi = f"{self.mpi.flavour} {self.mpi.version}" if self.mpi else "no MPI"
         state = "running" if self.alive() else "stopped"
@@ -326,7 +245,7 @@ class World:
         for process in reversed(self.processes):
             process.stop()
         self.processes = []
-        world_state.withdraw()
+        published.withdraw()
         self._remove_files(keep_logs=not clean)
 
     def _wait_for_launcher(self, seconds: float) -> None:
@@ -373,17 +292,15 @@ def check_placement(layout: list, identities: dict) -> None:
 def reap_orphans(notice=print) -> None:
     """Stop the Worlds of kernels that died without stopping them (a stale World from a dead
     kernel): their controller and mpiexec outlive them in sessions of their own."""
-    from .launcher import kill_tree
-
-    for state in world_state.orphaned_worlds():
+    for state in published.orphaned_worlds():
         killed = sum(kill_tree(p.get("pid"), p.get("create_time")) for p in state.get("processes", []))
-        world_state.withdraw(state["pid"])
+        published.withdraw(state["pid"])
         if killed:
             notice(f"mlp_magic: stopped {killed} processes left by a dead kernel (pid {state['pid']})")
 
 
 def _run_dir() -> str:
-    path = os.path.join(base_dir(), "run")
+    path = os.path.join(config.home(), "run")
     os.makedirs(path, exist_ok=True)
     return path
 

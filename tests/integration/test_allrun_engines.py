@@ -4,8 +4,8 @@ import time
 import psutil
 import pytest
 
-from mlp_magic import mpirun_command
-from mlp_magic.allrun import HostFailure
+from mlp_magic.world import command as mpirun_command
+from mlp_magic.errors import HostFailure
 
 from .conftest import run
 

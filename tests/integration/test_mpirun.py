@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from mlp_magic import mpirun_command
+from mlp_magic.world import command as mpirun_command
 from mlp_magic.errors import MlpMagicError
 
 from .conftest import child_pids, run, timed_run
@@ -164,11 +164,12 @@ def test_restart_on_new_np_and_clean_stop(ip):
 def test_each_hosts_first_engine_removes_expired_cell_logs(ip, tmp_path, monkeypatch):
     """Every host keeps its own logs: a World's start has them pruned there, by the host's first
     engine (this kernel's own pass on its first cell is left out here)."""
-    from mlp_magic import logs
+    from mlp_magic import config
+    from mlp_magic.world import logs
 
     root = tmp_path / "logs"
     monkeypatch.setenv("MLP_MAGIC_LOG_DIR", str(root))
-    monkeypatch.setenv(logs.KEEP_DAYS_ENV, "10")
+    monkeypatch.setenv(config.LOG_KEEP_DAYS, "10")
     monkeypatch.setattr(logs, "_pruned_roots", {str(root)})
     ago = time.time() - 11 * 86400
     expired = root / (time.strftime("%Y%m%d-%H%M%S", time.localtime(ago)) + "-77-0001")
@@ -198,7 +199,7 @@ def test_plain_engines_without_mpi(ip, monkeypatch, capsys):
 
 
 def test_world_publishes_its_state_and_gpus_for_the_panel(ip):
-    from mlp_magic import world_state
+    from mlp_magic.world import published as world_state
 
     assert run(ip, "%%mpirun -np 4\npass") is None
     mine = [w for w in world_state.read_worlds() if w["pid"] == os.getpid()]
@@ -245,7 +246,7 @@ def test_pssh_user_or_port_is_refused_with_where_it_belongs(ip, tmp_path):
 
 
 def test_listen_address_checks():
-    from mlp_magic.addresses import controller_ip
+    from mlp_magic.world.addresses import controller_ip
 
     assert controller_ip([], env={"MLP_HOST": "127.0.0.1"}) == "127.0.0.1"
     with pytest.raises(MlpMagicError, match="every interface"):

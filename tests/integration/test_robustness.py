@@ -8,8 +8,8 @@ import time
 import psutil
 import pytest
 
-from mlp_magic import mpirun_command
-from mlp_magic.stack_report import format_stack
+from mlp_magic.world import command as mpirun_command
+from mlp_magic.core.stack_report import format_stack
 
 from .conftest import child_pids, run, timed_run
 
@@ -167,7 +167,7 @@ def _child_kernel_with_a_world():
               "from IPython.testing.globalipapp import start_ipython\n"
               "ip = start_ipython(); ip.run_line_magic('load_ext', 'mlp_magic')\n"
               "ip.run_cell('%%mpirun -np 2\\npass')\n"
-              "from mlp_magic import mpirun_command\n"
+              "from mlp_magic.world import command as mpirun_command\n"
               "w = mpirun_command.current_world()\n"
               "print('PIDS', *[p.pid for p in w.processes], flush=True)\n"
               "time.sleep(120)\n")
@@ -213,8 +213,8 @@ def test_the_reaper_stops_what_a_dead_kernel_left(tmp_path):
     that exited...): a state file of a dead kernel names processes that are still running."""
     import subprocess
 
-    from mlp_magic import world as world_module
-    from mlp_magic import world_state
+    from mlp_magic.world import world as world_module
+    from mlp_magic.world import published as world_state
 
     orphan = subprocess.Popen(["sleep", "300"], start_new_session=True)
     dead = subprocess.Popen(["true"])

@@ -1,4 +1,4 @@
-"""``ssh_launch.spawn``: how allrun starts each host's process, with real children; both ways it
+"""``fanout.ssh.spawn``: how allrun starts each host's process, with real children; both ways it
 has (posix_spawn, and subprocess where posix_spawn cannot do it all) must behave alike."""
 from __future__ import annotations
 
@@ -9,16 +9,17 @@ import sys
 
 import pytest
 
-from mlp_magic import ssh_launch
+from mlp_magic.fanout.ssh import spawn as spawning
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ssh_launch import Launch, spawn
+from mlp_magic.fanout.ssh.spawn import Launch
+from mlp_magic.fanout.ssh.spawn import spawn
 
 
 @pytest.fixture(params=["posix_spawn", "subprocess"])
 def way(request, monkeypatch):
-    if request.param == "posix_spawn" and not ssh_launch.posix_spawn_usable:
+    if request.param == "posix_spawn" and not spawning.posix_spawn_usable:
         pytest.skip("posix_spawn cannot start allrun's processes here (no /proc/self/fd or no setsid)")
-    monkeypatch.setattr(ssh_launch, "posix_spawn_usable", request.param == "posix_spawn")
+    monkeypatch.setattr(spawning, "posix_spawn_usable", request.param == "posix_spawn")
     return request.param
 
 
@@ -72,9 +73,9 @@ def test_with_our_own_stdio_closed_the_child_still_gets_the_right_pipes(way):
     child's ends must not overwrite one another."""
     program = (
         "import os\n"
-        "from mlp_magic import ssh_launch\n"
-        f"ssh_launch.posix_spawn_usable = {way == 'posix_spawn'}\n"
-        "from mlp_magic.ssh_launch import spawn\n"
+        "from mlp_magic.fanout.ssh import spawn as spawning\n"
+        f"spawning.posix_spawn_usable = {way == 'posix_spawn'}\n"
+        "from mlp_magic.fanout.ssh.spawn import spawn\n"
         "report = os.dup(1)\n"
         "for fd in (0, 1, 2): os.close(fd)\n"
         "child = spawn(['sh', '-c', 'cat; echo out; echo err >&2'], stdin_pipe=True)\n"
@@ -104,7 +105,7 @@ def test_errors_name_the_program_or_the_file(way, tmp_path):
 
 
 def test_a_libc_without_posix_spawn_setsid_falls_back_to_subprocess(monkeypatch):
-    monkeypatch.setattr(ssh_launch, "posix_spawn_usable", True)
+    monkeypatch.setattr(spawning, "posix_spawn_usable", True)
 
     def no_setsid(*args, **kwargs):
         raise NotImplementedError("setsid is not supported")   # as os.posix_spawn says it
@@ -112,5 +113,5 @@ def test_a_libc_without_posix_spawn_setsid_falls_back_to_subprocess(monkeypatch)
     before = set(os.listdir("/proc/self/fd"))
     code, out, _ = finish(spawn(["sh", "-c", "ps -o sid= -p $$; echo $$"]))
     sid, pid = out.split()
-    assert (code, sid) == (0, pid) and ssh_launch.posix_spawn_usable is False
+    assert (code, sid) == (0, pid) and spawning.posix_spawn_usable is False
     assert set(os.listdir("/proc/self/fd")) == before

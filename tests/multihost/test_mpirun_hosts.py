@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from mlp_magic import mpirun_command
+from mlp_magic.world import command as mpirun_command
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -80,5 +80,5 @@ def test_allrun():
     fast = _cell(nb, "via_engines")
     seconds = float(re.search(r"through the engines: ([0-9.]+) s", fast).group(1))
     assert seconds < 2.0, fast
-    assert '"status": "ok"' in _cell(nb, "cli_allrun --json")
+    assert '"status": "ok"' in _cell(nb, "fanout.command --json")
     assert "removed" in _cell(nb, "pip uninstall")

@@ -11,7 +11,9 @@ canonicalization, another ``%`` token, a client that is not OpenSSH's ``ssh``) g
 "cannot tell", and the name waits for its connection as before. A wrong answer here could only
 clear a name early, never refuse one: refusals still come from ssh's own failure.
 
-No I/O: files are read through the ``read`` and ``glob`` callables the caller passes.
+No I/O: files are read through the ``read`` and ``glob`` callables the caller passes. ``ssh -G``
+(ssh's own answer, a process) is the one exception: ``read_ssh_G`` runs it, ``parse_ssh_G``
+reads what it prints, for every caller.
 """
 from __future__ import annotations
 
@@ -186,3 +188,32 @@ def _expand_tokens(value: str, host: str) -> str | None:
             return None
         index += 2
     return "".join(out)
+
+
+# ------------------------------------------------------------------------- ssh -G
+
+
+def ssh_G_argv(ssh: list[str], destination: list[str]) -> list[str]:
+    """``ssh -G``: print the configuration ssh would use for a host; no connection is made."""
+    return [*ssh, "-G", *destination]
+
+
+def parse_ssh_G(text: str) -> dict[str, str]:
+    """``ssh -G`` output -> {lower-case option: value} (the first value of each option)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        found.setdefault(key.lower(), value.strip())
+    return found
+
+
+def read_ssh_G(ssh: list[str], host: str, timeout: float = 10.0) -> dict[str, str] | None:
+    """What ssh's configuration says of ``host``; None when ssh -G fails or cannot run."""
+    import subprocess
+
+    try:
+        done = subprocess.run(ssh_G_argv(ssh, ["--", host]), capture_output=True, text=True,
+                              errors="replace", stdin=subprocess.DEVNULL, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_ssh_G(done.stdout) if done.returncode == 0 else None

@@ -1,11 +1,11 @@
 """Run one shell command on many hosts through the system OpenSSH client (asyncio, bounded fanout).
 
-Each host gets one ``ssh`` child process (see ``ssh_launch`` for its argv and remote wrapper), at
-most ``fanout`` at a time, with BatchMode, ConnectTimeout, accept-new host keys and a
+Each host gets one ``ssh`` child process (``argv`` makes its command line and remote wrapper),
+at most ``fanout`` at a time, with BatchMode, ConnectTimeout, accept-new host keys and a
 ControlMaster socket in a private 0700 directory so a second call reuses the connections.
-Processes are started by ``ssh_launch`` (possibly before the event loop exists: the CLI starts
-them ahead) and followed here: their pipes on the loop (epoll, no ``select()`` limit), their end
-through a pidfd (no thread per child).
+Processes are started by ``launch`` (possibly before the event loop exists: the CLI starts
+them ahead) and followed here (``streams``): their pipes on the loop (epoll, no ``select()``
+limit), their end through a pidfd (no thread per child).
 
 A remote command whose stdin is free starts only when told "go", and "go" is written only once
 its marker (naming its process group) has arrived: a host given up before that (interrupt,
@@ -18,194 +18,38 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from .errors import MlpMagicError
-from .results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
-from .ssh_launch import (KILLER, Launch, Target, as_targets, check_copy_source, copy_command, destination,
-                         find_program, gated, raise_nofile_limit, remote_command, signal_group, ssh_argv,
-                         ssh_options)
+from ...core.records import Record
+from ...core.results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
+from ...errors import MlpMagicError
+from .argv import KILLER, Target, as_targets, destination, remote_command, ssh_options
+from .spawn import Launch, gated
+from .names import Gate, check_names
+from .spawn import raise_nofile_limit, signal_group
+from .streams import Child, Stream, pump, reap_bounded, wait_bounded
 
 DEFAULT_MAX_BYTES = 8 << 20       # output kept in memory per stream per host (--outdir keeps all)
 KILL_GRACE = 2.0                  # seconds between TERM and KILL of a remote process group
 CONNECT_GRACE = 2.0               # beyond ConnectTimeout, for authentication and session start
-VERIFY_AFTER = 1.0                # a host neither connected nor failed by then: check its name
-_UNRESOLVED = re.compile(r"[Cc]ould not resolve hostname")
-_CHUNK = 65536
 
 OutputCallback = Callable[[str, str, str], None]   # (host, "stdout"|"stderr", line)
 
-# ------------------------------------------------------------------------- output capture
 
+class RunOptions(Record):
+    """How a HostRunner reaches and runs its hosts; every field has the usual default."""
 
-class _Stream:
-    """One host's stdout or stderr: live lines out, a capped copy in memory, all to a file."""
-
-    def __init__(self, host: str, name: str, on_output, max_bytes: int, path: str | None,
-                 marker: bytes | None = None):
-        self.host, self.name, self.on_output = host, name, on_output
-        self.max_bytes, self.marker = max_bytes, marker
-        self.kept = bytearray()   # one buffer, not an object per line (floods are many lines)
-        self.dropped = 0
-        self.partial = b""
-        self.saw_marker = False
-        self.remote_pid: int | None = None   # the remote command's process group
-        self.started = asyncio.Event()  # set when the marker arrives: the remote command runs
-        self.file = open(path, "wb") if path else None
-
-    def feed(self, data: bytes) -> None:
-        if self.on_output is None and (self.marker is None or self.saw_marker):
-            # Nothing needs lines (no live display, no marker to find): keep the bytes as
-            # they come, so a flood costs no per-line work.
-            if self.partial:
-                data, self.partial = self.partial + data, b""
-            self._keep(data)
-            return
-        lines = (self.partial + data).split(b"\n")
-        self.partial = lines.pop()
-        for line in lines:
-            self._line(line, b"\n")
-
-    def close(self) -> None:
-        if self.partial:
-            self._line(self.partial, b"")
-            self.partial = b""
-        if self.file:
-            self.file.close()
-            self.file = None
-
-    def text(self) -> str:
-        out = self.kept.decode("utf-8", errors="replace")
-        if self.dropped:
-            out += f"\n[mlp_magic: {self.dropped} more bytes not kept in memory]\n"
-        return out
-
-    def _line(self, line: bytes, end: bytes) -> None:
-        if self.marker is not None and not self.saw_marker and line.startswith(self.marker):
-            pid = line[len(self.marker):-2]
-            if line.endswith(b"__") and pid.isdigit():
-                self.saw_marker, self.remote_pid = True, int(pid)
-                self.started.set()
-                return
-        self._keep(line + end)
-        if self.on_output is not None:
-            self.on_output(self.host, self.name, line.decode("utf-8", errors="replace"))
-
-    def _keep(self, data: bytes) -> None:
-        if self.file:
-            self.file.write(data)
-        room = self.max_bytes - len(self.kept)
-        if room > 0:
-            self.kept += data[:room]
-        self.dropped += max(0, len(data) - max(room, 0))
-
-
-async def _pump(reader: asyncio.StreamReader, stream: _Stream) -> None:
-    while True:
-        data = await reader.read(_CHUNK)
-        if not data:
-            break
-        stream.feed(data)
-    stream.close()
-
-
-# ------------------------------------------------------------------------- a started process
-
-
-class _Child:
-    """A process started by Launch (``ssh_launch.Spawned``), followed on the running loop: its stdout and
-    stderr as StreamReaders, its end through a pidfd (no thread per child, unlike asyncio's own
-    subprocesses before Python 3.12)."""
-
-    def __init__(self, process):
-        self.process, self.pid = process, process.pid
-        self.stdout = self.stderr = None
-        self.status_lost = False   # reaped by someone else (SIGCHLD ignored, a waitpid(-1) reaper)
-        # Whether its remote command runs once the session starts: always, unless its wrapper
-        # waits for "go" on stdin (a pipe) and none was written yet.
-        self.released = process.stdin is None
-        self._transports: list = []
-
-    async def attach(self) -> None:
-        self.stdout = await self._reader(self.process.stdout)
-        self.stderr = await self._reader(self.process.stderr)
-
-    async def _reader(self, pipe) -> asyncio.StreamReader:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
-        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
-        transport, _ = await loop.connect_read_pipe(lambda: protocol, pipe)
-        self._transports.append(transport)
-        return reader
-
-    async def wait(self) -> int:
-        code = self._reap(os.WNOHANG)
-        if code is not None:
-            return code
-        try:
-            pidfd = os.pidfd_open(self.pid)
-        except (AttributeError, OSError):   # no pidfd (not Linux, or before 5.3): look now and then
-            delay = 0.001
-            while (code := self._reap(os.WNOHANG)) is None:
-                await asyncio.sleep(delay)
-                delay = min(2 * delay, 0.05)
-            return code
-        loop = asyncio.get_running_loop()
-        ended = loop.create_future()
-        loop.add_reader(pidfd, lambda: ended.done() or ended.set_result(None))
-        try:
-            await ended   # readable once the process has ended, reaped or not
-        finally:
-            loop.remove_reader(pidfd)
-            os.close(pidfd)
-        return self._reap(0)
-
-    def _reap(self, flags: int) -> int | None:
-        """The exit status, or None while it runs. A child that someone else reaped is not a
-        success (0); it is 255 here, "status lost", as asyncio's own watchers say."""
-        if self.process.returncode is not None:
-            return self.process.returncode
-        try:
-            pid, status = os.waitpid(self.pid, flags)
-        except ChildProcessError:
-            self.status_lost = True
-            self.process.returncode = 255
-            return 255
-        if pid == 0:
-            return None
-        self.process.returncode = os.waitstatus_to_exitcode(status)
-        return self.process.returncode
-
-    def end_input(self, data: bytes = b"") -> None:
-        """Write ``data`` (a few bytes into an empty pipe: never blocks) and close stdin, if open."""
-        stdin = self.process.stdin
-        if stdin is None or stdin.closed:
-            return
-        try:
-            if data:
-                stdin.write(data)
-                self.released = True
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # ssh already exited (e.g. unreachable): its result says so
-        finally:
-            stdin.close()
-
-    def kill(self) -> None:
-        """SIGKILL to its process group (ssh and, say, a ProxyCommand it started)."""
-        if self.process.returncode is None:
-            signal_group(self.pid, 9)
-
-    def close_pipes(self) -> None:
-        """Stop reading (its pipes may be held open by a ControlMaster it started)."""
-        for transport in self._transports:
-            transport.close()
-        self.end_input()
-        self._reap(os.WNOHANG)
-
-
-# ------------------------------------------------------------------------- the runner
+    ssh: object = ("ssh",)            # the ssh client: an argv, or one string to split
+    fanout: int = 64                  # at most this many hosts at a time
+    connect_timeout: float = 10.0
+    timeout: float | None = None      # per host, from the start of its ssh
+    control: str | None = None        # ControlMaster directory (default: config.ssh_control_dir)
+    local: bool | None = None         # run with a local sh (None: when the one host is this machine)
+    outdir: str | None = None         # write <host>.stdout / .stderr there, every byte
+    stdin_path: str | None = None     # a file as each host's stdin (--copy)
+    max_bytes: int = DEFAULT_MAX_BYTES
+    check_names: bool = False         # refuse unknown host names before any command runs
 
 
 class HostRunner:
@@ -217,32 +61,28 @@ class HostRunner:
     the same cleanup and re-raises the cancellation.
     """
 
-    def __init__(self, hosts, command: str, *, ssh=("ssh",), fanout: int = 64,
-                 connect_timeout: float = 10.0, timeout: float | None = None,
-                 on_output: OutputCallback | None = None, control: str | None = None,
-                 local: bool | None = None, outdir: str | None = None,
-                 stdin_path: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
-                 check_names: bool = False, launch: Launch | None = None):
+    def __init__(self, hosts, command: str, options: RunOptions | None = None, *,
+                 on_output: OutputCallback | None = None, launch: Launch | None = None):
         """``launch``: a Launch of these hosts and this command whose processes may already run
         (``Launch.start_all``); its ssh, control, local, stdin and connect-timeout settings apply."""
-        if not isinstance(fanout, int) or fanout < 1:
-            raise MlpMagicError(f"fanout must be a positive integer, got {fanout!r}")
-        if timeout is not None and not timeout > 0:
-            raise MlpMagicError(f"timeout must be positive, got {timeout!r}")
+        options = options or RunOptions()
+        if not isinstance(options.fanout, int) or options.fanout < 1:
+            raise MlpMagicError(f"fanout must be a positive integer, got {options.fanout!r}")
+        if options.timeout is not None and not options.timeout > 0:
+            raise MlpMagicError(f"timeout must be positive, got {options.timeout!r}")
         targets = as_targets(hosts)
         if launch is None:
-            launch = Launch(targets, command, ssh=ssh, connect_timeout=connect_timeout, control=control,
-                            local=local, stdin_path=stdin_path,
-                            gated=gated(check_names, stdin_path, fanout, len(targets)))
+            launch = _launch(targets, command, options)
         elif launch.command != command or [t.name for t in launch.targets] != [t.name for t in targets]:
             raise ValueError("HostRunner: the launch was made for other hosts or another command")
         self.launch = launch
         self.targets, self.command, self.local = launch.targets, command, launch.local
         self.ssh, self.control, self.stdin_path = launch.ssh, launch.control, launch.stdin_path
-        self.fanout, self.connect_timeout, self.timeout = fanout, launch.connect_timeout, timeout
-        self.on_output, self.outdir, self.max_bytes = on_output, outdir, max_bytes
-        self.check_names = check_names and not self.local
-        self._gate: _Gate | None = None
+        self.fanout, self.timeout = options.fanout, options.timeout
+        self.connect_timeout = launch.connect_timeout
+        self.on_output, self.outdir, self.max_bytes = on_output, options.outdir, options.max_bytes
+        self.check_names = options.check_names and not self.local
+        self._gate: Gate | None = None
         self.results = [HostResult(t.name, status=INTERRUPTED, exit_code=None) for t in self.targets]
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -273,7 +113,7 @@ class HostRunner:
         if self.outdir:
             os.makedirs(self.outdir, exist_ok=True)
         if self.launch.gated:
-            self._gate = _Gate(self)   # connect meanwhile; commands wait for the verdict
+            self._gate = Gate(self)   # connect meanwhile; commands wait for the verdict
         elif self.check_names:
             # stdin carries a file, or hosts wait for fanout slots: check first, then run
             await check_names(self.targets, self.ssh, self.connect_timeout)
@@ -322,19 +162,19 @@ class HostRunner:
                 self.results[index] = HostResult(target.name, status, code, out.text(), stderr,
                                                  time.monotonic() - start)
 
-    def _stream(self, host: str, name: str, marker: bytes | None) -> _Stream:
+    def _stream(self, host: str, name: str, marker: bytes | None) -> Stream:
         path = os.path.join(self.outdir, f"{host}.{name}") if self.outdir else None
-        return _Stream(host, name, self.on_output, self.max_bytes, path, marker)
+        return Stream(host, name, self.on_output, self.max_bytes, path, marker)
 
-    async def _execute(self, index: int, out: _Stream, err: _Stream) -> tuple[str, int | None]:
+    async def _execute(self, index: int, out: Stream, err: Stream) -> tuple[str, int | None]:
         target = self.targets[index]
-        proc = _Child(self.launch.start(index))
+        proc = Child(self.launch.start(index))
         try:
             await proc.attach()
         except BaseException:   # cancelled (or no pipe transport): nothing will follow it
             proc.kill()
             proc.close_pipes()
-            await _reap_bounded(proc)
+            await reap_bounded(proc)
             raise
         spawned = self.launch.started_at.get(index) or time.monotonic()
         drained = asyncio.ensure_future(self._drain(proc, out, err))
@@ -362,7 +202,7 @@ class HostRunner:
         await self._kill(target, proc, err, drained)
         return status, (255 if status == UNREACHABLE else None)
 
-    async def _pass_gate(self, index: int, err: _Stream, drained, started, stopper) -> str | None:
+    async def _pass_gate(self, index: int, err: Stream, drained, started, stopper) -> str | None:
         """Report this host to the gate and wait for its verdict: None to go on, INTERRUPTED for
         a refusal or an interrupt (stdin is then closed: the wrapper runs nothing)."""
         gate, reported = self._gate, False
@@ -404,11 +244,11 @@ class HostRunner:
                 return UNREACHABLE
 
     @staticmethod
-    async def _drain(proc: _Child, out: _Stream, err: _Stream) -> int:
-        await asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
+    async def _drain(proc: Child, out: Stream, err: Stream) -> int:
+        await asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err))
         return await proc.wait()
 
-    async def _kill(self, target: Target, proc, err: _Stream, drained: asyncio.Future) -> None:
+    async def _kill(self, target: Target, proc, err: Stream, drained: asyncio.Future) -> None:
         """Stop a host's command for real (TERM, then KILL after a grace period), keeping the
         output it had printed. Done means the channel closed: the remote group has exited."""
         for sig in (15, 9):
@@ -420,18 +260,18 @@ class HostRunner:
                 # Nothing runs remotely: its wrapper got no "go" (and, with ssh gone, never will),
                 # or a copy had not started (its input then ends early: a short file is refused).
                 break
-            await _wait_bounded(drained, KILL_GRACE)
+            await wait_bounded(drained, KILL_GRACE)
             if drained.done():
                 return
         # Stop the local client. Its pipes may be held by a ControlMaster still waiting on a dead
         # connection, so stop reading them after a moment instead of waiting for their end.
         proc.kill()
-        await _wait_bounded(drained, 0.5)
+        await wait_bounded(drained, 0.5)
         if not drained.done():
             drained.cancel()
             proc.close_pipes()
             await asyncio.gather(drained, return_exceptions=True)
-            await _reap_bounded(proc)
+            await reap_bounded(proc)
 
     async def _signal_remote(self, target: Target, pid: int, signal_name: str) -> None:
         remote = remote_command(KILLER, "mlp_allrun_kill", str(pid), signal_name)
@@ -447,230 +287,17 @@ class HostRunner:
             await killer.wait()
 
 
-class _Gate:
-    """Commands wait for a "go" until every host name is known good, so that a typo in a host
-    list runs nothing anywhere, without a look-up process per host in the usual case.
-
-    A host is good once the local resolver knows the name ssh will look up for it (read from the
-    ssh configuration, see ``ssh_config``; usually long before its handshake ends), once its ssh
-    connected (the wrapper's marker arrived), or once ssh failed for another reason than name
-    resolution. Hosts still undecided after VERIFY_AFTER seconds (a host that does not answer, a
-    silent failure) are checked with ``ssh -G`` and the resolver.
-    """
-
-    def __init__(self, runner: "HostRunner"):
-        self.runner = runner
-        self.pending = set(range(len(runner.targets)))
-        self.opened = asyncio.get_running_loop().create_future()
-        self._verifier = asyncio.ensure_future(self._verify_later())
-        loop = asyncio.get_running_loop()
-
-        def cleared(indices: list) -> None:   # from the look-up thread
-            try:
-                loop.call_soon_threadsafe(self._clear, indices)
-            except RuntimeError:
-                pass   # the run is over
-        look_up_names_locally(runner.targets, runner.ssh, cleared)
-
-    def connected(self, index: int) -> None:
-        self._clear([index])
-
-    def exited(self, index: int, stderr: str) -> None:
-        """ssh ended before the wrapper ran: a name it could not resolve refuses the run."""
-        found = _UNRESOLVED.search(stderr)
-        if found:
-            name = self.runner.targets[index].name
-            reason = stderr[found.start():].splitlines()[0].strip()
-            self._refuse(MlpMagicError(f"unknown host {name!r}: {reason}"))
-        elif stderr.strip():
-            self._clear([index])  # refused, timed out, denied...: the name itself resolved
-
-    def refusal(self) -> MlpMagicError | None:
-        if self.opened.done() and not self.opened.cancelled():
-            return self.opened.exception()
-        return None
-
-    def close(self) -> None:
-        self._verifier.cancel()
-        if not self.opened.done():
-            self.opened.cancel()
-
-    def _clear(self, indices) -> None:
-        self.pending.difference_update(indices)
-        if not self.pending and not self.opened.done():
-            self.opened.set_result(True)
-            self._verifier.cancel()
-
-    def _refuse(self, error: MlpMagicError) -> None:
-        if not self.opened.done():
-            self.opened.set_exception(error)
-        self._verifier.cancel()
-
-    async def _verify_later(self) -> None:
-        await asyncio.sleep(min(VERIFY_AFTER, self.runner.connect_timeout))
-        undecided = sorted(self.pending)
-        runner = self.runner
-        try:
-            await check_names([runner.targets[i] for i in undecided], runner.ssh, runner.connect_timeout)
-        except MlpMagicError as error:
-            self._refuse(error)
-        else:
-            self._clear(undecided)
+def _launch(targets: list, command: str, options: RunOptions) -> Launch:
+    return Launch(targets, command, ssh=options.ssh, connect_timeout=options.connect_timeout,
+                  control=options.control, local=options.local, stdin_path=options.stdin_path,
+                  gated=gated(options.check_names, options.stdin_path, options.fanout, len(targets)))
 
 
-async def _reap_bounded(proc: _Child, seconds: float = 1.0) -> None:
-    """Reap a child just killed, so that a long-lived kernel keeps no zombie of it."""
-    try:
-        await asyncio.wait_for(proc.wait(), seconds)
-    except asyncio.TimeoutError:
-        pass
-
-
-async def _wait_bounded(future: asyncio.Future, seconds: float) -> None:
-    try:
-        await asyncio.wait_for(asyncio.shield(future), seconds)
-    except asyncio.TimeoutError:
-        pass
-
-
-# ------------------------------------------------------------------------- public functions
-
-
-async def run_on_hosts(hosts, command: str, *, ssh=("ssh",), fanout: int = 64, connect_timeout: float = 10.0,
-                       timeout: float | None = None, on_output: OutputCallback | None = None,
+async def run_on_hosts(hosts, command: str, *, on_output: OutputCallback | None = None,
                        **options) -> list[HostResult]:
     """Run ``command`` once on every host; HostResults in input order.
 
-    ``on_output(host, stream, line)`` is called live for each line. Extra keyword options go to
-    HostRunner (``control``, ``local``, ``outdir``, ``stdin_path``, ``max_bytes``, ``check_names``).
+    ``on_output(host, stream, line)`` is called live for each line; keyword options are
+    RunOptions' (``ssh``, ``fanout``, ``connect_timeout``, ``timeout``, ``outdir``...).
     """
-    runner = HostRunner(hosts, command, ssh=ssh, fanout=fanout, connect_timeout=connect_timeout,
-                        timeout=timeout, on_output=on_output, **options)
-    return await runner.run()
-
-
-async def _ssh_config_of(ssh: list[str], target: Target) -> dict:
-    """``ssh -G``: the configuration ssh would use for this host (no connection is made)."""
-    proc = await asyncio.create_subprocess_exec(
-        *ssh, "-G", *destination(target), stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
-    if proc.returncode != 0:
-        raise MlpMagicError(f"host {target.name!r}: ssh -G failed: {err.decode(errors='replace').strip()}")
-    config = {}
-    for line in out.decode(errors="replace").splitlines():
-        key, _, value = line.partition(" ")
-        config.setdefault(key.lower(), value.strip())
-    return config
-
-
-def _is_address(name: str) -> bool:
-    import socket
-
-    for family in (socket.AF_INET, socket.AF_INET6):
-        try:
-            socket.inet_pton(family, name.strip("[]"))
-            return True
-        except OSError:
-            pass
-    return False
-
-
-def look_up_names_locally(targets: list, ssh: list[str], report: Callable[[list], None]) -> None:
-    """In a daemon thread, ``report(indices)`` the hosts whose name, as the ssh configuration
-    maps it, is an address or known to the local resolver (what ssh will do first). Names it
-    cannot tell about are left out, never refused: their connection decides."""
-    from . import ssh_config
-
-    sources = ssh_config.config_sources(ssh)
-    if sources is None:
-        return
-    files, options = sources
-
-    def look_up() -> None:
-        # Each config file is read, and each Include pattern globbed, once for all hosts.
-        read, glob = functools.cache(_read_text), functools.cache(_sorted_glob)
-        home = os.path.expanduser("~")
-        names = {}
-        for index, target in enumerate(targets):
-            name = ssh_config.hostname_for(target.name, files, options, read=read, glob=glob, home=home)
-            if name is not None:
-                names[index] = name
-        addresses = {index for index, name in names.items() if _is_address(name)}
-        if addresses:
-            report(sorted(addresses))
-        for index, name in names.items():   # the resolver may be slow (DNS): one report each
-            if index not in addresses and _resolves(name):
-                report([index])
-
-    import functools
-    import threading
-
-    # A thread of our own, not the loop's executor: asyncio.run would wait for a slow look-up.
-
-    threading.Thread(target=look_up, name="allrun-names", daemon=True).start()
-
-
-def _read_text(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
-def _sorted_glob(pattern: str) -> list[str]:
-    import glob
-
-    return sorted(glob.glob(pattern))
-
-
-def _resolves(name: str) -> bool:
-    import socket
-
-    try:
-        socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return False
-    return True
-
-
-async def _check_name(ssh: list[str], target: Target, timeout: float) -> None:
-    config = await _ssh_config_of(ssh, target)
-    hostname = config.get("hostname", target.name)
-    if _is_address(hostname) or config.get("proxycommand", "none") != "none" \
-            or config.get("proxyjump", "none") != "none":
-        return  # nothing to resolve here (or a jump host resolves it)
-    loop = asyncio.get_running_loop()
-    try:
-        await asyncio.wait_for(loop.getaddrinfo(hostname, None), timeout)
-    except (OSError, asyncio.TimeoutError) as error:
-        why = "no answer" if isinstance(error, asyncio.TimeoutError) else (error.strerror or str(error))
-        alias = f" (HostName {hostname!r})" if hostname != target.name else ""
-        raise MlpMagicError(f"unknown host {target.name!r}{alias}: cannot resolve it ({why})") from None
-
-
-async def check_names(targets: list, ssh, timeout: float = 10.0) -> None:
-    """Refuse (MlpMagicError) a host name that neither the ssh configuration nor the resolver
-    knows; ``ssh -G`` per host (no connection), concurrently."""
-    ssh = ssh_argv(ssh)
-    if find_program(ssh[0]) is None:
-        raise MlpMagicError(f"--ssh: cannot find the command {ssh[0]!r}")
-    limit = asyncio.Semaphore(32)
-
-    async def one(target):
-        async with limit:
-            await _check_name(ssh, target, timeout)
-    results = await asyncio.gather(*(one(t) for t in targets), return_exceptions=True)
-    for result in results:  # the first bad host in input order
-        if isinstance(result, BaseException):
-            raise result
-
-
-async def copy_to_hosts(hosts, src: str, dest: str | None = None, **options) -> list[HostResult]:
-    """Put the local file ``src`` at ``dest`` (default: the same absolute path) on every host,
-    streaming it through each host's ssh connection: no shared filesystem assumed."""
-    check_copy_source(src)
-    dest = dest or os.path.abspath(src)
-    runner = HostRunner(hosts, copy_command(src, dest), stdin_path=src, **options)
-    return await runner.run()
+    return await HostRunner(hosts, command, RunOptions(**options), on_output=on_output).run()

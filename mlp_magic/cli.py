@@ -1,0 +1,59 @@
+"""The ``mlp-magic`` command (also ``python -m mlp_magic.cli``: other hosts are asked that way).
+
+    mlp-magic topo [--host H] [--from-file FILE] [--json]   GPU/NIC link matrix of a host
+    mlp-magic status [--hostfile F | -H HOSTS] [--json]    hosts, slots, ranks, reachability, GPUs
+
+Each subcommand lives with its feature (``cluster.cli``); this module parses and dispatches.
+Bad input exits with status 2 and one line on stderr; a host that ``topo --host`` cannot probe,
+with status 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from .cluster.cli import HostProbeFailed, add_status_arguments, add_topo_arguments, run_status, run_topo
+from .core.line_args import LineParser
+from .errors import MlpMagicError
+
+PROG = "mlp-magic"
+
+
+class _Parser(LineParser):
+    """Bad usage in one line (exit 2) instead of usage + error; ``--help`` prints and exits."""
+
+    exit = argparse.ArgumentParser.exit
+
+    def one_line(self, message: str) -> str:
+        return "%s (see %s --help)" % (message, self.prog)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="See the cluster: hosts, ranks and GPU topology.")
+    commands = parser.add_subparsers(dest="command", metavar="{topo,status}", parser_class=_Parser)
+    commands.required = True
+    add_topo_arguments(commands.add_parser("topo", help="GPU/NIC link matrix (like nvidia-smi topo -m)"))
+    add_status_arguments(commands.add_parser("status", help="hosts, slots, ranks, reachability and GPUs"))
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        return run_topo(args) if args.command == "topo" else run_status(args)
+    except MlpMagicError as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return 2
+    except HostProbeFailed as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `mlp-magic topo --json | head`: the reader left, nothing to say
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Who a rank is, asked once at World start: its MPI rank, host, pid and a few facts of its host.
+
+The rank comes from the launcher's own variables (no MPI_Init needed), so engines can be mapped
+to ranks before anything else runs; the kernel never assumes engine ids follow ranks.
+"""
+from __future__ import annotations
+
+import os
+import socket
+
+from .. import config
+
+# The rank's own number, most specific first. MLP_MAGIC_RANK first: plain engines (no MPI) are
+# numbered by the World, and may inherit a launcher's variables from the kernel.
+RANK_VARIABLES = ("MLP_MAGIC_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK")
+
+
+def _first_number(names: tuple) -> int | None:
+    for name in names:
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return None
+
+
+def identify(controller_ip: str = "127.0.0.1") -> dict:
+    """Who am I: the MPI rank from the launcher's variables, and the address this host uses
+    towards the controller (rank 0's is MASTER_ADDR)."""
+    return {
+        "rank": _first_number(RANK_VARIABLES),
+        "launcher_local_rank": _first_number(LOCAL_RANK_VARIABLES),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "free_port": free_port(),
+        "addr": route_source_ip(controller_ip) or socket.gethostname(),
+        "stacks_path": stacks_path(),
+        "create_time": _create_time(),
+    }
+
+
+def stacks_path(pid: int | None = None) -> str:
+    """Where this engine's faulthandler writes its stacks when asked (SIGUSR1)."""
+    return os.path.join(config.home(), "stacks", f"{pid or os.getpid()}.txt")
+
+
+def route_source_ip(destination: str) -> str | None:
+    """The local address the kernel would use to reach ``destination`` (nothing is sent)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((destination, 9))
+            return probe.getsockname()[0]
+    except OSError:
+        return None
+
+
+def _create_time() -> float | None:
+    try:
+        import psutil
+
+        return psutil.Process().create_time()
+    except Exception:  # psutil comes with ipyparallel; without it, pids are trusted as they are
+        return None
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]

@@ -1,0 +1,419 @@
+"""Topology: which source wins, the rank layout, master address/port, and errors for bad values."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mlp_magic.core.ranges import MAX_RANKS
+from mlp_magic.core.local_names import LOCALHOST, LOOPBACK
+from mlp_magic.core.topology import (LOCAL_SOURCE, Host, Rank, Topology, count_local_gpus, local_slot_count,
+                                     topology_from_environment)
+from tests.unit.parser_errors import error_of
+
+
+def topo(env=None, **kwargs):
+    kwargs.setdefault("local_slots", lambda: 4)
+    return topology_from_environment({} if env is None else env, **kwargs)
+
+
+def hosts(topology):
+    return [(h.name, h.slots) for h in topology.hosts]
+
+
+@pytest.fixture
+def hostfile(tmp_path):
+    path = tmp_path / "hostfile"
+    path.write_text("# platform hostfile\nhf0 slots=2\nhf1 slots=2\n")
+    return str(path)
+
+
+# ---------------------------------------------------------------- which source wins
+
+@pytest.fixture
+def every_source(hostfile):
+    """An environment where every source is present at once."""
+    return {
+        "MLP_MPI_HOSTFILE": hostfile,
+        "MLP_MPI_HOSTS": "mh0:3,mh1:3",
+        "MLP_WORKER_NUM": "2", "MLP_WORKER_GPU": "8",
+        "MLP_WORKER_0_HOST": "w0", "MLP_WORKER_1_HOST": "w1",
+        "AZ_BATCH_HOST_LIST": "az0,az1", "LOCAL_WORLD_SIZE": "2", "WORLD_SIZE": "4",
+        "SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_TASKS_PER_NODE": "4(x2)",
+    }
+
+
+def test_source_order(every_source, hostfile, tmp_path):
+    env = dict(every_source)
+    other = tmp_path / "other"
+    other.write_text("opt0 slots=1\n")
+    assert topo(env, hostfile=str(other)).source == f"hostfile {other}"
+    assert topo(env, hosts="h0:1").source == "-H h0:1"
+    expected = [
+        (f"$MLP_MPI_HOSTFILE ({hostfile})", [("hf0", 2), ("hf1", 2)], "MLP_MPI_HOSTFILE"),
+        ("$MLP_MPI_HOSTS", [("mh0", 3), ("mh1", 3)], "MLP_MPI_HOSTS"),
+        ("$MLP_WORKER_NUM", [("w0", 8), ("w1", 8)], "MLP_WORKER_NUM"),
+        ("$AZ_BATCH_HOST_LIST", [("az0", 2), ("az1", 2)], "AZ_BATCH_HOST_LIST"),
+        ("$SLURM_JOB_NODELIST", [("gpu01", 4), ("gpu02", 4)], "SLURM_JOB_NODELIST"),
+        (LOCAL_SOURCE, [(LOCALHOST, 4)], None),
+    ]
+    for source, layout, variable in expected:
+        found = topo(env)
+        assert (found.source, hosts(found)) == (source, layout)
+        if variable:
+            del env[variable]
+
+
+def test_empty_variables_count_as_unset(hostfile):
+    env = {"MLP_MPI_HOSTFILE": "", "MLP_MPI_HOSTS": "  ", "MLP_WORKER_NUM": "", "SLURM_JOB_NODELIST": " "}
+    assert topo(env).source == LOCAL_SOURCE
+
+
+def test_options_conflict():
+    assert error_of(topo, {}, hostfile="f", hosts="a") == "give either --hostfile or -H, not both"
+    assert error_of(topo, {}, hostfile="  ") == "--hostfile: empty path"
+    assert error_of(topo, {}, hosts="") == "-H: empty host list"
+
+
+# ---------------------------------------------------------------- hostfiles on disk
+
+def test_hostfile_from_the_variable_is_read_from_disk(tmp_path):
+    path = tmp_path / "mlp_hostfile"
+    path.write_text("172.22.128.95 slots=2\n172.22.128.96 slots=2\n")
+    found = topo({"MLP_MPI_HOSTFILE": str(path)})
+    assert hosts(found) == [("172.22.128.95", 2), ("172.22.128.96", 2)]
+    assert found.master_addr == "172.22.128.95" and not found.is_local
+
+
+def test_missing_hostfile_named_in_the_variable(tmp_path):
+    missing = str(tmp_path / "no" / "hostfile")
+    assert error_of(topo, {"MLP_MPI_HOSTFILE": missing}) == f"$MLP_MPI_HOSTFILE: no such file {missing!r}"
+
+
+def test_missing_hostfile_option(tmp_path):
+    missing = str(tmp_path / "nope")
+    assert error_of(topo, {}, hostfile=missing) == f"--hostfile: no such file {missing!r}"
+
+
+def test_hostfile_that_is_a_directory(tmp_path):
+    assert error_of(topo, {"MLP_MPI_HOSTFILE": str(tmp_path)}) == \
+        f"$MLP_MPI_HOSTFILE: {str(tmp_path)!r} is a directory, not a hostfile"
+
+
+def test_hostfile_that_is_not_text(tmp_path):
+    path = tmp_path / "binary"
+    path.write_bytes(b"a slots=2\n\xff\xfe\n")
+    message = error_of(topo, {}, hostfile=str(path))
+    assert message.startswith(f"--hostfile: {str(path)!r} is not UTF-8 text") and "byte 10" in message
+
+
+def test_hostfile_path_with_a_nul_byte():
+    assert "cannot read 'a\\x00b'" in error_of(topo, {}, hostfile="a\x00b")
+
+
+def test_hostfile_under_a_file_is_an_os_error(tmp_path):
+    plain = tmp_path / "plain"
+    plain.write_text("a\n")
+    message = error_of(topo, {}, hostfile=str(plain / "hostfile"))
+    assert message.startswith(f"--hostfile: cannot read {str(plain / 'hostfile')!r}: ")
+    assert "Not a directory" in message
+
+
+def test_errors_inside_a_hostfile_name_the_file_and_line(tmp_path):
+    path = tmp_path / "hf"
+    path.write_text("a slots=2\nb slots=zero\n")
+    message = error_of(topo, {"MLP_MPI_HOSTFILE": str(path)})
+    assert message.startswith(f"hostfile {path} (from $MLP_MPI_HOSTFILE) line 2 'b slots=zero'")
+    assert "got 'zero'" in message
+    path.write_text("")
+    assert error_of(topo, {}, hostfile=str(path)) == \
+        f"hostfile {path}: no hosts in it (empty, or only comments)"
+
+
+# ---------------------------------------------------------------- MLP_* variables
+
+def test_mlp_mpi_hosts():
+    found = topo({"MLP_MPI_HOSTS": "worker0:8,worker1:8", "MLP_WORKER_0_HOST": "worker0"})
+    assert hosts(found) == [("worker0", 8), ("worker1", 8)]
+    assert found.total_slots == 16 and found.master_addr == "worker0"
+
+
+def test_mlp_mpi_hosts_errors_name_the_variable():
+    assert error_of(topo, {"MLP_MPI_HOSTS": "worker0:8,worker1:x"}).startswith(
+        "$MLP_MPI_HOSTS item 2 'worker1:x': slots must be a positive integer, got 'x'")
+
+
+def test_worker_variables():
+    env = {"MLP_WORKER_NUM": "3", "MLP_WORKER_GPU": "8", "MLP_WORKER_0_HOST": "10.0.0.7",
+           "MLP_WORKER_1_HOST": "10.0.0.8", "MLP_WORKER_2_HOST": "10.0.0.9", "MLP_WORKER_0_PORT": "29500"}
+    found = topo(env)
+    assert hosts(found) == [("10.0.0.7", 8), ("10.0.0.8", 8), ("10.0.0.9", 8)]
+    assert (found.source, found.master_addr, found.master_port) == ("$MLP_WORKER_NUM", "10.0.0.7", 29500)
+    assert [h.index for h in found.hosts] == [0, 1, 2]
+
+
+def test_worker_names_default_and_all_hosts():
+    assert hosts(topo({"MLP_WORKER_NUM": "2"})) == [("worker0", 1), ("worker1", 1)]
+    assert hosts(topo({"MLP_WORKER_NUM": "2", "MLP_WORKER_GPU": "0"})) == [("worker0", 1), ("worker1", 1)]
+    env = {"MLP_WORKER_NUM": "3", "MLP_WORKER_ALL_HOSTS": "a, b,c", "MLP_WORKER_1_HOST": "bee"}
+    assert hosts(topo(env)) == [("a", 1), ("bee", 1), ("c", 1)]
+    assert hosts(topo({"MLP_WORKER_ALL_HOSTS": "n[1-2]", "MLP_WORKER_GPU": "2"})) == [("n1", 2), ("n2", 2)]
+
+
+def test_worker_num_zero_is_not_a_platform_job():
+    assert topo({"MLP_WORKER_NUM": "0"}).source == LOCAL_SOURCE
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"MLP_WORKER_NUM": "two"}, "$MLP_WORKER_NUM must be a non-negative integer, got 'two'"),
+    ({"MLP_WORKER_NUM": "-1"}, "$MLP_WORKER_NUM must be a non-negative integer, got '-1'"),
+    ({"MLP_WORKER_NUM": "\u0662"}, "$MLP_WORKER_NUM must be a non-negative integer, got '\u0662'"),
+    ({"MLP_WORKER_NUM": "2", "MLP_WORKER_GPU": "8x"},
+     "$MLP_WORKER_GPU must be a non-negative integer, got '8x'"),
+    ({"MLP_WORKER_NUM": "9" * 30}, "$MLP_WORKER_NUM '999999999999999999999999999999' is more than 100000"),
+    ({"MLP_WORKER_NUM": "2", "MLP_WORKER_ALL_HOSTS": "a,b,c"},
+     "$MLP_WORKER_ALL_HOSTS names 3 hosts ('a,b,c') but $MLP_WORKER_NUM is 2"),
+    ({"MLP_WORKER_NUM": "2", "MLP_WORKER_1_HOST": "a b"},
+     "$MLP_WORKER_1_HOST: invalid host name 'a b' (letters, digits, '.', '-', '_', or an IP address)"),
+    ({"MLP_WORKER_NUM": "2", "MLP_WORKER_ALL_HOSTS": "a,$(x)"},
+     "$MLP_WORKER_ALL_HOSTS: invalid host name '$(x)'"),
+    ({"MLP_WORKER_NUM": "2", "MLP_WORKER_0_HOST": "x", "MLP_WORKER_1_HOST": "X"},
+     "$MLP_WORKER_NUM: host 'X' is listed twice (entries 1 and 2)"),
+    ({"MLP_WORKER_NUM": "1", "MLP_WORKER_0_PORT": "70000"}, "$MLP_WORKER_0_PORT '70000' is more than 65535"),
+    ({"MLP_WORKER_NUM": "1", "MLP_WORKER_0_PORT": "http"},
+     "$MLP_WORKER_0_PORT must be a non-negative integer, got 'http'"),
+])
+def test_worker_variable_errors(env, message):
+    assert error_of(topo, env).startswith(message)
+
+
+# ---------------------------------------------------------------- Azure / torchrun
+
+def test_azure_host_list():
+    env = {"AZ_BATCH_HOST_LIST": "10.0.0.4,10.0.0.5", "WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8",
+           "MASTER_ADDR": "10.0.0.4", "MASTER_PORT": "6105"}
+    found = topo(env)
+    assert hosts(found) == [("10.0.0.4", 8), ("10.0.0.5", 8)]
+    assert (found.source, found.master_addr, found.master_port) == ("$AZ_BATCH_HOST_LIST", "10.0.0.4", 6105)
+    del env["LOCAL_WORLD_SIZE"]
+    assert hosts(topo(env)) == [("10.0.0.4", 8), ("10.0.0.5", 8)]   # WORLD_SIZE / hosts
+    assert hosts(topo({"AZ_BATCH_HOST_LIST": "a,b"})) == [("a", 1), ("b", 1)]
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"AZ_BATCH_HOST_LIST": "a,b", "WORLD_SIZE": "5"}, "$WORLD_SIZE 5 does not divide among the 2 hosts"),
+    ({"AZ_BATCH_HOST_LIST": "a,b", "WORLD_SIZE": "6", "LOCAL_WORLD_SIZE": "2"},
+     "$WORLD_SIZE 6 is not $LOCAL_WORLD_SIZE 2 x 2 hosts"),
+    ({"AZ_BATCH_HOST_LIST": "a,a"}, "$AZ_BATCH_HOST_LIST: host 'a' is listed twice"),
+    ({"AZ_BATCH_HOST_LIST": "a,b", "MASTER_ADDR": "a;b"}, "$MASTER_ADDR: invalid host name 'a;b'"),
+    ({"WORLD_SIZE": "4.0"}, "$WORLD_SIZE must be a non-negative integer, got '4.0'"),
+])
+def test_azure_errors(env, message):
+    assert error_of(topo, env).startswith(message)
+
+
+def test_single_node_torchrun():
+    found = topo({"WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "4", "MASTER_PORT": "29400"})
+    assert (found.source, hosts(found), found.is_local) == \
+        ("$WORLD_SIZE (single node)", [(LOCALHOST, 4)], True)
+    assert (found.master_addr, found.master_port) == (LOOPBACK, 29400)
+    assert "more than the 4 slots of $WORLD_SIZE (single node)" in error_of(found.layout, 5)
+
+
+def test_multi_node_torchrun_without_a_host_list_falls_through():
+    assert topo({"WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4"}).source == LOCAL_SOURCE
+
+
+# ---------------------------------------------------------------- Slurm
+
+def test_slurm_node_sets_and_tasks_per_node():
+    found = topo({"SLURM_JOB_NODELIST": "gpu[01-04,07]", "SLURM_TASKS_PER_NODE": "8(x2),4(x3)"})
+    assert hosts(found) == [("gpu01", 8), ("gpu02", 8), ("gpu03", 4), ("gpu04", 4), ("gpu07", 4)]
+    assert (found.source, found.master_addr) == ("$SLURM_JOB_NODELIST", "gpu01")
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({"SLURM_JOB_NODELIST": "n[1-3]", "SLURM_TASKS_PER_NODE": "2"}, [("n1", 2), ("n2", 2), ("n3", 2)]),
+    ({"SLURM_JOB_NODELIST": "n[1-2],login"}, [("n1", 1), ("n2", 1), ("login", 1)]),
+    ({"SLURM_NODELIST": "c1,c2", "SLURM_NTASKS_PER_NODE": "3"}, [("c1", 3), ("c2", 3)]),
+    ({"SLURM_JOB_NODELIST": "r[1-2]-n[0-1]", "SLURM_TASKS_PER_NODE": "1(x3),2"},
+     [("r1-n0", 1), ("r1-n1", 1), ("r2-n0", 1), ("r2-n1", 2)]),
+])
+def test_slurm_variants(env, expected):
+    assert hosts(topo(env)) == expected
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"SLURM_JOB_NODELIST": "n[1-3]", "SLURM_TASKS_PER_NODE": "8(x2)"},
+     "$SLURM_TASKS_PER_NODE '8(x2)' does not match 3 nodes"),
+    ({"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "8(x9)"},
+     "'8(x9)' counts more than the 2 nodes"),
+    ({"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "0"}, "cannot read '0' in '0'"),
+    ({"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "2(x0),2"}, "cannot read '2(x0)'"),
+    ({"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "8[x2]"}, "cannot read '8[x2]'"),
+    ({"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "9" * 40}, "cannot read '9999"),
+    ({"SLURM_JOB_NODELIST": "n[1-2", "SLURM_TASKS_PER_NODE": "1"},
+     "$SLURM_JOB_NODELIST: host list 'n[1-2': unclosed"),
+    ({"SLURM_JOB_NODELIST": "a;b"}, "$SLURM_JOB_NODELIST: invalid host name 'a;b'"),
+    ({"SLURM_JOB_NODELIST": "n[1-2],n1"}, "$SLURM_JOB_NODELIST: host 'n1' is listed twice"),
+    ({"SLURM_JOB_NODELIST": ",,"}, "$SLURM_JOB_NODELIST ',,' names no hosts"),
+])
+def test_slurm_errors(env, message):
+    assert message in error_of(topo, env)
+
+
+# ---------------------------------------------------------------- the local machine
+
+def test_local_machine_default():
+    found = topo({}, local_slots=lambda: 6)
+    assert found == Topology((Host(LOCALHOST, 6, 0),), LOCAL_SOURCE, LOOPBACK, True, None)
+    assert found.host_names() == [LOCALHOST] and found.total_slots == 6
+    # the embedded default oversubscribes when asked for more ranks than its guess
+    assert [r.local_rank for r in found.layout(9)] == list(range(9))
+
+
+def test_local_machine_master_port_from_master_port():
+    assert topo({"MASTER_PORT": "29501"}).master_port == 29501
+    assert topo({"MLP_WORKER_0_PORT": "29502"}).master_port is None  # not a platform job
+
+
+def test_explicit_localhost_slots_are_not_oversubscribed():
+    found = topo({}, hosts="localhost:2")
+    assert found.is_local and found.master_addr == LOOPBACK
+    assert error_of(found.layout, 3) == (
+        "-np 3 is more than the 2 slots of -H localhost:2 (localhost:2); lower -np or pass --oversubscribe")
+    assert len(found.layout(3, oversubscribe=True)) == 3
+
+
+def test_local_slot_count_uses_gpus_then_cores():
+    assert local_slot_count(lambda: 8) == 8
+    assert local_slot_count(lambda: 0) == (os.cpu_count() or 1)
+    gpus = count_local_gpus()   # the real /dev listing of this machine
+    assert gpus == sum(1 for n in os.listdir("/dev") if n.startswith("nvidia") and n[6:].isdigit())
+    assert local_slot_count() == (gpus or os.cpu_count() or 1)
+
+
+# ---------------------------------------------------------------- layout
+
+def test_layout_host_by_host():
+    found = topo({}, hosts="a:2,b:3,c:1")
+    assert found.layout(6) == [
+        Rank(0, "a", 0, 0, 2), Rank(1, "a", 0, 1, 2),
+        Rank(2, "b", 1, 0, 3), Rank(3, "b", 1, 1, 3), Rank(4, "b", 1, 2, 3),
+        Rank(5, "c", 2, 0, 1),
+    ]
+
+
+def test_layout_fewer_ranks_than_slots():
+    found = topo({}, hosts="a:4,b:4")
+    assert found.ranks_per_host(5) == [4, 1]
+    last_two = [(r.host, r.local_rank, r.local_world_size) for r in found.layout(5)][-2:]
+    assert last_two == [("a", 3, 4), ("b", 0, 1)]
+    assert found.ranks_per_host(3) == [3, 0]
+    assert {r.host for r in found.layout(3)} == {"a"}
+
+
+def test_layout_oversubscribed():
+    found = topo({}, hosts="a:2,b:1")
+    assert found.ranks_per_host(8, oversubscribe=True) == [6, 2]   # two whole rounds, then a's 2
+    assert found.ranks_per_host(7, oversubscribe=True) == [5, 2]
+    assert len(found.layout(8, oversubscribe=True)) == 8
+
+
+def test_np_above_slots_is_an_error():
+    found = topo({"MLP_MPI_HOSTS": "worker0:8,worker1:8"})
+    assert error_of(found.layout, 17) == (
+        "-np 17 is more than the 16 slots of $MLP_MPI_HOSTS (worker0:8, worker1:8); "
+        "lower -np or pass --oversubscribe")
+
+
+@pytest.mark.parametrize("np", [0, -1, True, "4", 2.0, None])
+def test_np_must_be_a_positive_integer(np):
+    assert error_of(topo().layout, np) == f"-np must be a positive integer, got {np!r}"
+
+
+def test_np_has_an_upper_bound():
+    assert error_of(topo().layout, MAX_RANKS + 1) == (
+        f"-np {MAX_RANKS + 1} is more than the {MAX_RANKS} ranks mlp_magic can lay out")
+
+
+def test_no_slots_at_all():
+    empty = Topology((Host("a", 0, 0),), "test", "a")
+    assert error_of(empty.layout, 1, True) == "test has no slots to put ranks on"
+
+
+@settings(max_examples=200, deadline=None)
+@given(slots=st.lists(st.integers(1, 9), min_size=1, max_size=6), np=st.integers(1, 80),
+       oversubscribe=st.booleans())
+def test_layout_properties(slots, np, oversubscribe):
+    found = topo({}, hosts=",".join(f"h{i}:{s}" for i, s in enumerate(slots)))
+    total = sum(slots)
+    if np > total and not oversubscribe:
+        assert "lower -np or pass --oversubscribe" in error_of(found.layout, np, oversubscribe)
+        return
+    ranks = found.layout(np, oversubscribe)
+    assert [r.rank for r in ranks] == list(range(np))
+    counts = found.ranks_per_host(np, oversubscribe)
+    assert sum(counts) == np
+    # host by host: the host index never goes down, local ranks count up from 0 on each host
+    assert [r.node_rank for r in ranks] == sorted(r.node_rank for r in ranks)
+    for index, host in enumerate(found.hosts):
+        mine = [r for r in ranks if r.node_rank == index]
+        assert all(r.host == host.name for r in mine)
+        assert [r.local_rank for r in mine] == list(range(counts[index]))
+        assert all(r.local_world_size == counts[index] for r in mine)
+        if np <= total:
+            assert counts[index] <= host.slots
+        else:  # every slot used, extra ranks spread in proportion: at most one round more
+            assert counts[index] >= host.slots
+            assert counts[index] <= host.slots * (np // total + 1)
+
+
+# ---------------------------------------------------------------- master address and port
+
+def test_master_addr_from_worker0_only_for_the_platforms_hosts(tmp_path):
+    env = {"MLP_WORKER_0_HOST": "10.0.0.7", "MLP_WORKER_0_PORT": "29500",
+           "MLP_MPI_HOSTS": "worker0:8,worker1:8"}
+    found = topo(env)
+    assert (found.master_addr, found.master_port) == ("10.0.0.7", 29500)
+    explicit = topo(env, hosts="other0:2,other1:2")   # not the platform's hosts: rank 0 is on other0
+    assert (explicit.master_addr, explicit.master_port) == ("other0", None)
+
+
+def test_master_addr_is_rank_zeros_host_when_the_list_is_reordered():
+    env = {"MLP_WORKER_0_HOST": "10.0.0.7", "MLP_MPI_HOSTS": "10.0.0.5:8,10.0.0.7:8"}   # rack order
+    assert topo(env).master_addr == "10.0.0.5"
+
+
+def test_master_port_precedence():
+    env = {"MLP_WORKER_NUM": "1", "MLP_WORKER_0_PORT": "29500", "MASTER_PORT": "1234"}
+    assert topo(env).master_port == 29500
+    del env["MLP_WORKER_0_PORT"]
+    assert topo(env).master_port == 1234
+    env["MASTER_PORT"] = "0"
+    assert topo(env).master_port is None
+    assert topo({"MLP_WORKER_NUM": "1", "MLP_WORKER_0_HOST": "w0"}).master_addr == "w0"
+
+
+def test_is_local_only_for_a_single_loopback_host():
+    assert topo({}, hosts="127.0.0.1:2").is_local
+    assert topo({}, hosts="LocalHost:2").is_local
+    assert not topo({}, hosts="localhost:2,worker1:2").is_local
+    assert not topo({}, hosts="worker0:2").is_local
+
+
+def test_ports_and_users_reach_the_hosts(tmp_path):
+    path = tmp_path / "pssh"
+    path.write_text("root@worker0:2222\nworker1 slots=2 port=2200 username=ops\n")
+    found = topo({}, hostfile=str(path))
+    assert found.hosts == (Host("worker0", 1, 0, 2222, "root"), Host("worker1", 2, 1, 2200, "ops"))
+
+
+def test_default_environment_is_os_environ(monkeypatch):
+    for name in list(os.environ):
+        if name.startswith(("MLP_", "SLURM_", "AZ_")) or name in ("WORLD_SIZE", "LOCAL_WORLD_SIZE"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MLP_MPI_HOSTS", "envhost:3")
+    assert hosts(topology_from_environment()) == [("envhost", 3)]

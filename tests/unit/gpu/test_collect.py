@@ -1,0 +1,42 @@
+"""Which engine probes which host, and the collect's argument checks.
+
+The collect itself runs against a real World in tests/integration/test_cluster_collect.py.
+"""
+from __future__ import annotations
+
+import pytest
+
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.gpu.collect import collect_from_engines, collect_from_world, probe_on_engine, probe_targets
+from mlp_magic.core.topology import topology_from_environment
+
+
+def test_local_rank_zero_of_each_host_probes_it():
+    layout = topology_from_environment({}, hosts="worker0:4,worker1:4").layout(8)
+    engines = {rank: 100 + (7 - rank) for rank in range(8)}  # engine ids are not ranks
+    assert probe_targets(layout, engines) == {"worker0": (0, 107), "worker1": (4, 103)}
+
+
+def test_a_host_whose_first_rank_has_no_engine_is_probed_by_its_next():
+    layout = topology_from_environment({}, hosts="worker0:2,worker1:2").layout(4)
+    assert probe_targets(layout, {1: 11, 2: 12, 3: 13}) == {"worker0": (1, 11), "worker1": (2, 12)}
+    assert probe_targets(layout, {}) == {}
+
+
+def test_hosts_keep_layout_order():
+    layout = topology_from_environment({}, hosts="zeta:1,alpha:1,mid:1").layout(3)
+    assert list(probe_targets(layout, {0: 0, 1: 1, 2: 2})) == ["zeta", "alpha", "mid"]
+
+
+def test_the_engine_side_probe_returns_plain_data():
+    data = probe_on_engine(2.0, "some-host")
+    assert data["host"] == "some-host" and data["source"] in ("nvml", "nvidia-smi", "none")
+    assert isinstance(data["gpus"], list) and isinstance(data["links"], dict)
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, None])
+def test_timeout_must_be_positive(timeout):
+    with pytest.raises(MlpMagicError, match="timeout must be positive"):
+        collect_from_world(None, timeout=timeout)  # checked before the World is read
+    with pytest.raises(MlpMagicError, match="timeout must be positive"):
+        collect_from_engines(None, {}, timeout=timeout)

@@ -1,0 +1,170 @@
+"""%%mpirun's argument line: $VAR expansion, every option, and one MlpMagicError for every bad value."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from mlp_magic.core.line_args import LineParser, expand_vars, split_line
+from mlp_magic.world.args import MpirunArgs, add_host_options, parse_mpirun_args
+from tests.unit.parser_errors import error_of
+
+
+def parse(line, env=None, user_ns=None):
+    return parse_mpirun_args(line, {} if env is None else env, user_ns)
+
+
+# ---------------------------------------------------------------- $VAR expansion
+
+def test_expand_from_the_environment_then_the_notebook():
+    env = {"MLP_MPI_NP": "16", "SHARED": "from-env"}
+    user_ns = {"SHARED": "from-notebook", "n": 3}
+    assert expand_vars("-np $MLP_MPI_NP", env) == "-np 16"
+    assert expand_vars("-np ${MLP_MPI_NP}x", env) == "-np 16x"
+    assert expand_vars("$SHARED", env, user_ns) == "from-env"
+    assert expand_vars("-np $n", env, user_ns) == "-np 3"
+    assert expand_vars("cost: $$5 and $$$n", env, user_ns) == "cost: $5 and $3"
+
+
+def test_dollar_not_followed_by_a_name_stays():
+    assert expand_vars("a $ b $1 $-", {}) == "a $ b $1 $-"
+
+
+@pytest.mark.parametrize("line, message", [
+    ("-np $NOPE", "unknown variable $NOPE in '-np $NOPE' (not in the environment nor the notebook)"),
+    ("-np ${NOPE}", "unknown variable $NOPE in '-np ${NOPE}'"),
+    ("-np ${1x}", "bad variable reference '${1x}' in '-np ${1x}'"),
+    ("-np ${}", "bad variable reference '${}'"),
+    ("-np ${A B}", "bad variable reference '${A B}'"),
+    ("-np ${NP", "unclosed '${' in '-np ${NP'"),
+])
+def test_expansion_errors_name_the_variable(line, message):
+    assert error_of(expand_vars, line, {}, {}).startswith(message)
+
+
+def test_notebook_value_whose_str_fails():
+    class Broken:
+        def __str__(self):
+            raise RuntimeError("no text for you")
+
+    assert error_of(expand_vars, "-np $x", {}, {"x": Broken()}) == \
+        "$x: cannot turn the notebook's Broken into text: no text for you"
+
+
+def test_expansion_happens_before_splitting():
+    args = parse("$OPTS", {"OPTS": "-np 4 --diff"})
+    assert (args.np, args.diff) == (4, True)
+    assert parse('--log-dir "$D/x y"', {"D": "/tmp"}).log_dir == "/tmp/x y"
+
+
+# ---------------------------------------------------------------- every option
+
+def test_defaults():
+    assert parse("") == MpirunArgs()
+    assert parse("   ") == MpirunArgs()
+
+
+@pytest.mark.parametrize("line, field, value", [
+    ("-np 4", "np", 4),
+    ("-n 4", "np", 4),
+    ("-np=4", "np", 4),
+    ("-n4", "np", 4),
+    ("-np 0008", "np", 8),
+    ("--hostfile /etc/mlp/hostfile", "hostfile", "/etc/mlp/hostfile"),
+    ("--machinefile=hf", "hostfile", "hf"),
+    ("-H worker0:8,worker1:8", "hosts", "worker0:8,worker1:8"),
+    ("--host aa,aa,bb", "hosts", "aa,aa,bb"),
+    ("--oversubscribe", "oversubscribe", True),
+    ("--ranks 0,2-3", "ranks", "0,2-3"),
+    ("--targets all", "ranks", "all"),
+    ("--timeout 60", "timeout", 60.0),
+    ("--timeout 0.5", "timeout", 0.5),
+    ("--timeout=1e3", "timeout", 1000.0),
+    ("--no-group", "group", False),
+    ("--diff", "diff", True),
+    ("--all-outputs", "all_outputs", True),
+    ("-o res", "out", "res"),
+    ("--out r\u00e9sultat", "out", "r\u00e9sultat"),
+    ("--log-dir /tmp/logs", "log_dir", "/tmp/logs"),
+    ("--restart", "restart", True),
+    ("--status", "status", True),
+    ("--stop", "stop", True),
+])
+def test_each_option(line, field, value):
+    args = parse(line)
+    assert getattr(args, field) == value
+    untouched = {k: v for k, v in vars(args).items() if k != field}
+    assert untouched == {k: v for k, v in vars(MpirunArgs()).items() if k != field}
+
+
+def test_a_full_line():
+    args = parse("-np $MLP_MPI_NP -H $MLP_MPI_HOSTS --ranks 0,3 --timeout 60 --no-group --diff -o out "
+                 "--restart --oversubscribe --all-outputs --log-dir '/tmp/my logs'",
+                 {"MLP_MPI_NP": "16", "MLP_MPI_HOSTS": "worker0:8,worker1:8"})
+    assert args == MpirunArgs(np=16, hosts="worker0:8,worker1:8", ranks="0,3", timeout=60.0, group=False,
+                              diff=True, out="out", restart=True, oversubscribe=True, all_outputs=True,
+                              log_dir="/tmp/my logs")
+
+
+# ---------------------------------------------------------------- bad values
+
+@pytest.mark.parametrize("line, parts", [
+    ("-np 0", ["argument -np/-n: expected a positive integer, got '0'"]),
+    ("-np x", ["got 'x'"]),
+    ("-np -1", ["got '-1'"]),
+    ("-np 2.5", ["got '2.5'"]),
+    ("-np \u00b2", ["got '\u00b2'"]),
+    ("-np " + "9" * 5000, ["'99999999999999999999'... is far too large"]),
+    ("-np", ["argument -np/-n: expected one argument"]),
+    ("--timeout -1", ["argument --timeout: expected a positive number of seconds, got '-1'"]),
+    ("--timeout 0", ["got '0'"]),
+    ("--timeout nan", ["got 'nan'"]),
+    ("--timeout inf", ["got 'inf'"]),
+    ("--timeout 1e400", ["got '1e400'"]),
+    ("--timeout soon", ["argument --timeout: expected seconds, got 'soon'"]),
+    ("-o 1abc", ["argument -o/--out: expected a Python name, got '1abc'"]),
+    ("-o class", ["expected a Python name, got 'class'"]),
+    ("-o a-b", ["got 'a-b'"]),
+    ("-np '4", ["cannot split \"-np '4\": No closing quotation"]),
+    ('-H "a:1', ["No closing quotation"]),
+    ("-np 4 extra", ["unrecognized arguments: extra"]),
+    ("--frobnicate", ["unrecognized arguments: --frobnicate"]),
+    ("--rank 0", ["unrecognized arguments: --rank 0"]),        # no abbreviations
+    ("-h", ["unrecognized arguments: -h"]),
+    ("--help", ["unrecognized arguments: --help"]),
+    ("--hostfile f -H a:1", ["argument -H/--host: not allowed with argument --hostfile/--machinefile"]),
+    ("--status --stop", ["%mpirun: give one of --status, --stop, --restart or --stacks"]),
+    ("--stacks --stop", ["give one of --status, --stop, --restart or --stacks"]),
+    ("--stop --restart", ["give one of --status, --stop, --restart or --stacks"]),
+])
+def test_bad_values_give_one_error_naming_the_value(line, parts, capsys):
+    message = error_of(parse, line)
+    for part in parts:
+        assert part in message
+    assert message.startswith("%%mpirun: ") or message.startswith("%mpirun: ")
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""   # argparse printed no usage
+
+
+def test_argparse_never_exits():
+    parser = LineParser(prog="%x", add_help=True)
+    assert error_of(parser.parse_args, ["--help"]).startswith("%x: ")   # help action calls exit()
+    assert error_of(parser.exit, 2, "bye\n") == "%x: bye"
+    assert error_of(parser.exit) == "%x: stopped"
+
+
+def test_split_line():
+    assert split_line("-H 'a b' \"c d\" e\\ f", "%x") == ["-H", "a b", "c d", "e f"]
+    assert error_of(split_line, 'a "b', "%allrun") == "%allrun: cannot split 'a \"b': No closing quotation"
+
+
+def test_add_host_options_are_exclusive():
+    parser = LineParser(prog="%allrun", add_help=False)
+    add_host_options(parser)
+    assert vars(parser.parse_args(["--machinefile", "f"])) == {"hostfile": "f", "hosts": None}
+    assert vars(parser.parse_args(["-H", "a,b"])) == {"hostfile": None, "hosts": "a,b"}
+    assert "not allowed with" in error_of(parser.parse_args, ["-H", "a", "--hostfile", "f"])
+
+
+def test_the_parser_is_a_subclass_of_argparse():
+    assert issubclass(LineParser, argparse.ArgumentParser)
