@@ -1,18 +1,11 @@
 """Which cell log folders expire (pure)."""
 from __future__ import annotations
 
-import time
 
 import pytest
 
 from mlp_magic.core.retention import expired_cells
-
-DAY = 86400.0
-NOW = time.mktime((2026, 11, 21, 12, 0, 0, 0, 0, -1))
-
-
-def cell_name(days_ago: float, pid: int = 4242, n: int = 1, now: float = NOW) -> str:
-    return time.strftime("%Y%m%d-%H%M%S", time.localtime(now - days_ago * DAY)) + f"-{pid}-{n:04d}"
+from tests.unit.cell_logs import DAY, NOW, cell_name
 
 
 def test_a_cell_expires_when_its_start_and_its_last_change_are_both_older_than_the_limit():

@@ -1,0 +1,31 @@
+"""The one helper that runs a blocking call in the background and waits no longer than a deadline."""
+from __future__ import annotations
+
+import threading
+import time
+
+from mlp_magic.core.deadline import in_background, within
+
+
+def test_a_value_in_time_a_default_when_late_or_failed():
+    assert within(5, lambda: 42) == 42
+    release = threading.Event()
+    started = time.monotonic()
+    assert within(0.2, lambda: release.wait(30) or "late", default="gone") == "gone"
+    assert time.monotonic() - started < 2   # the caller did not wait for the work
+    release.set()
+
+    def fails():
+        raise OSError("driver wedged")
+    pending = in_background(fails)
+    assert pending.result(time.monotonic() + 5, default="none") == "none"
+    assert isinstance(pending.error, OSError)
+
+
+def test_several_run_at_once_against_one_deadline():
+    started = time.monotonic()
+    pendings = [in_background(lambda n=n: time.sleep(0.3) or n) for n in range(5)]
+    deadline = time.monotonic() + 5
+    assert [p.result(deadline) for p in pendings] == list(range(5))
+    assert time.monotonic() - started < 1.2   # overlapping, not one after another
+    assert all(p.wait(deadline) for p in pendings)
