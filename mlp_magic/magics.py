@@ -88,7 +88,8 @@ class MlpMagics(Magics):
     def mlp_cluster(self, line: str = ""):
         """Show hosts, ranks and GPU topology as a widget: ``%mlp_cluster [--hostfile F | -H HOSTS]
         [--refresh S] [--timeout S] [--no-probe] [--topo-file HOST=FILE ...]``."""
-        from .cluster.widget import cluster_view, parse_cluster_args
+        from .cluster.args import parse_cluster_args
+        from .cluster.widget import cluster_view
         from .core.line_args import expand_vars
 
         return cluster_view(**parse_cluster_args(expand_vars(line, os.environ, self.shell.user_ns)))

@@ -19,20 +19,26 @@ export interface IEngine {
   world_pid: number | null;
 }
 
-export interface IHostStatus {
-  name: string;
-  reachable: boolean | null;
-  probe_ms: number | null;
-  error: string | null;
+/** One host's GPU inventory (null when it was not probed). */
+export interface IHostGpus {
+  source: string;
   gpus: IGpu[];
-  engines: IEngine[];
+  nics: string[];
+  error: string | null;
 }
 
-export interface ITopologyHost {
+/** One host row: as `mlp-magic status --json` prints it. */
+export interface IHostStatus {
   name: string;
   slots: number;
   index: number;
   ranks: number[];
+  reachable: boolean | null;
+  probe_ms: number | null;
+  error: string | null;
+  gpus: IHostGpus | null;
+  hints: string[];
+  engines: IEngine[];
 }
 
 export interface IWorld {
@@ -42,15 +48,14 @@ export interface IWorld {
   started_at?: string;
 }
 
+/** The cluster's one JSON document (cluster/model.py ClusterState.to_json). */
 export interface IClusterSnapshot {
-  topology: {
-    source: string;
-    master_addr: string;
-    hosts: ITopologyHost[];
-  } | null;
+  source: string | null;
+  master_addr: string | null;
+  is_local: boolean;
+  total_slots: number;
   hosts: IHostStatus[];
   worlds: IWorld[];
-  gpu_source: string | null;
   error: string | null;
   updated_at: string;
 }

@@ -99,18 +99,16 @@ export function summariseModels(gpus: IGpu[]): string {
 
 /** One row per host of the topology, in hostfile order. */
 export function hostRows(snapshot: IClusterSnapshot): IHostRow[] {
-  const statusByName = new Map(snapshot.hosts.map(h => [h.name, h]));
-  const topologyHosts = snapshot.topology ? snapshot.topology.hosts : [];
-  return topologyHosts.map(host => {
-    const status = statusByName.get(host.name);
+  return snapshot.hosts.map(host => {
+    const gpus = host.gpus ? host.gpus.gpus : [];
     return {
       name: host.name,
       slots: host.slots,
       ranks: foldRanks(host.ranks),
-      ...reachability(status),
-      engines: status ? summariseEngines(status.engines) : '',
-      gpus: status ? status.gpus.map(gpuBar) : [],
-      gpuModels: status ? summariseModels(status.gpus) : ''
+      ...reachability(host),
+      engines: summariseEngines(host.engines),
+      gpus: gpus.map(gpuBar),
+      gpuModels: summariseModels(gpus)
     };
   });
 }

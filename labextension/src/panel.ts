@@ -158,9 +158,9 @@ export class ClusterPanel extends Widget {
     if (snapshot.error) {
       parts.push(element('div', 'jp-MlpCluster-error', snapshot.error));
     }
-    if (snapshot.topology) {
+    if (snapshot.source !== null) {
       parts.push(
-        element('div', 'jp-MlpCluster-source', `${snapshot.topology.source}, master ${snapshot.topology.master_addr}`),
+        element('div', 'jp-MlpCluster-source', `${snapshot.source}, master ${snapshot.master_addr}`),
         hostTable(hostRows(snapshot))
       );
     }

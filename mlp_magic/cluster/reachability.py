@@ -10,7 +10,9 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Optional
+
+from ..core.local_names import stays_here, this_machine_names
 
 SSH_PORT = 22
 DEFAULT_TIMEOUT = 1.0
@@ -29,23 +31,10 @@ class Reachability:
         return {"reachable": self.reachable, "probe_ms": self.probe_ms, "error": self.error}
 
 
-def local_host_names() -> frozenset:
-    """Names under which this machine knows itself (read once per snapshot, cheap)."""
-    names = {"localhost", "localhost.localdomain", "127.0.0.1", "::1"}
-    hostname = socket.gethostname()
-    names.update({hostname, hostname.split(".")[0]})
-    return frozenset(name.lower() for name in names if name)
-
-
-def is_local_name(name: str, local_names: Iterable[str]) -> bool:
-    lowered = name.lower()
-    return lowered in local_names or lowered.startswith("127.")
-
-
-def needs_probe(name: str, port: Optional[int], local_names: Iterable[str]) -> bool:
-    """The machine the server runs on is reachable by definition, unless an explicit
-    port asks for a particular listener there (e.g. an sshd of a test host)."""
-    return port is not None or not is_local_name(name, local_names)
+def needs_probe(name: str, port: Optional[int], local_names: frozenset) -> bool:
+    """The machine we run on is reachable by definition, unless an explicit port asks for a
+    particular listener there (e.g. an sshd of a test host)."""
+    return not stays_here(name, port, local_names)
 
 
 async def probe_tcp(name: str, port: int, timeout: float = DEFAULT_TIMEOUT) -> Reachability:
@@ -67,7 +56,7 @@ async def probe_tcp(name: str, port: int, timeout: float = DEFAULT_TIMEOUT) -> R
 
 async def probe_hosts(hosts, timeout: float = DEFAULT_TIMEOUT, local_names=None) -> dict:
     """Reachability of every Host (``.name``, ``.port``), keyed by name, probed concurrently."""
-    local_names = local_host_names() if local_names is None else local_names
+    local_names = this_machine_names() if local_names is None else local_names
     limit = asyncio.Semaphore(MAX_CONCURRENT_PROBES)
 
     async def probe_one(host) -> Reachability:

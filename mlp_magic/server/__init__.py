@@ -14,8 +14,9 @@ import os
 from traitlets import Float, Unicode, default
 from traitlets.config import Configurable
 
-from .reachability import DEFAULT_TIMEOUT
-from .snapshot import DEFAULT_CACHE_SECONDS, DEFAULT_GPU_PROBE_TIMEOUT, SnapshotCache, SnapshotCollector
+from .. import config
+from ..cluster.reachability import DEFAULT_TIMEOUT
+from .snapshot import DEFAULT_CACHE_SECONDS, DEFAULT_GPU_PROBE_TIMEOUT, SnapshotCache, panel_snapshots
 
 
 class MlpMagicPanel(Configurable):
@@ -36,7 +37,7 @@ class MlpMagicPanel(Configurable):
 
     @default("hostfile")
     def _hostfile_from_environment(self) -> str:
-        return os.environ.get("MLP_MAGIC_HOSTFILE", "")
+        return config.panel_hostfile()
 
 
 def labextension_installed() -> bool:
@@ -55,12 +56,8 @@ def _load_jupyter_server_extension(serverapp) -> None:
     from .handlers import setup_handlers  # tornado/jupyter_server only once a server loads us
 
     settings = MlpMagicPanel(parent=serverapp)
-    collector = SnapshotCollector(
-        hostfile=settings.hostfile,
-        probe_timeout=settings.probe_timeout,
-        gpu_probe_timeout=settings.gpu_probe_timeout,
-    )
-    snapshots = SnapshotCache(collector.collect, ttl=settings.cache_seconds)
+    compute = panel_snapshots(settings.hostfile, settings.probe_timeout, settings.gpu_probe_timeout)
+    snapshots = SnapshotCache(compute, ttl=settings.cache_seconds)
     serverapp.web_app.settings["mlp_magic_snapshots"] = snapshots
     routes = setup_handlers(serverapp.web_app, snapshots)
     serverapp.log.info("mlp_magic: cluster panel endpoints %s (hostfile: %s)", ", ".join(routes),

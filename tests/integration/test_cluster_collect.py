@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mlp_magic import mpirun_command
-from mlp_magic.cluster_view import cluster_view, state_text
+from mlp_magic.world import command as mpirun_command
+from mlp_magic.cluster.widget import cluster_view, state_text
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.collect import collect_from_engines, collect_from_world, probe_targets
 

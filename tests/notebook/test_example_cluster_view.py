@@ -68,7 +68,7 @@ def test_embedded_default_renders_this_machine(notebook):
 
 
 def test_saved_topology_on_two_hosts(notebook):
-    [shown] = cell_starting(notebook, "from mlp_magic.cluster_view import cluster_view")
+    [shown] = cell_starting(notebook, "from mlp_magic.cluster.widget import cluster_view")
     text, page = shown["data"]["text/plain"], shown["data"]["text/html"]
     assert text.startswith("-H hgx0:8,hgx1:8: 2 hosts, 16 slots, master hgx0")
     assert table_rows(text)[1:] == [["hgx0", "8", "0-7", "?", "no engines", "8 x GPU"],

@@ -22,11 +22,10 @@ async def test_cluster_lists_the_hosts_of_the_hostfile(jp_fetch, test_hostfile):
 
     names = ["localhost", "127.0.0.2", "127.0.0.3", "127.0.0.4"]
     assert snapshot["error"] is None
-    assert snapshot["topology"]["source"] == f"hostfile {test_hostfile}"
-    assert [h["name"] for h in snapshot["topology"]["hosts"]] == names
-    assert [h["slots"] for h in snapshot["topology"]["hosts"]] == [2, 1, 1, 1]
-    assert [h["ranks"] for h in snapshot["topology"]["hosts"]] == [[0, 1], [2], [3], [4]]
+    assert snapshot["source"] == f"hostfile {test_hostfile}"
     assert [h["name"] for h in snapshot["hosts"]] == names
+    assert [h["slots"] for h in snapshot["hosts"]] == [2, 1, 1, 1]
+    assert [h["ranks"] for h in snapshot["hosts"]] == [[0, 1], [2], [3], [4]]
     assert snapshot["updated_at"].endswith("+00:00")
 
 
@@ -49,11 +48,11 @@ async def test_reachability_of_each_host(jp_fetch, probe_timeout):
 async def test_local_host_carries_this_machines_gpu_inventory(jp_fetch):
     snapshot = await fetch_cluster(jp_fetch)
     local = snapshot["hosts"][0]
-    assert snapshot["gpu_source"] in ("nvml", "nvidia-smi", "none")
-    assert isinstance(local["gpus"], list)
-    if snapshot["gpu_source"] == "none":
-        assert local["gpus"] == []
-    assert all(h["gpus"] == [] for h in snapshot["hosts"][1:])  # nothing published for them
+    assert local["gpus"]["source"] in ("nvml", "nvidia-smi", "none")
+    assert isinstance(local["gpus"]["gpus"], list)
+    if local["gpus"]["source"] == "none":
+        assert local["gpus"]["gpus"] == []
+    assert all(h["gpus"] is None for h in snapshot["hosts"][1:])  # nothing published for them
 
 
 async def test_published_world_shows_engines_per_host(jp_fetch, world_state_dir):
@@ -95,7 +94,7 @@ async def test_snapshot_is_shared_between_requests_until_refreshed(jp_fetch, jp_
 async def test_bad_hostfile_is_reported_not_raised(jp_fetch, test_hostfile):
     test_hostfile.write_text("localhost slots=2\nworker1 slots=many\n")
     snapshot = await fetch_cluster(jp_fetch)
-    assert snapshot["topology"] is None and snapshot["hosts"] == []
+    assert snapshot["source"] is None and snapshot["hosts"] == []
     assert "line 2" in snapshot["error"] and "many" in snapshot["error"]
 
 

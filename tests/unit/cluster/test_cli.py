@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from mlp_magic.cli import main, status_json, status_text
+from mlp_magic.cli import main
+from mlp_magic.cluster.model import cluster_state
+from mlp_magic.cluster.text import status_text
 from mlp_magic.gpu import parse_topo_matrix
 from mlp_magic.gpu.collect import inventory_from_result, parse_topo_answer
-from mlp_magic.results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
-from mlp_magic.topology import topology_from_environment
+from mlp_magic.core.results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
+from mlp_magic.core.topology import topology_from_environment
 
-TOPO = Path(__file__).resolve().parents[1] / "fixtures" / "topo"
+TOPO = Path(__file__).resolve().parents[2] / "fixtures" / "topo"
 DGX1 = TOPO / "dgx1-v100-8gpu-2nic.txt"
 H200 = TOPO / "hgx-h200-8gpu-12nic.txt"
 NO_GPU_HERE = not (shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl"))
@@ -132,14 +134,15 @@ def test_status_text_with_an_unreachable_host(capsys, tmp_path):
 def test_status_json_carries_gpus_and_hints_of_the_local_host():
     topology = topology_from_environment({}, hosts="localhost:8")
     local = parse_topo_matrix(DGX1.read_text(), host="localhost")
-    status = status_json(topology, {}, {"localhost": local})
+    state = cluster_state(topology, [local])
+    status = state.to_json()
     [host] = status["hosts"]
     assert host["gpus"]["links"]["GPU0"]["GPU7"] == "NV2"
     assert host["hints"] == ["localhost: ranks 0-7 span NUMA nodes 0,1 "
                              "(node 0: ranks 0-3; node 1: ranks 4-7); "
                              "pin each rank to its GPU's CPUs (cpu_affinity) or memory and PCIe traffic "
                              "cross the socket"]
-    text = status_text(status)
+    text = status_text(state)
     assert "8 x GPU (nvidia-smi)" in text.splitlines()[2]
     assert text.splitlines()[3].startswith("hint: localhost: ranks 0-7 span NUMA nodes 0,1")
 
@@ -148,10 +151,11 @@ def test_status_of_a_host_that_could_not_be_probed():
     topology = topology_from_environment({}, hosts="worker0:2,worker1:2")
     said = "ssh: connect to host worker1 port 22: No route to host\n"
     failed = inventory_from_result(HostResult("worker1", UNREACHABLE, 255, "", said), 2.0)
-    status = status_json(topology, {}, {"worker1": failed})
+    state = cluster_state(topology, [failed])
+    status = state.to_json()
     worker0, worker1 = status["hosts"]
     assert worker0["gpus"] is None and worker1["gpus"]["gpus"] == []
-    lines = status_text(status).splitlines()
+    lines = status_text(state).splitlines()
     assert lines[2].split() == ["worker0", "2", "0-1", "?", "not", "probed"]
     assert lines[3].split(None, 4) == ["worker1", "2", "2-3", "?", "none (unreachable: %s)" % said.strip()]
 

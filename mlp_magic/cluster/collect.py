@@ -1,0 +1,199 @@
+"""Collect the cluster's state: the one collector behind every face (widget, ``mlp-magic status``,
+the lab panel), each asking for what it can afford.
+
+Everything is asked at once, and each part is waited for until its own deadline
+(``core.deadline``), so one silent host or wedged driver costs a timeout, not one per host:
+- the topology: this kernel's running World's, unless ``--hostfile`` / ``-H`` say otherwise;
+  else the environment's;
+- reachability: a TCP connect to each host's ssh port (``reachability.probe_hosts``);
+- GPUs, by ``gpus``: "none"; "local": this machine only (the panel, polled every few seconds);
+  "all": every host, through a live World's engines (one per host) where one covers it, over ssh
+  elsewhere (each host runs ``mlp-magic topo --json``), this machine in-process;
+- the Worlds kernels publish: their engines' states, and the GPUs they probed.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
+
+from ..core.deadline import in_background
+from ..core.local_names import this_machine_names
+from ..core.records import Record
+from ..errors import MlpMagicError
+from ..gpu import HostGpus, parse_topo_matrix
+from .model import LOCAL, ClusterState, cluster_state, failed_state, host_key, published_inventories
+
+GPU_MODES = ("none", "local", "all")
+InventorySource = Union[HostGpus, str, "os.PathLike[str]"]
+
+
+class CollectOptions(Record):
+    """What one collector asks, and how long it waits."""
+
+    hostfile: Optional[str] = None
+    hosts: Optional[str] = None          # -H
+    gpus: str = "all"                    # "none" | "local" | "all" (see the module's docstring)
+    timeout: float = 5.0                 # the GPU probes: one deadline for all hosts
+    reach_timeout: Optional[float] = 2.0  # each host's port probe; None: not probed
+    ssh: Any = None                      # the ssh client of remote probes (default: config's)
+    state_dir: Optional[str] = None      # where kernels publish their Worlds (default: config's)
+    env: Optional[Mapping[str, str]] = None   # the environment the topology comes from
+    kernel_world: bool = False           # show this kernel's %%mpirun World when it has one
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _running_world() -> Any:
+    """This kernel's World, if %%mpirun started one (never imports the magics to find out)."""
+    module = sys.modules.get("mlp_magic.world.command")
+    return module.current_world() if module is not None else None
+
+
+class StateCollector:
+    """Callable: one ClusterState per call. ``inventories``: GPUs known already (never probed);
+    ``world``: a World to show instead of this kernel's."""
+
+    def __init__(self, options: Optional[CollectOptions] = None, inventories: Sequence[HostGpus] = (),
+                 world: Any = None):
+        self.options = options = options or CollectOptions()
+        if not options.timeout or options.timeout <= 0:
+            raise MlpMagicError("cluster view: timeout must be positive, got %r" % options.timeout)
+        if options.gpus not in GPU_MODES:
+            raise MlpMagicError("cluster view: gpus must be one of %s, got %r"
+                                % (", ".join(GPU_MODES), options.gpus))
+        self.inventories, self.world = list(inventories), world
+
+    def __call__(self) -> ClusterState:
+        now = utc_now()
+        world = self.world if self.world is not None else (
+            _running_world() if self.options.kernel_world else None)
+        worlds = self._worlds(world)
+        try:
+            topology = self._topology(world)
+        except MlpMagicError as exc:
+            return failed_state(str(exc), now, worlds)
+        names = this_machine_names()
+        reachability = self._start_reachability(topology, names)
+        inventories = published_inventories(worlds) + self._gpus(world, topology, names)
+        layout = world.layout if world is not None and topology is world.spec.topology else None
+        return cluster_state(topology, inventories, worlds, reachability(), names, updated_at=now,
+                             layout=layout)
+
+    def _topology(self, world: Any) -> Any:
+        options = self.options
+        if world is not None and not (options.hostfile or options.hosts):
+            return world.spec.topology
+        from ..core.topology import topology_from_environment
+
+        return topology_from_environment(options.env, hostfile=options.hostfile, hosts=options.hosts)
+
+    def _worlds(self, world: Any) -> List[Mapping]:
+        """Published Worlds of other kernels, and this kernel's own from the World itself."""
+        from ..world.published import read_worlds
+
+        try:
+            worlds = read_worlds(self.options.state_dir)
+        except (OSError, ValueError):
+            worlds = []
+        if world is None:
+            return worlds
+        return [w for w in worlds if w.get("pid") != os.getpid()] + [world.state()]
+
+    def _start_reachability(self, topology: Any, names: frozenset) -> Callable[[], Mapping]:
+        timeout = self.options.reach_timeout
+        if timeout is None:
+            return dict
+        from .reachability import probe_hosts
+
+        pending = in_background(lambda: asyncio.run(probe_hosts(topology.hosts, timeout, names)),
+                                "mlp-cluster-reachability")
+        deadline = time.monotonic() + timeout + 1.0
+        return lambda: pending.result(deadline, {})
+
+    def _gpus(self, world: Any, topology: Any, names: frozenset) -> List[HostGpus]:
+        """The known inventories, then whatever the mode probes (the later one wins per host)."""
+        mode, timeout = self.options.gpus, self.options.timeout
+        if mode == "none":
+            return list(self.inventories)
+        deadline = time.monotonic() + timeout + 1.0
+        over_ssh = self._start_ssh_collect(world, topology, names) if mode == "all" else None
+        known = self.inventories + (self._engine_inventories(world, topology, names) if mode == "all" else [])
+        tried = over_ssh.result(deadline, []) if over_ssh is not None else []
+        return known + tried + self._local_probe(topology, names, known, tried, deadline)
+
+    def _engine_inventories(self, world: Any, topology: Any, names: frozenset) -> List[HostGpus]:
+        """One engine per host of the World probes its host, except hosts given or not shown."""
+        if world is None:
+            return []
+        from ..gpu.collect import collect_from_world
+
+        shown = {host_key(h.name, names) for h in topology.hosts}
+        given = {host_key(g.host, names) for g in self.inventories}
+        skip = [row.host for row in world.layout
+                if host_key(row.host, names) not in shown or host_key(row.host, names) in given]
+        return list(collect_from_world(world, self.options.timeout, skip=skip).values())
+
+    def _start_ssh_collect(self, world: Any, topology: Any, names: frozenset):
+        """Probe the hosts no World engine and no given inventory covers, over ssh (this machine
+        in-process), while the engines answer; None when there are none."""
+        given = {host_key(g.host, names) for g in self.inventories}
+        covered = {host_key(row.host, names) for row in world.layout} if world is not None else set()
+        hosts = [h for h in topology.hosts if host_key(h.name, names) not in given | covered]
+        if not hosts:
+            return None
+        from ..gpu.collect import collect_over_ssh
+
+        options = self.options
+        return in_background(lambda: list(collect_over_ssh(
+            hosts, ssh=options.ssh, timeout=options.timeout, connect_timeout=options.timeout,
+            local_names=names, env=options.env).values()), "mlp-cluster-collect")
+
+    def _local_probe(self, topology: Any, names: frozenset, known: List[HostGpus], tried: List[HostGpus],
+                     deadline: float) -> List[HostGpus]:
+        """This machine's GPUs, under the name the topology gives it, unless known already
+        (an engine that did not answer does not count: this machine can be asked directly)
+        or ``tried`` already (the ssh collect probes it in-process when no World covers it)."""
+        from ..gpu import probe_local
+
+        answered = {host_key(g.host, names) for g in known if g.gpus or not g.error}
+        answered |= {host_key(g.host, names) for g in tried}
+        here = [h.name for h in topology.hosts if host_key(h.name, names) == LOCAL]
+        if not here or LOCAL in answered:
+            return []
+        timeout = self.options.timeout
+        late = HostGpus(host=here[0], source="none", error="GPU probe gave no answer within %g s" % timeout)
+        return [in_background(lambda: probe_local(timeout=timeout, host=here[0]),
+                              "mlp-cluster-gpu-probe").result(deadline, late)]
+
+
+def load_inventories(gpus: Union[None, Mapping[str, InventorySource], Sequence[HostGpus]]) -> List[HostGpus]:
+    """HostGpus per host from HostGpus objects or saved `nvidia-smi topo -m` files.
+
+    ``gpus``: a mapping host -> HostGpus or file path, or a sequence of HostGpus (their
+    ``host`` says where they belong).
+    """
+    if gpus is None:
+        return []
+    items = list(gpus.items()) if isinstance(gpus, Mapping) else [(getattr(g, "host", None), g) for g in gpus]
+    return [_inventory(host, value) for host, value in items]
+
+
+def _inventory(host: Optional[str], value: Any) -> HostGpus:
+    if isinstance(value, HostGpus):
+        return HostGpus.from_dict(dict(value.to_dict(), host=host or value.host))
+    if isinstance(value, (str, os.PathLike)) and host:
+        path = os.fspath(value)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise MlpMagicError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+        return parse_topo_matrix(text, host=host, source=path)
+    raise MlpMagicError("gpus: expected {host: HostGpus or saved `nvidia-smi topo -m` file} or a "
+                        "list of HostGpus, got %r for %r" % (type(value).__name__, host))

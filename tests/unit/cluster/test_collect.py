@@ -1,0 +1,73 @@
+"""The one collector: topology, published Worlds, GPUs over ssh or in-process, reachability."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from mlp_magic.cluster.collect import CollectOptions, StateCollector, load_inventories
+from mlp_magic.cluster.text import state_text
+from mlp_magic.cluster.widget import cluster_view
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.published import publish
+from tests.unit.cluster.states import DGX1, NO_GPU_HERE, h200
+
+
+def test_collector_with_saved_topology_and_published_world(tmp_path):
+    saved = tmp_path / "worker1-topo.txt"
+    saved.write_text(DGX1.read_text())
+    publish({"pid": os.getpid(), "np": 2, "mpi": "openmpi",
+             "ranks": [{"rank": 0, "host": "localhost", "engine_id": 0, "state": "idle"},
+                       {"rank": 1, "host": "localhost", "engine_id": 1, "state": "busy"}]},
+            str(tmp_path / "worlds"))
+    view = cluster_view(hosts="localhost:2,worker1:8", gpus={"worker1": saved}, check_reachable=False,
+                        state_dir=str(tmp_path / "worlds"), timeout=3.0)
+    local, worker1 = view.state.hosts
+    assert local.engine_summary == "2 engines: 1 busy, 1 idle"
+    assert worker1.gpus.links["GPU6"]["mlx5_1"] == "PIX" and worker1.gpus.host == "worker1"
+    if NO_GPU_HERE:
+        assert local.gpus.source == "none" and local.gpus.gpus == []
+    view.close()
+
+
+def test_hosts_no_world_covers_go_over_ssh_and_this_machine_in_process(tmp_path):
+    # `false` as the ssh client: no network here, and what it says comes back as hgx1's error
+    # (the real ssh path runs in tests/multihost/test_gpu_collect_ssh.py). This machine is
+    # probed in-process, never through that client.
+    started = time.monotonic()
+    view = cluster_view(hosts="localhost:2,hgx1:8", ssh="false", check_reachable=False,
+                        state_dir=str(tmp_path), timeout=3.0)
+    assert time.monotonic() - started < 3.0
+    local, hgx1 = view.state.hosts
+    assert (hgx1.gpus.host, hgx1.gpus.source, hgx1.gpus.gpus, hgx1.gpus.error) == (
+        "hgx1", "none", [], "exit 1: no message")
+    row = "hgx1       8      2-9    ?          no engines  none (exit 1: no message)"
+    assert row in state_text(view.state).splitlines()
+    assert local.gpus.host == "localhost" and local.gpus.error is None
+    view.close()
+    # $MLP_MAGIC_SSH of the collector's environment names the client when ``ssh`` does not.
+    view = cluster_view(hosts="hgx1:8", env={"MLP_MAGIC_SSH": "no-such-ssh-client"},
+                        check_reachable=False, state_dir=str(tmp_path), timeout=3.0)
+    assert view.state.hosts[0].gpus.error == "--ssh: cannot find the command 'no-such-ssh-client'"
+    view.close()
+
+
+def test_embedded_default_reaches_this_machine(tmp_path):
+    view = cluster_view(env={}, state_dir=str(tmp_path), timeout=3.0)
+    [host] = view.state.hosts
+    assert view.state.source == "local machine" and host.reachable is True
+    assert host.ranks == list(range(host.slots))
+    view.close()
+
+
+def test_collector_errors():
+    state = StateCollector(CollectOptions(hostfile="/nonexistent/hostfile", reach_timeout=None))()
+    assert state.error and "/nonexistent/hostfile" in state.error and state.hosts == []
+    with pytest.raises(MlpMagicError, match="cannot read /nonexistent/topo.txt"):
+        load_inventories({"w": "/nonexistent/topo.txt"})
+    with pytest.raises(MlpMagicError, match="expected {host: HostGpus"):
+        load_inventories({"w": 42})
+    assert [g.host for g in load_inventories([h200("w3")])] == ["w3"]
+    with pytest.raises(MlpMagicError, match="timeout must be positive"):
+        StateCollector(CollectOptions(timeout=0))
