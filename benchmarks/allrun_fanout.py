@@ -167,7 +167,7 @@ def measure_engines(bed, runs: int) -> float:
 
     from IPython.testing.globalipapp import start_ipython
 
-    from mlp_magic.world import command as mpirun_command
+    from mlp_magic.world import command
     from mlp_magic.fanout.via_engines import WorldTransport
 
     os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
@@ -179,7 +179,7 @@ def measure_engines(bed, runs: int) -> float:
         started = shell.run_cell(f"%%mpirun --hostfile {hostfile} -np {len(bed.hosts)}\npass").success
     if not started:
         raise SystemExit("could not start a World on the test bed")
-    transport = WorldTransport(mpirun_command.current_world())
+    transport = WorldTransport(command.current_world())
     times = []
     try:
         for _ in range(runs + 1):  # the first call warms the engines' subprocess machinery

@@ -31,7 +31,16 @@ def timed(name, method):
         finally:
             phases[name] = round(time.perf_counter() - t, 3)
     return wrapper
-for name in ("_start_processes", "_connect", "_map_ranks_and_bootstrap"):
+def timed_function(name, function):
+    def wrapper(*a, **k):
+        t = time.perf_counter()
+        try:
+            return function(*a, **k)
+        finally:
+            phases[name] = round(time.perf_counter() - t, 3)
+    return wrapper
+W.start_processes = timed_function("start_processes", W.start_processes)
+for name in ("_connect", "_map_ranks_and_bootstrap"):
     setattr(W.World, name, timed(name.strip("_"), getattr(W.World, name)))
 ip = start_ipython()
 ip.run_line_magic("load_ext", "mlp_magic")

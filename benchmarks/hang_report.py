@@ -41,18 +41,18 @@ def py_spy_all(pids: list) -> float | None:
 
 
 def measure(shell, np: int) -> dict:
-    from mlp_magic.world import command as mpirun_command
+    from mlp_magic.world import command, stacks
     from mlp_magic.world.cell import CellRun
 
     quiet(shell, "%mpirun --stop")
     quiet(shell, f"%%mpirun -np {np}\npass")
-    world = mpirun_command.current_world()
+    world = command.current_world()
     run = CellRun(world, STUCK_CELL, list(range(np)), "/tmp/mlp-magic-bench-hang")
     run.wait(1.0)  # the "timeout" fires now: ranks 0,2.. are in the barrier, rank 1 is idle
     ours, text = [], ""
     for _ in range(ROUNDS):
         started = time.perf_counter()
-        text, _ = mpirun_command.stack_snapshot(world, run.ranks)
+        text, _ = stacks.stack_snapshot(world, run.ranks)
         ours.append(time.perf_counter() - started)
     assert "comm.Barrier" in text or "--> cell, line 2" in text, text
     peer = py_spy_all([world.identities[r]["pid"] for r in run.ranks])

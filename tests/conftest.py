@@ -42,9 +42,9 @@ def no_stray_processes_at_the_end():
     import time
 
     yield
-    from mlp_magic.world import command as mpirun_command
+    from mlp_magic.world import command
 
-    mpirun_command.shutdown_worlds()
+    command.shutdown_worlds()
     deadline = time.monotonic() + 15
     while _our_processes() and time.monotonic() < deadline:
         time.sleep(0.2)

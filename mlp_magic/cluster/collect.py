@@ -9,7 +9,8 @@ Everything is asked at once, and each part is waited for until its own deadline
 - GPUs, by ``gpus``: "none"; "local": this machine only (the panel, polled every few seconds);
   "all": every host, through a live World's engines (one per host) where one covers it, over ssh
   elsewhere (each host runs ``mlp-magic topo --json``), this machine in-process;
-- the Worlds kernels publish: their engines' states, and the GPUs they probed.
+- the Worlds kernels publish: their engines' states, and (``published_gpus``, the panel's
+  cheap stand-in for probing other hosts) the GPUs they probed.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
 
 from ..core.deadline import in_background
-from ..core.local_names import this_machine_names
+from ..core.local_names import stays_here, this_machine_names
 from ..core.records import Record
 from ..errors import MlpMagicError
 from ..gpu import HostGpus, parse_topo_matrix
@@ -43,6 +44,7 @@ class CollectOptions(Record):
     state_dir: Optional[str] = None      # where kernels publish their Worlds (default: config's)
     env: Optional[Mapping[str, str]] = None   # the environment the topology comes from
     kernel_world: bool = False           # show this kernel's %%mpirun World when it has one
+    published_gpus: bool = False         # show the GPUs published Worlds probed (probes still win)
 
 
 def utc_now() -> str:
@@ -80,7 +82,8 @@ class StateCollector:
             return failed_state(str(exc), now, worlds)
         names = this_machine_names()
         reachability = self._start_reachability(topology, names)
-        inventories = published_inventories(worlds) + self._gpus(world, topology, names)
+        published = published_inventories(worlds) if self.options.published_gpus else []
+        inventories = published + self._gpus(world, topology, names)
         layout = world.layout if world is not None and topology is world.spec.topology else None
         return cluster_state(topology, inventories, worlds, reachability(), names, updated_at=now,
                              layout=layout)
@@ -147,12 +150,20 @@ class StateCollector:
         hosts = [h for h in topology.hosts if host_key(h.name, names) not in given | covered]
         if not hosts:
             return None
+        return in_background(lambda: self._over_ssh(hosts, names), "mlp-cluster-collect")
+
+    def _over_ssh(self, hosts: List[Any], names: frozenset) -> List[HostGpus]:
         from ..gpu.collect import collect_over_ssh
 
         options = self.options
-        return in_background(lambda: list(collect_over_ssh(
-            hosts, ssh=options.ssh, timeout=options.timeout, connect_timeout=options.timeout,
-            local_names=names, env=options.env).values()), "mlp-cluster-collect")
+        try:
+            return list(collect_over_ssh(hosts, ssh=options.ssh, timeout=options.timeout,
+                                         connect_timeout=options.timeout, local_names=names,
+                                         env=options.env).values())
+        except MlpMagicError as exc:  # e.g. an --ssh that cannot be split: each remote host says
+            # why, and this machine is still probed in-process (``_local_probe``)
+            return [HostGpus(host=h.name, source="none", error=str(exc))
+                    for h in hosts if not stays_here(h.name, h.port, names)]
 
     def _local_probe(self, topology: Any, names: frozenset, known: List[HostGpus], tried: List[HostGpus],
                      deadline: float) -> List[HostGpus]:

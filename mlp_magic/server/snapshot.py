@@ -26,7 +26,7 @@ def panel_snapshots(hostfile: Optional[str] = None, probe_timeout: float = DEFAU
                     state_dir: Optional[str] = None) -> Callable[[], Awaitable[dict]]:
     """An async function giving one snapshot; the collecting runs off the server's event loop."""
     options = CollectOptions(hostfile=hostfile or None, gpus="local", timeout=gpu_probe_timeout,
-                             reach_timeout=probe_timeout, env=env, state_dir=state_dir)
+                             reach_timeout=probe_timeout, env=env, state_dir=state_dir, published_gpus=True)
     collect = StateCollector(options)
 
     async def snapshot() -> dict:

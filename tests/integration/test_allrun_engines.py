@@ -4,8 +4,8 @@ import time
 import psutil
 import pytest
 
-from mlp_magic.world import command as mpirun_command
 from mlp_magic.errors import HostFailure
+from mlp_magic.world import command
 
 from .conftest import run
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture
 def world_up(ip):
-    world = mpirun_command.current_world()
+    world = command.current_world()
     if world is None or (world.active_run is not None and world.active_run.unfinished_ranks()):
         run(ip, "%mpirun --stop")
         assert run(ip, "%%mpirun -np 4\npass") is None
@@ -28,7 +28,7 @@ def test_allrun_runs_once_per_host_through_the_engines(world_up, monkeypatch):
     assert run(ip, "%allrun -o once echo pid $$ && hostname") is None
     once = ip.user_ns["once"]
     assert len(once) == 1 and once.results[0].host == "localhost"  # one host, not four ranks
-    engine_pids = {identity["pid"] for identity in mpirun_command.current_world().identities.values()}
+    engine_pids = {identity["pid"] for identity in command.current_world().identities.values()}
     shell_parent = once.results[0].stdout.split()[1]
     assert shell_parent.isdigit() and int(shell_parent) not in engine_pids  # a child shell ran it
 

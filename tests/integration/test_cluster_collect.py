@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from mlp_magic.world import command as mpirun_command
-from mlp_magic.cluster.widget import cluster_view, state_text
+from mlp_magic.cluster.text import state_text
+from mlp_magic.cluster.widget import cluster_view
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.collect import collect_from_engines, collect_from_world, probe_targets
+from mlp_magic.world import command
 
 pytestmark = pytest.mark.timeout(240)
 CPU_ONLY = not os.path.exists("/dev/nvidiactl")
@@ -22,7 +23,7 @@ def world(ip):
     """A World of 2 ranks on this machine, stopped when the module is done."""
     result = ip.run_cell("%%mpirun -np 2\npass")
     assert result.error_in_exec is None and result.error_before_exec is None
-    world = mpirun_command.current_world()
+    world = command.current_world()
     assert world is not None and world.np == 2
     yield world
     ip.run_line_magic("mpirun", "--stop")
@@ -100,7 +101,7 @@ def test_the_cluster_view_shows_the_world(ip, world):
 
 def test_after_stop(ip, world):
     ip.run_line_magic("mpirun", "--stop")
-    assert mpirun_command.current_world() is None
+    assert command.current_world() is None
     found = collect_from_world(world, timeout=1.0)
     assert found["localhost"].error == "the World is stopped"
     view = cluster_view(check_reachable=False, env={})  # no World: the embedded default, probed here

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from mlp_magic.world import command as mpirun_command
-from mlp_magic.errors import MlpMagicError
+from mlp_magic.errors import MlpMagicError, RankFailure
+from mlp_magic.world import command
 
 from .conftest import child_pids, run, timed_run
 
@@ -71,7 +71,7 @@ if rank in (1, 3):
     raise ValueError(f"odd rank")
 print("fine")
 """)
-    assert isinstance(error, mpirun_command.RankFailure)
+    assert isinstance(error, RankFailure)
     assert "error on ranks 1,3 (2 of 4)" in str(error)
     out = capsys.readouterr().out
     summary = out[out.index("----"):]
@@ -125,11 +125,11 @@ def test_every_byte_goes_to_the_log_while_the_display_is_capped(ip, capsys):
 
 
 def test_bad_np_changes_nothing(ip, capsys):
-    world = mpirun_command.current_world()
+    world = command.current_world()
     error = run(ip, "%%mpirun -np 0\nprint('never')")
     assert isinstance(error, MlpMagicError)
     assert "-np" in str(error) and "'0'" in str(error)
-    assert mpirun_command.current_world() is world and world.alive()
+    assert command.current_world() is world and world.alive()
 
 
 def test_unknown_variable_is_named(ip):
@@ -148,12 +148,12 @@ def test_restart_on_new_np_and_clean_stop(ip):
     before = child_pids()  # other suites' helpers (a browser driver...) are not ours to judge
     assert run(ip, "%%mpirun -np 2 -o two\nprint(world_size)") is None
     assert [r.stdout for r in ip.user_ns["two"]] == ["2\n", "2\n"]
-    world = mpirun_command.current_world()
+    world = command.current_world()
     files = [world.workdir] + [i["stacks_path"] for i in world.identities.values()]
     assert all(os.path.exists(f) for f in files)
     assert run(ip, "%mpirun --stop") is None
     assert not any(os.path.exists(f) for f in files)  # connection files (HMAC key), stack files
-    assert mpirun_command.current_world() is None
+    assert command.current_world() is None
     deadline = time.monotonic() + 10
     while child_pids() - before and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -238,11 +238,11 @@ def test_local_device_helper_on_every_rank(ip):
 def test_pssh_user_or_port_is_refused_with_where_it_belongs(ip, tmp_path):
     hostfile = tmp_path / "pssh_hosts"
     hostfile.write_text("root@10.77.0.11:2222\n")
-    world = mpirun_command.current_world()
+    world = command.current_world()
     error = run(ip, f"%%mpirun --hostfile {hostfile} -np 1\npass")
     assert isinstance(error, MlpMagicError)
     assert "10.77.0.11 has user root" in str(error) and "~/.ssh/config" in str(error)
-    assert mpirun_command.current_world() is world  # nothing changed
+    assert command.current_world() is world  # nothing changed
 
 
 def test_listen_address_checks():

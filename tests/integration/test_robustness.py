@@ -8,8 +8,8 @@ import time
 import psutil
 import pytest
 
-from mlp_magic.world import command as mpirun_command
 from mlp_magic.core.stack_report import format_stack
+from mlp_magic.world import command, stacks
 
 from .conftest import child_pids, run, timed_run
 
@@ -137,8 +137,8 @@ def test_output_below_python_is_capped_and_logged_too(fresh_world, monkeypatch):
 
 
 def test_stacks_of_an_idle_world_on_demand(fresh_world, capsys):
-    world = mpirun_command.current_world()
-    text, html = mpirun_command.stack_snapshot(world, list(range(4)))
+    world = command.current_world()
+    text, html = stacks.stack_snapshot(world, list(range(4)))
     assert "ranks 0-3 (4) on localhost" in text and "idle: not running a cell" in text
     assert "<pre" in html
 
@@ -167,8 +167,8 @@ def _child_kernel_with_a_world():
               "from IPython.testing.globalipapp import start_ipython\n"
               "ip = start_ipython(); ip.run_line_magic('load_ext', 'mlp_magic')\n"
               "ip.run_cell('%%mpirun -np 2\\npass')\n"
-              "from mlp_magic.world import command as mpirun_command\n"
-              "w = mpirun_command.current_world()\n"
+              "from mlp_magic.world import command\n"
+              "w = command.current_world()\n"
               "print('PIDS', *[p.pid for p in w.processes], flush=True)\n"
               "time.sleep(120)\n")
     kernel = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

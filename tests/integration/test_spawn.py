@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from mlp_magic.fanout.ssh import spawn as spawning
 from mlp_magic.errors import MlpMagicError
+from mlp_magic.fanout.ssh import spawn as spawning
 from mlp_magic.fanout.ssh.spawn import Launch
 from mlp_magic.fanout.ssh.spawn import spawn
 

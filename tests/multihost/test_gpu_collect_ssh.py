@@ -15,9 +15,10 @@ import time
 
 import pytest
 
-from mlp_magic.cluster.widget import cluster_view, state_text
-from mlp_magic.gpu.collect import collect_over_ssh
+from mlp_magic.cluster.text import state_text
+from mlp_magic.cluster.widget import cluster_view
 from mlp_magic.fanout.ssh.runner import CONNECT_GRACE
+from mlp_magic.gpu.collect import collect_over_ssh
 
 SLACK = 2.0   # ssh handshakes and interpreter start on a small, shared machine
 

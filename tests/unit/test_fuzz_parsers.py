@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from mlp_magic.errors import MlpMagicError
 from mlp_magic.core.hostfile import check_host_name, parse_host_list, parse_hostfile, split_outside_brackets
 from mlp_magic.core.line_args import expand_vars
-from mlp_magic.world.args import MpirunArgs, parse_mpirun_args
 from mlp_magic.core.ranges import expand_hosts, parse_ranks
 from mlp_magic.core.topology import Topology, topology_from_environment
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.args import MpirunArgs, parse_mpirun_args
 
 # 200 examples keep the suite fast; MLP_FUZZ_EXAMPLES=5000 for a deeper run by hand.
 FUZZ = settings(max_examples=int(os.environ.get("MLP_FUZZ_EXAMPLES", "200")), deadline=None,
@@ -357,7 +357,7 @@ CLUSTER_OPTIONS = st.sampled_from(["--hostfile /tmp/h", "-H a:2,b:2", "--refresh
 @FUZZ
 @given(line=st.lists(CLUSTER_OPTIONS, max_size=4).map(" ".join) | st.text(max_size=50))
 def test_parse_cluster_args(line):
-    from mlp_magic.cluster.widget import parse_cluster_args
+    from mlp_magic.cluster.args import parse_cluster_args
 
     found, message = only_our_error(parse_cluster_args, line)
     if message is not None:

@@ -71,3 +71,26 @@ def test_collector_errors():
     assert [g.host for g in load_inventories([h200("w3")])] == ["w3"]
     with pytest.raises(MlpMagicError, match="timeout must be positive"):
         StateCollector(CollectOptions(timeout=0))
+
+
+def test_only_the_panel_shows_the_gpus_a_world_published(tmp_path):
+    publish({"pid": os.getpid(), "np": 1,
+             "ranks": [{"rank": 0, "host": "worker1", "engine_id": 0, "state": "idle"}],
+             "gpus": {"worker1": h200("worker1").to_dict()}}, str(tmp_path))
+    view = cluster_view(hosts="worker1:8", probe=False, check_reachable=False, state_dir=str(tmp_path))
+    [host] = view.state.hosts
+    assert host.engine_summary == "1 engine: 1 idle" and host.gpus is None  # not probed, as it says
+    view.close()
+    panel = CollectOptions(hosts="worker1:8", gpus="none", reach_timeout=None, state_dir=str(tmp_path),
+                           published_gpus=True)
+    [host] = StateCollector(panel)().hosts
+    assert host.gpus.links["GPU0"]["GPU7"] == "NV18"
+
+
+def test_an_ssh_client_that_cannot_be_split_is_each_remote_hosts_error(tmp_path):
+    view = cluster_view(hosts="localhost:2,hgx1:8", ssh="'unclosed", check_reachable=False,
+                        state_dir=str(tmp_path), timeout=3.0)
+    local, hgx1 = view.state.hosts
+    assert hgx1.gpus.error == "--ssh: cannot split \"'unclosed\": No closing quotation"
+    assert local.gpus is not None and local.gpus.error is None  # this machine: probed in-process
+    view.close()

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlp_magic.errors import MlpMagicError
 from mlp_magic.core.grouping import OutputGroup, diff_against_majority, group_results, majority
 from mlp_magic.core.render_html import render_groups_html
 from mlp_magic.core.render_text import render_groups_text
 from mlp_magic.core.results import ERROR, FAILED, OK, TIMEOUT, UNREACHABLE, HostResult, RankResult
+from mlp_magic.errors import MlpMagicError
 
 
 def ranks_on(hosts: int, per_host: int, stdout: str = "hello\n") -> list[RankResult]:

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlp_magic.errors import MlpMagicError
 from mlp_magic.core.ranges import MAX_RANKS, expand_hosts, fold_hosts, fold_ranks, parse_ranks
+from mlp_magic.errors import MlpMagicError
 
 # ---------------------------------------------------------------- ranks
 

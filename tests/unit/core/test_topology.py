@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlp_magic.core.ranges import MAX_RANKS
 from mlp_magic.core.local_names import LOCALHOST, LOOPBACK
+from mlp_magic.core.ranges import MAX_RANKS
 from mlp_magic.core.topology import (LOCAL_SOURCE, Host, Rank, Topology, count_local_gpus, local_slot_count,
                                      topology_from_environment)
 from tests.unit.parser_errors import error_of

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from mlp_magic.core.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.collect import collect_from_engines, collect_from_world, probe_on_engine, probe_targets
-from mlp_magic.core.topology import topology_from_environment
 
 
 def test_local_rank_zero_of_each_host_probes_it():

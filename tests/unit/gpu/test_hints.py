@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mlp_magic.core.topology import Rank
 from mlp_magic.gpu.hints import far_nic_hint, host_hints, nearest_nic, numa_span_hint
 from mlp_magic.gpu.model import HostGpus
 from mlp_magic.gpu.smi_topo import parse_topo_matrix
-from mlp_magic.core.topology import Rank
 
 TOPO = Path(__file__).resolve().parents[2] / "fixtures" / "topo"
 
