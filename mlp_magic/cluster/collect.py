@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
 
 from ..core.deadline import in_background
-from ..core.local_names import stays_here, this_machine_names
+from ..core.local_names import this_machine_names
 from ..core.records import Record
 from ..errors import MlpMagicError
 from ..gpu import HostGpus, parse_topo_matrix
@@ -150,20 +150,12 @@ class StateCollector:
         hosts = [h for h in topology.hosts if host_key(h.name, names) not in given | covered]
         if not hosts:
             return None
-        return in_background(lambda: self._over_ssh(hosts, names), "mlp-cluster-collect")
-
-    def _over_ssh(self, hosts: List[Any], names: frozenset) -> List[HostGpus]:
         from ..gpu.collect import collect_over_ssh
 
         options = self.options
-        try:
-            return list(collect_over_ssh(hosts, ssh=options.ssh, timeout=options.timeout,
-                                         connect_timeout=options.timeout, local_names=names,
-                                         env=options.env).values())
-        except MlpMagicError as exc:  # e.g. an --ssh that cannot be split: each remote host says
-            # why, and this machine is still probed in-process (``_local_probe``)
-            return [HostGpus(host=h.name, source="none", error=str(exc))
-                    for h in hosts if not stays_here(h.name, h.port, names)]
+        return in_background(lambda: list(collect_over_ssh(
+            hosts, ssh=options.ssh, timeout=options.timeout, connect_timeout=options.timeout,
+            local_names=names, env=options.env).values()), "mlp-cluster-collect")
 
     def _local_probe(self, topology: Any, names: frozenset, known: List[HostGpus], tried: List[HostGpus],
                      deadline: float) -> List[HostGpus]:

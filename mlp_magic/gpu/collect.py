@@ -192,17 +192,19 @@ def _start_local(names: Sequence[str], timeout: float) -> Callable[[float], Dict
     return finish
 
 
-def _start_remote(targets: Sequence[Any], ssh: Any, python: str, timeout: float, connect_timeout: float,
-                  fanout: int) -> Callable[[float], Dict[str, HostGpus]]:
-    """Run the topo command on every target over ssh (in a thread with its own event loop)."""
+def _start_remote(targets: Sequence[Any], ssh: Any, env: Optional[Mapping[str, str]], python: str,
+                  timeout: float, connect_timeout: float, fanout: int) -> Callable:
+    """Run the topo command on every target over ssh (in a thread with its own event loop); the
+    returned function takes a deadline and gives {host: HostGpus}."""
     from ..fanout.ssh.runner import HostRunner, RunOptions
 
     names = [t.name for t in targets]
     try:
-        runner = HostRunner(targets, topo_command(python, timeout * PROBE_SHARE), RunOptions(
-            ssh=ssh, fanout=fanout, connect_timeout=min(connect_timeout, timeout), timeout=timeout,
-            local=False, max_bytes=MAX_ANSWER_BYTES))
-    except MlpMagicError as exc:  # no ssh client: every remote host says so
+        options = RunOptions(ssh=config.ssh_command(ssh or None, env), fanout=fanout, timeout=timeout,
+                             connect_timeout=min(connect_timeout, timeout), local=False,
+                             max_bytes=MAX_ANSWER_BYTES)
+        runner = HostRunner(targets, topo_command(python, timeout * PROBE_SHARE), options)
+    except MlpMagicError as exc:  # no ssh client, or an --ssh that cannot be split: each remote host says
         why = str(exc)
         return lambda deadline: {name: _failed(name, why) for name in names}
     pending = in_background(lambda: asyncio.run(runner.run()), "mlp-gpu-collect")
@@ -248,10 +250,9 @@ def collect_over_ssh(hosts: Iterable[Any], *, ssh: Any = None, timeout: float = 
     names = this_machine_names() if local_names is None else frozenset(n.lower() for n in local_names)
     local = [t.name for t in targets if stays_here(t.name, t.port, names)]
     remote = [t for t in targets if not stays_here(t.name, t.port, names)]
-    ssh = config.ssh_command(ssh or None, env)
     finishers = []
     if remote:
-        finishers.append(_start_remote(remote, ssh, python or sys.executable, timeout, connect_timeout,
+        finishers.append(_start_remote(remote, ssh, env, python or sys.executable, timeout, connect_timeout,
                                        fanout))
     if local:
         finishers.append(_start_local(local, timeout))
