@@ -13,9 +13,6 @@ _LAUNCHER_NAMES_RANK = (
     # MPICH's hydra: "=   RANK 2 PID 77 RUNNING AT worker1"
     re.compile(r"RANK\s+(\d+)\s+PID\s+\d+\s+RUNNING AT"),
 )
-# Else each engine's nanny notices its engine's end; the first such line names the first to go.
-# (Either of its two lines may come first, and a nanny killed right after writes only one.)
-_NANNY_SAW_END = re.compile(r"(?:Parent|Pipe closed, parent) (\d+) (?:exited|has status)")
 # What the MPI launchers themselves say when a rank ends badly.
 _LAUNCHER_LINES = re.compile(
     r"(exited on signal|non-zero status|Exit code:|Process name:|killed|Segmentation fault"
@@ -32,15 +29,13 @@ def launcher_named_rank(log_text: str) -> int | None:
     return None
 
 
-def first_dead_rank(log_text: str, rank_of_pid: dict) -> int | None:
-    """The launcher's word first; else the first engine whose nanny saw it end."""
+def first_dead_rank(log_text: str, exited_ranks=()) -> int | None:
+    """The launcher's word first; else (plain engines, no launcher) the lowest rank whose own
+    process the World saw exit."""
     rank = launcher_named_rank(log_text)
     if rank is not None:
         return rank
-    for match in _NANNY_SAW_END.finditer(log_text):
-        if int(match.group(1)) in rank_of_pid:
-            return rank_of_pid[int(match.group(1))]
-    return None
+    return min(exited_ranks, default=None)
 
 
 def launcher_report(log_text: str, limit: int = 6) -> list:
@@ -48,9 +43,8 @@ def launcher_report(log_text: str, limit: int = 6) -> list:
     return lines[:limit]
 
 
-def death_note(log_text: str, rank_of_pid: dict, host_of_rank) -> str:
-    rank = first_dead_rank(log_text, rank_of_pid)
-    pid_of_rank = {r: pid for pid, r in rank_of_pid.items()}
+def death_note(log_text: str, exited_ranks, pid_of_rank: dict, host_of_rank) -> str:
+    rank = first_dead_rank(log_text, exited_ranks)
     who = (f"rank {rank} (pid {pid_of_rank.get(rank, '?')} on {host_of_rank(rank)}) died first"
            if rank is not None else "a rank's process exited")
     detail = "; ".join(launcher_report(log_text))

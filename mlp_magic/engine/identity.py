@@ -23,11 +23,16 @@ def _first_number(names: tuple) -> int | None:
     return None
 
 
+def launcher_rank() -> int | None:
+    """This process's rank as its launcher numbered it; None outside a launcher."""
+    return _first_number(RANK_VARIABLES)
+
+
 def identify(controller_ip: str = "127.0.0.1") -> dict:
     """Who am I: the MPI rank from the launcher's variables, and the address this host uses
     towards the controller (rank 0's is MASTER_ADDR)."""
     return {
-        "rank": _first_number(RANK_VARIABLES),
+        "rank": launcher_rank(),
         "launcher_local_rank": _first_number(LOCAL_RANK_VARIABLES),
         "host": socket.gethostname(),
         "pid": os.getpid(),

@@ -6,7 +6,6 @@ every host the command targets (``%allrun pip install x`` before ``import x`` in
 from __future__ import annotations
 
 import concurrent.futures
-import signal
 import time
 
 from ..core.results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
@@ -70,10 +69,7 @@ class WorldTransport:
         running = [ar for ar in pending.values() if not ar.ready()]
         engines = [engine for ar in running for engine in ar._targets]
         if engines:
-            try:
-                self.world.client.send_signal(signal.SIGINT, targets=engines, block=False)
-            except Exception:
-                pass
+            self.world.interrupt(engines)
         futures = [f for ar in running for f in ar._children]
         if futures:
             concurrent.futures.wait(futures, timeout=grace)

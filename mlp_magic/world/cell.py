@@ -10,7 +10,6 @@ from __future__ import annotations
 import concurrent.futures
 import enum
 import re
-import signal
 import time
 from datetime import datetime, timezone
 
@@ -110,17 +109,14 @@ class CellRun:
 
     # ------------------------------------------------------------------ stopping
     def interrupt(self, grace: float = INTERRUPT_GRACE) -> bool:
-        """SIGINT the ranks still running (through each engine's nanny); True if they stopped."""
+        """SIGINT the ranks still running; True if they stopped."""
         running = self.unfinished_ranks()
         if not running:
             return True
         self.interrupted = True
         engines = [self.world.rank_to_engine[r] for r in running]
-        try:
-            # Not block=True: its wait has no timeout, and a vanished host never answers.
-            self.world.client.send_signal(signal.SIGINT, targets=engines, block=False)
-        except Exception:  # an engine already gone cannot be signalled; reported as such below
-            return False
+        if not self.world.interrupt(engines):
+            return False  # reported as still running below
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and not self.done():
             self.wait(0.05)

@@ -204,13 +204,13 @@ def _after_the_cell(run: CellRun, world: World, results: list) -> None:
 
 def _death_note(world: World) -> str:
     # The launcher names the first rank to fail once the job has ended, a moment after we notice.
-    deadline = time.monotonic() + (2.0 if world.mpi is not None else 0.3)  # plain engines: nannies only
+    deadline = time.monotonic() + (2.0 if world.mpi is not None else 0.3)  # plain engines: their own
     log_text = world.launcher_log()
     while launcher_named_rank(log_text) is None and time.monotonic() < deadline:
         time.sleep(0.1)
         log_text = world.launcher_log()
-    rank_of_pid = {identity["pid"]: rank for rank, identity in world.identities.items()}
-    return death_note(log_text, rank_of_pid, world.host_of)
+    pid_of_rank = {rank: identity["pid"] for rank, identity in world.identities.items()}
+    return death_note(log_text, world.exited_ranks(), pid_of_rank, world.host_of)
 
 
 def _outcome_note(run: CellRun) -> str:

@@ -28,7 +28,7 @@ class Launched:
         self.mpi, self.controller_ip, self.client_file = mpi, controller_ip, client_file
 
 
-def start_processes(spec, workdir: str, timeout: float, notice, processes: list) -> Launched:
+def start_processes(spec, workdir: str, budget, notice, processes: list) -> Launched:
     """The controller first (``processes[0]``), then the engines; returns at once, without
     waiting for the engines to register."""
     topology = spec.topology
@@ -36,7 +36,7 @@ def start_processes(spec, workdir: str, timeout: float, notice, processes: list)
     path = find_mpiexec()
     mpi = detect_flavour(path) if path else None
     ip = LOOPBACK if local else controller_ip(topology.host_names(), config.ssh_command(default=None))
-    controller, engine_file, client_file = start_controller(workdir, ip, uuid.uuid4().hex[:8])
+    controller, engine_file, client_file = start_controller(workdir, ip, uuid.uuid4().hex[:8], budget.total_s)
     processes.append(controller)
     if mpi is None:
         if not local:
@@ -45,12 +45,14 @@ def start_processes(spec, workdir: str, timeout: float, notice, processes: list)
         notice(f"mlp_magic: no MPI (no mpiexec found, or $MLP_MAGIC_MPIEXEC=none); "
                f"starting {spec.np} local engines without MPI "
                "(mpi4py unavailable in cells; `pip install mlp_magic[mpi]` adds it)")
-        processes.extend(_plain_engines(spec, workdir, engine_file))
+        processes.extend(_plain_engines(spec, workdir, engine_command(engine_file, budget.total_s)))
     elif local:
-        processes.append(_mpiexec(spec, mpi, workdir, engine_command(engine_file), _engine_env(spec, None)))
+        processes.append(_mpiexec(spec, mpi, workdir, engine_command(engine_file, budget.total_s),
+                                   _engine_env(spec, None)))
     else:
-        info = wait_for_file(engine_file, controller, timeout)
-        processes.append(_mpiexec(spec, mpi, workdir, engine_command(None), _engine_env(spec, info)))
+        info = wait_for_file(engine_file, controller, budget.stall_s)
+        processes.append(_mpiexec(spec, mpi, workdir, engine_command(None, budget.total_s),
+                                  _engine_env(spec, info)))
     return Launched(mpi, ip, client_file)
 
 
@@ -98,11 +100,11 @@ def _ssh_agent(mpi: MpiInfo, workdir: str) -> str | None:
     return wrapper
 
 
-def _plain_engines(spec, workdir: str, engine_file: str) -> list:
+def _plain_engines(spec, workdir: str, command: list) -> list:
     started = []
     for rank in range(spec.np):
         env = _engine_env(spec, None)
         env["MLP_MAGIC_RANK"] = str(rank)   # read back by engine.identity
         log = os.path.join(workdir, f"engine{rank}.log")
-        started.append(ManagedProcess(engine_command(engine_file), log, env, f"engine {rank}"))
+        started.append(ManagedProcess(command, log, env, f"engine {rank}"))
     return started

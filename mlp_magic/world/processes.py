@@ -8,6 +8,7 @@ after it, and every process lives in a process group we own, so stopping leaves 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -113,7 +114,7 @@ def kill_tree(pid, create_time, grace: float = 3.0) -> int:
         leader = psutil.Process(int(pid))
         if create_time is None or abs(leader.create_time() - float(create_time)) > 0.01:
             return 0
-        family = [leader] + leader.children(recursive=True)
+        family = [p for p in [leader] + leader.children(recursive=True) if _alive(p)]
     except (psutil.Error, TypeError, ValueError):
         return 0
     for member in family:
@@ -125,6 +126,14 @@ def kill_tree(pid, create_time, grace: float = 3.0) -> int:
     return len(family)
 
 
+def _alive(process) -> bool:
+    """Zombies are dead already: one whose parent (a killed kernel) never reaped it is not ours to stop."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def _signal(process, sig: int) -> None:
     try:
         process.send_signal(sig)
@@ -132,15 +141,25 @@ def _signal(process, sig: int) -> None:
         pass
 
 
-def start_controller(workdir: str, ip: str, cluster_id: str) -> tuple:
-    """Start ipcontroller; return (process, engine connection file, client connection file)."""
+HEARTBEAT_MS = 500  # registration completes on the first heartbeat after it: short starts sooner
+
+
+def start_controller(workdir: str, ip: str, cluster_id: str, patience_s: float) -> tuple:
+    """Start ipcontroller; return (process, engine connection file, client connection file).
+
+    ``patience_s`` is how long it keeps an engine that registered but has not beaten yet, and
+    how long a silent heart may stay silent: under a start's CPU storm an engine can take tens of
+    seconds between its registration and its first heartbeat (it builds its IPython shell in
+    between), and ipyparallel's defaults (30 s, 10 s) drop it. The kernel's own start deadline
+    decides instead; after the start, a dead rank is seen through its launcher, not its heart.
+    """
     profile_dir = os.path.join(workdir, "profile")
     argv = [
         sys.executable, "-m", "ipyparallel.controller",
         f"--ip={ip}", f"--profile-dir={profile_dir}", f"--cluster-id={cluster_id}",
-        # Registration completes on the first heartbeat after it: a short period starts
-        # worlds seconds sooner; 20 misses (10 s) before declaring an engine dead.
-        "--log-level=WARN", "--ping=500", "--HeartMonitor.max_heartmonitor_misses=20",
+        "--log-level=WARN", f"--ping={HEARTBEAT_MS}",
+        f"--IPController.registration_timeout={math.ceil(patience_s)}",
+        f"--HeartMonitor.max_heartmonitor_misses={_beats(patience_s)}",
         "--usethreads",  # schedulers as threads: 8 fewer Python processes to start
         "--nodb",  # results live in the kernel (and our logs), not a second time in the controller
     ]
@@ -149,6 +168,10 @@ def start_controller(workdir: str, ip: str, cluster_id: str) -> tuple:
     base = f"ipcontroller-{cluster_id}"
     engine_file = os.path.join(security, f"{base}-engine.json")
     return process, engine_file, os.path.join(security, f"{base}-client.json")
+
+
+def _beats(seconds: float) -> int:
+    return max(20, math.ceil(seconds * 1000 / HEARTBEAT_MS))
 
 
 def wait_for_file(path: str, process: ManagedProcess, timeout: float) -> dict:
@@ -168,9 +191,18 @@ def wait_for_file(path: str, process: ManagedProcess, timeout: float) -> dict:
                         f"log: {process.log_path}")
 
 
-def engine_command(url_file: str | None) -> list:
-    argv = [sys.executable, "-m", "ipyparallel.engine", "--log-level=WARN",
-            "--IPEngine.wait_for_url_file=60"]
+def engine_command(url_file: str | None, patience_s: float) -> list:
+    """One rank's program (``engine.main``: ipyparallel's engine under the rank's own id).
+
+    No nanny: it is a second Python process per rank (about a third of a rank's start-up CPU and
+    27 MiB) whose jobs we do otherwise: interrupts go to the engine's control thread, and a dead
+    rank is reported by its launcher. The engine waits for the controller's registration reply,
+    and tolerates missed heartbeats, for as long as the start may take.
+    """
+    argv = [sys.executable, "-m", "mlp_magic.engine.main", "--log-level=WARN",
+            "--IPEngine.wait_for_url_file=60", "--IPEngine.enable_nanny=False",
+            f"--IPEngine.timeout={math.ceil(patience_s)}",
+            f"--IPEngine.max_heartbeat_misses={_beats(patience_s)}"]
     if url_file:
         argv.append(f"--file={url_file}")
     return argv

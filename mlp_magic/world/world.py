@@ -15,9 +15,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+import psutil
+
 from .. import config
-from ..core.local_names import LOOPBACK
+from ..core.local_names import LOOPBACK, is_this_machine
 from ..core.ranges import fold_ranks
+from ..core.start_budget import memory_shortfall, start_budget
 from ..core.topology import Topology
 from ..engine import bootstrap as engine_bootstrap
 from ..engine import identity as engine_identity
@@ -26,6 +29,7 @@ from . import published
 from .launch import start_processes
 from .mpi import MpiInfo
 from .processes import kill_tree, wait_for_file
+from .registration import Waiting, wait_for_engines
 
 DISPLAY_CAP = 1_000_000  # characters per rank and stream shown in the notebook; the log has all
 DISPLAY_BUDGET = 64_000_000  # ... but all ranks together stay within this (512 ranks: 125 kB each)
@@ -48,11 +52,12 @@ class WorldSpec:
 
 
 class World:
-    def __init__(self, spec: WorldSpec, notice=print, start_timeout: float = 120.0):
+    def __init__(self, spec: WorldSpec, notice=print, progress=None):
         self.spec = spec
         self.layout = spec.topology.layout(spec.np, spec.oversubscribe)
         self.notice = notice
-        self.start_timeout = start_timeout
+        self.progress = progress or (lambda line, registered, np: None)
+        self.budget = start_budget(spec.topology.ranks_per_host(spec.np, spec.oversubscribe))
         self.processes: list = []
         self.client = None
         self.mpi: MpiInfo | None = None
@@ -70,10 +75,11 @@ class World:
     # ----------------------------------------------------------------------------- start
     def start(self) -> "World":
         reap_orphans(self.notice)
+        self._refuse_beyond_memory()
         self.workdir = tempfile.mkdtemp(prefix=f"world-{os.getpid()}-{next(_counter)}-",
                                         dir=_run_dir())
         try:
-            launched = start_processes(self.spec, self.workdir, self.start_timeout, self.notice,
+            launched = start_processes(self.spec, self.workdir, self.budget, self.notice,
                                        self.processes)
             self.mpi, self.controller_ip = launched.mpi, launched.controller_ip
             self.client_file = launched.client_file
@@ -87,23 +93,30 @@ class World:
             raise
         return self
 
+    def _refuse_beyond_memory(self) -> None:
+        here = [row for row in self.layout
+                if self.spec.topology.is_local or is_this_machine(row.host)]
+        shortfall = memory_shortfall(len(here), psutil.virtual_memory().available)
+        if shortfall:
+            raise MlpMagicError(f"-np {self.spec.np}: {shortfall}")
+
     def _connect(self) -> None:
         import ipyparallel
 
         controller = self.processes[0]
-        info = wait_for_file(self.client_file, controller, self.start_timeout)
-        self.client = ipyparallel.Client(info, timeout=self.start_timeout)
+        info = wait_for_file(self.client_file, controller, self.budget.stall_s)
+        self.client = ipyparallel.Client(info, timeout=self.budget.stall_s)
         _quiet_ipyparallel()
-        deadline = time.monotonic() + self.start_timeout
-        while len(self.client.ids) < self.spec.np:
-            dead = [p for p in self.processes if not p.running()]
-            if dead:
-                raise MlpMagicError("the engines did not start: " + dead[0].failure())
-            if time.monotonic() > deadline:
-                raise MlpMagicError(
-                    f"only {len(self.client.ids)} of {self.spec.np} engines registered within "
-                    f"{self.start_timeout:.0f} s; logs in {self.workdir}")
-            time.sleep(0.02)
+        waiting = Waiting([row.host for row in self.layout], self.processes, self.launcher_log,
+                          self._advice(), self.workdir)
+        wait_for_engines(self.client, waiting, self.budget, self.progress)
+
+    def _advice(self) -> list:
+        if self.spec.topology.is_local:
+            return [f"fewer ranks (-np); {self.spec.np} ranks on {os.cpu_count()} cores start "
+                    "slowly, and a busy machine slower still"]
+        return ["check that every missing host accepts ssh from here (`allrun -H HOSTS hostname`) "
+                f"and can reach the controller at {self.controller_ip} (no firewall between them)"]
 
     def _map_ranks_and_bootstrap(self) -> None:
         view = self.client[:]
@@ -141,7 +154,7 @@ class World:
             pending.append(engine.apply_async(engine_bootstrap.bootstrap, variables, names,
                                               self.mpi is not None, display_cap(self.spec.np), retention))
         for result in pending:
-            result.get(self.start_timeout)
+            result.get(self.budget.stall_s)
         self.master = (master_addr, master_port)
 
     def _master_port(self) -> int:
@@ -177,6 +190,23 @@ class World:
             except OSError:
                 pass
         return "\n".join(texts)
+
+    def exited_ranks(self) -> list:
+        """Plain engines (no launcher) are a process each: the ranks whose process has ended."""
+        if self.mpi is not None:
+            return []
+        return [rank for rank, process in enumerate(self.processes[1:]) if not process.running()]
+
+    def interrupt(self, engines: list) -> bool:
+        """SIGINT these engines, through their control thread (ipykernel's interrupt_request: it
+        signals the engine's own process group). False when the request could not be sent."""
+        try:
+            # Not block=True: its wait has no timeout, and a vanished host never answers.
+            self.client._send_control_request(targets=engines, msg_type="interrupt_request",
+                                              content={}, block=False)
+        except Exception:  # an engine already gone cannot be signalled
+            return False
+        return True
 
     def processes_alive(self) -> bool:
         return bool(self.processes) and all(p.running() for p in self.processes)

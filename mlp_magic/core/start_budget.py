@@ -1,0 +1,62 @@
+"""How long a World may take to start, and whether this machine can hold it (pure).
+
+Starting is CPU-bound on the busiest host: each rank's Python imports ipyparallel and ipykernel
+and builds an IPython shell, about 0.5 s of CPU. Measured on 2 cores, 128 oversubscribed ranks
+take about 0.4 s of wall time per rank, so the deadlines grow with the busiest host's rank count
+(hosts start in parallel) plus a little per rank for the one controller that registers them all.
+
+Two deadlines, both from the World's size:
+- ``stall_s``: no new engine registered for this long means the start is stuck (the first
+  registration comes only once every rank on the busiest host has imported its libraries);
+- ``total_s``: the whole start, however steady its progress.
+ipyparallel's own patience (the controller's registration window, the engines' wait for its
+reply and their heartbeat tolerance) is set to ``total_s``: during a start the kernel decides,
+with one deadline it can explain, instead of a controller quietly dropping a starved engine.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .records import Record
+
+STALL_BASE_S = 30.0
+STALL_PER_BUSIEST_RANK_S = 1.0
+TOTAL_BASE_S = 60.0
+TOTAL_PER_BUSIEST_RANK_S = 2.0
+TOTAL_PER_RANK_S = 0.05          # the controller registers every rank, whatever its host
+# Resident memory of one rank right after start (engine with ipykernel and mpi4py, no nanny),
+# measured by benchmarks/scale.py: 95-105 MiB RSS, of which about 55 MiB its own (USS).
+RANK_RSS_BYTES = 110 * 2**20
+MEMORY_HEADROOM = 0.8            # leave a fifth of what is available to the user's own code
+
+
+class StartBudget(Record, frozen=True):
+    stall_s: float
+    total_s: float
+
+
+def start_budget(ranks_per_host: Sequence[int]) -> StartBudget:
+    busiest = max(ranks_per_host, default=0)
+    total_ranks = sum(ranks_per_host)
+    return StartBudget(
+        stall_s=STALL_BASE_S + STALL_PER_BUSIEST_RANK_S * busiest,
+        total_s=TOTAL_BASE_S + TOTAL_PER_BUSIEST_RANK_S * busiest + TOTAL_PER_RANK_S * total_ranks,
+    )
+
+
+def memory_shortfall(ranks_here: int, available_bytes: int,
+                     per_rank_bytes: int = RANK_RSS_BYTES) -> str | None:
+    """A sentence when ``ranks_here`` ranks would not fit in this machine's available memory."""
+    needed = ranks_here * per_rank_bytes
+    usable = int(available_bytes * MEMORY_HEADROOM)
+    if ranks_here <= 0 or needed <= usable:
+        return None
+    fits = max(usable // per_rank_bytes, 0)
+    return (f"{ranks_here} ranks on this machine need about {_gib(needed)} "
+            f"({per_rank_bytes // 2**20} MiB each before any user code), but only "
+            f"{_gib(available_bytes)} is available; at most {fits} ranks fit here "
+            "(-np, or more hosts with --hostfile / -H)")
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB"

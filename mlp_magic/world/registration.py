@@ -1,0 +1,59 @@
+"""Wait for a starting World's engines to register: progress while they come, and a failure
+that names who is missing (ranks, hosts, their last log lines, what to try).
+
+The deadlines come from the World's size (``core.start_budget``) and from progress: a start
+fails when no new rank has registered for ``stall_s``, or when it has run for ``total_s``.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+from ..core.start_budget import StartBudget
+from ..core.start_progress import missing_report, progress_line
+from ..errors import MlpMagicError
+
+POLL_S = 0.05
+
+
+class Waiting:
+    """What the wait needs to know about the World being started."""
+
+    def __init__(self, hosts_by_rank: Sequence[str], processes: list, launcher_log: Callable[[], str],
+                 advice: Sequence[str], workdir: str):
+        self.hosts_by_rank = list(hosts_by_rank)
+        self.processes = processes
+        self.launcher_log = launcher_log
+        self.advice = list(advice)
+        self.workdir = workdir
+
+
+def wait_for_engines(client, waiting: Waiting, budget: StartBudget, progress) -> None:
+    """Return once every rank's engine has registered; ``progress(line, registered, np)`` is
+    called on every poll (the display limits its own rate)."""
+    np = len(waiting.hosts_by_rank)
+    started = last_change = time.monotonic()
+    seen = -1
+    while True:
+        ids = set(client.ids)
+        now = time.monotonic()
+        if len(ids) != seen:
+            seen, last_change = len(ids), now
+        progress(progress_line(waiting.hosts_by_rank, ids, now - started), len(ids), np)
+        if len(ids) >= np:
+            return
+        dead = next((p for p in waiting.processes if not p.running()), None)
+        if dead is not None:
+            _fail(waiting, ids, f"{dead.name} exited with status {dead.popen.returncode}",
+                  "the engines did not start: ")
+        if now - last_change > budget.stall_s:
+            _fail(waiting, ids, f"no new rank for {budget.stall_s:.0f} s", "the World did not start: ")
+        if now - started > budget.total_s:
+            _fail(waiting, ids, f"the start may take {budget.total_s:.0f} s", "the World did not start: ")
+        time.sleep(POLL_S)
+
+
+def _fail(waiting: Waiting, registered: set, why: str, prefix: str) -> None:
+    report = missing_report(waiting.hosts_by_rank, registered, why, waiting.launcher_log(),
+                            [*waiting.advice, f"every log is kept in {waiting.workdir}"])
+    raise MlpMagicError(prefix + report)
