@@ -24,9 +24,10 @@ STALL_PER_BUSIEST_RANK_S = 1.0
 TOTAL_BASE_S = 60.0
 TOTAL_PER_BUSIEST_RANK_S = 2.0
 TOTAL_PER_RANK_S = 0.05          # the controller registers every rank, whatever its host
-# Resident memory of one rank right after start (engine with ipykernel and mpi4py, no nanny),
-# measured by benchmarks/scale.py: 95-105 MiB RSS, of which about 55 MiB its own (USS).
-RANK_RSS_BYTES = 110 * 2**20
+# Memory of one rank right after start (engine with ipykernel and mpi4py, no nanny), measured by
+# benchmarks/scale.py on this project's CI machine: 47 MiB proportional set size (its own pages
+# plus its share of the libraries all ranks map), 77 MiB RSS. User code adds to it (torch: ~300 MiB).
+RANK_MEMORY_BYTES = 60 * 2**20
 MEMORY_HEADROOM = 0.8            # leave a fifth of what is available to the user's own code
 
 
@@ -45,7 +46,7 @@ def start_budget(ranks_per_host: Sequence[int]) -> StartBudget:
 
 
 def memory_shortfall(ranks_here: int, available_bytes: int,
-                     per_rank_bytes: int = RANK_RSS_BYTES) -> str | None:
+                     per_rank_bytes: int = RANK_MEMORY_BYTES) -> str | None:
     """A sentence when ``ranks_here`` ranks would not fit in this machine's available memory."""
     needed = ranks_here * per_rank_bytes
     usable = int(available_bytes * MEMORY_HEADROOM)

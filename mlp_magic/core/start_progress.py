@@ -73,7 +73,8 @@ def missing_report(hosts_by_rank: Sequence[str], registered: Iterable[int], why:
              f"missing: ranks {fold_ranks(missing)} on {hosts}"]
     for rank in missing[:RANKS_QUOTED]:
         said = rank_log_lines(log_text, rank)
-        lines.append(f"  rank {rank} ({hosts_by_rank[rank]}): " + ("; ".join(said) if said else "logged nothing"))
+        said_text = "; ".join(said) if said else "logged nothing"
+        lines.append(f"  rank {rank} ({hosts_by_rank[rank]}): {said_text}")
     tail = untagged_tail(log_text)
     if tail:
         lines.append("  launcher: " + " | ".join(tail))

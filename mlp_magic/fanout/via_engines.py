@@ -69,7 +69,7 @@ class WorldTransport:
         running = [ar for ar in pending.values() if not ar.ready()]
         engines = [engine for ar in running for engine in ar._targets]
         if engines:
-            self.world.interrupt(engines)
+            self.world.interrupt(engines, jobs=running)
         futures = [f for ar in running for f in ar._children]
         if futures:
             concurrent.futures.wait(futures, timeout=grace)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import enum
+import os
 import re
 import time
 from datetime import datetime, timezone
@@ -20,6 +21,14 @@ from ..engine.capture import CELL_TAG
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CELL_NUMBER = re.compile(r"(Cell |Input )?In ?\[\d*\]")
 INTERRUPT_GRACE = 1.0  # SIGINT stops Python code at once; a rank stuck in C never will
+# ... but each interrupted rank then builds IPython's traceback (the first time, importing what
+# that needs: ~0.1 s of CPU), so 128 ranks on 2 cores take seconds to answer, all at about the
+# same time. The grace grows with the ranks each core of the busiest host must serve.
+GRACE_PER_RANK_PER_CORE = 0.1
+
+
+def interrupt_grace(ranks_on_busiest_host: int, cores: int) -> float:
+    return INTERRUPT_GRACE + GRACE_PER_RANK_PER_CORE * ranks_on_busiest_host / max(cores, 1)
 
 
 def plain_traceback(remote_error) -> str:
@@ -108,19 +117,38 @@ class CellRun:
         return chunks
 
     # ------------------------------------------------------------------ stopping
-    def interrupt(self, grace: float = INTERRUPT_GRACE) -> bool:
-        """SIGINT the ranks still running; True if they stopped."""
-        running = self.unfinished_ranks()
-        if not running:
+    def interrupt(self, grace: float | None = None) -> bool:
+        """SIGINT the ranks still running; True if they stopped.
+
+        Waits until ``grace`` seconds pass with no rank stopping: 128 ranks' replies take longer
+        to arrive than 4 ranks', but a rank stuck in C is given up on after ``grace`` all the same.
+        """
+        if self.done():
             return True
+        busiest = max(self.world.spec.topology.ranks_per_host(self.world.np, self.world.spec.oversubscribe))
+        grace = interrupt_grace(busiest, os.cpu_count() or 1) if grace is None else grace
         self.interrupted = True
-        engines = [self.world.rank_to_engine[r] for r in running]
-        if not self.world.interrupt(engines):
-            return False  # reported as still running below
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and not self.done():
-            self.wait(0.05)
+        for attempt in range(2):   # the second for a cell that began just as the first arrived
+            running = self.unfinished_ranks()
+            if not running:
+                break
+            if not self.world.interrupt([self.world.rank_to_engine[r] for r in running],
+                                        jobs=self._msg_ids(running)):
+                return False  # reported as still running below
+            self._wait_while_ranks_stop(grace)
         return self.done()
+
+    def _msg_ids(self, ranks: list) -> list:
+        index = {rank: i for i, rank in enumerate(self.ranks)}
+        return [self.async_result.msg_ids[index[rank]] for rank in ranks]
+
+    def _wait_while_ranks_stop(self, grace: float) -> None:
+        left, deadline = len(self.unfinished_ranks()), time.monotonic() + grace
+        while left and time.monotonic() < deadline:
+            self.wait(0.05)
+            now_left = len(self.unfinished_ranks())
+            if now_left < left:
+                left, deadline = now_left, time.monotonic() + grace
 
     # ------------------------------------------------------------------ results
     def results(self, unfinished_status: str = status.TIMEOUT) -> list:

@@ -14,6 +14,7 @@ from . import display, logs
 from .args import MpirunArgs
 from .cell import CellRun, Outcome
 from .stacks import stack_snapshot
+from .start_display import StartProgress
 from .world import World, WorldSpec
 
 POLL_SECONDS = 0.1
@@ -79,7 +80,11 @@ def ensure_world(spec: WorldSpec, restart: bool = False, notice=print) -> World:
         notice(f"mlp_magic: stopping the World of {world.np} ranks ({reason})")
         shutdown_worlds()
     started = time.monotonic()
-    _world = World(spec, notice=notice).start()
+    progress = StartProgress()
+    try:
+        _world = World(spec, notice=notice, progress=progress).start()
+    finally:
+        progress.close()
     notice(f"mlp_magic: started {_world.describe()} in {time.monotonic() - started:.1f} s")
     return _world
 

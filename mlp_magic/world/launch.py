@@ -48,7 +48,7 @@ def start_processes(spec, workdir: str, budget, notice, processes: list) -> Laun
         processes.extend(_plain_engines(spec, workdir, engine_command(engine_file, budget.total_s)))
     elif local:
         processes.append(_mpiexec(spec, mpi, workdir, engine_command(engine_file, budget.total_s),
-                                   _engine_env(spec, None)))
+                                  _engine_env(spec, None)))
     else:
         info = wait_for_file(engine_file, controller, budget.stall_s)
         processes.append(_mpiexec(spec, mpi, workdir, engine_command(None, budget.total_s),

@@ -112,11 +112,15 @@ class World:
         wait_for_engines(self.client, waiting, self.budget, self.progress)
 
     def _advice(self) -> list:
-        if self.spec.topology.is_local:
-            return [f"fewer ranks (-np); {self.spec.np} ranks on {os.cpu_count()} cores start "
-                    "slowly, and a busy machine slower still"]
-        return ["check that every missing host accepts ssh from here (`allrun -H HOSTS hostname`) "
-                f"and can reach the controller at {self.controller_ip} (no firewall between them)"]
+        if not self.spec.topology.is_local:
+            return ["check that every missing host accepts ssh from here (`allrun -H HOSTS hostname`) "
+                    f"and can reach the controller at {self.controller_ip} (no firewall between them)"]
+        cores = os.cpu_count() or 1
+        if self.spec.np > cores:
+            return [f"fewer ranks (-np): {self.spec.np} ranks on {cores} cores start slowly, "
+                    "and a busy machine slower still"]
+        return ["`%mpirun --restart` to try again; a rank that logged nothing stopped before its "
+                "engine started (its Python's start-up: imports, sitecustomize, file system)"]
 
     def _map_ranks_and_bootstrap(self) -> None:
         view = self.client[:]
@@ -197,11 +201,17 @@ class World:
             return []
         return [rank for rank, process in enumerate(self.processes[1:]) if not process.running()]
 
-    def interrupt(self, engines: list) -> bool:
-        """SIGINT these engines, through their control thread (ipykernel's interrupt_request: it
-        signals the engine's own process group). False when the request could not be sent."""
+    def interrupt(self, engines: list, jobs=None) -> bool:
+        """Stop ``jobs`` (msg ids, or AsyncResults) on these engines: those not started yet are
+        aborted, the running ones get SIGINT through the engine's control thread (ipykernel's
+        interrupt_request signals the engine's own process group). An engine ignores SIGINT
+        between cells, so at 128 ranks a signal alone misses the ranks whose cell was still
+        queued; the abort goes first so that a cell starting in between still gets the signal.
+        False when the requests could not be sent."""
         try:
             # Not block=True: its wait has no timeout, and a vanished host never answers.
+            if jobs:
+                self.client.abort(jobs=jobs, targets=engines, block=False)
             self.client._send_control_request(targets=engines, msg_type="interrupt_request",
                                               content={}, block=False)
         except Exception:  # an engine already gone cannot be signalled

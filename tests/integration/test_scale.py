@@ -1,0 +1,45 @@
+"""128 local ranks on this machine (issue 12): start, an mpi4py allreduce, a Ctrl-C, a stop,
+nothing left behind. Functional, not timed: a 2-core machine runs 128 ranks ~64x oversubscribed,
+which is a stress test of the controller, the registration and the client."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from mlp_magic.world import command
+
+from .conftest import child_pids, run
+
+NP = 128
+pytestmark = pytest.mark.timeout(600)
+
+
+def test_128_ranks_start_reduce_interrupt_and_stop(ip, capsys):
+    run(ip, "%mpirun --stop")
+    before = child_pids()
+    try:
+        assert run(ip, f"%%mpirun -np {NP} --oversubscribe -o summed\n"
+                       "total = comm.allreduce(rank)\nprint(total)") is None
+        summed = ip.user_ns["summed"]
+        assert [r.stdout for r in summed] == [f"{NP * (NP - 1) // 2}\n"] * NP
+        assert f"started World of {NP} ranks" in capsys.readouterr().out
+
+        timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        error = run(ip, "%%mpirun -o slept\nimport time\nprint('sleeping', flush=True)\ntime.sleep(120)")
+        timer.join()
+        assert f"interrupted on ranks 0-{NP - 1}" in str(error)
+        assert [r.status for r in ip.user_ns["slept"]] == ["interrupted"] * NP
+        assert run(ip, "%%mpirun -o after\nprint(rank)") is None   # still usable
+        assert [r.stdout for r in ip.user_ns["after"]] == [f"{r}\n" for r in range(NP)]
+    finally:
+        run(ip, "%mpirun --stop")
+    assert command.current_world() is None
+    deadline = time.monotonic() + 20
+    while child_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert child_pids() - before == set(), "processes left behind"
