@@ -21,6 +21,7 @@ import time
 
 from .identity import launcher_rank
 
+PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
 LOG_FORMAT = "%(asctime)s.%(msecs).03d [rank {rank}] [%(name)s]%(highlevel)s %(message)s"
 SLOT_POLL_S = 0.02
 

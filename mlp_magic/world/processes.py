@@ -18,6 +18,7 @@ import time
 
 import psutil
 
+from ..engine.main import PROGRAM as ENGINE_PROGRAM
 from ..errors import MlpMagicError
 
 
@@ -199,7 +200,7 @@ def engine_command(url_file: str | None, patience_s: float) -> list:
     rank is reported by its launcher. The engine waits for the controller's registration reply,
     and tolerates missed heartbeats, for as long as the start may take.
     """
-    argv = [sys.executable, "-m", "mlp_magic.engine.main", "--log-level=WARN",
+    argv = [sys.executable, "-m", ENGINE_PROGRAM, "--log-level=WARN",
             "--IPEngine.wait_for_url_file=60", "--IPEngine.enable_nanny=False",
             f"--IPEngine.timeout={math.ceil(patience_s)}",
             f"--IPEngine.max_heartbeat_misses={_beats(patience_s)}"]

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from .. import config
 from ..core.results import RankResult
 from ..core.stack_report import format_stack
+from ..engine.main import PROGRAM as ENGINE_PROGRAM
 from . import display, logs
 
 SETTLE_SECONDS = 0.05   # a dump is complete once its file stops growing for this long
@@ -72,7 +73,7 @@ def remote_script(targets: list, wait: float) -> str:
     steps = []
     for _, pid, path in targets:
         # Only a live engine of ours gets SIGUSR1 (its default action would kill a stranger).
-        steps.append(f": > {shlex.quote(path)}; grep -qs ipyparallel /proc/{int(pid)}/cmdline "
+        steps.append(f": > {shlex.quote(path)}; grep -qsF {ENGINE_PROGRAM} /proc/{int(pid)}/cmdline "
                      f"&& kill -USR1 {int(pid)} 2>/dev/null")
     rounds = max(1, int(wait / 0.1))
     files = " ".join(shlex.quote(p) for _, _, p in targets)

@@ -19,7 +19,7 @@ import psutil
 
 from .. import config
 from ..core.local_names import LOOPBACK, is_this_machine
-from ..core.ranges import fold_ranks
+from ..core.ranges import fold_hosts, fold_ranks
 from ..core.start_budget import memory_shortfall, start_budget
 from ..core.topology import Topology
 from ..engine import bootstrap as engine_bootstrap
@@ -123,8 +123,9 @@ class World:
                 "engine started (its Python's start-up: imports, sitecustomize, file system)"]
 
     def _map_ranks_and_bootstrap(self) -> None:
-        view = self.client[:]
-        identities = dict(zip(view.targets, view.apply_sync(engine_identity.identify, self.controller_ip)))
+        identify, ip = engine_identity.identify, self.controller_ip
+        identities = self._gather({eid: self.client[eid].apply_async(identify, ip)
+                                   for eid in self.client.ids}, "saying who they are")
         by_rank = {}
         for engine_id, identity in identities.items():
             rank = identity["rank"]
@@ -143,7 +144,7 @@ class World:
         master_addr = LOOPBACK if self.spec.topology.is_local else self.identities[0]["addr"]
         days = config.log_keep_days()
         retention = (config.log_root(), days) if days else None
-        pending = []
+        pending = {}
         for row in self.layout:
             variables = {
                 "RANK": row.rank, "WORLD_SIZE": self.spec.np, "LOCAL_RANK": row.local_rank,
@@ -155,11 +156,28 @@ class World:
             names = {"rank": row.rank, "world_size": self.spec.np,
                      "local_rank": row.local_rank, "node_rank": row.node_rank}
             engine = self.client[self.rank_to_engine[row.rank]]
-            pending.append(engine.apply_async(engine_bootstrap.bootstrap, variables, names,
-                                              self.mpi is not None, display_cap(self.spec.np), retention))
-        for result in pending:
-            result.get(self.budget.stall_s)
+            pending[row.rank] = engine.apply_async(engine_bootstrap.bootstrap, variables, names,
+                                                   self.mpi is not None, display_cap(self.spec.np), retention)
+        self._gather(pending, "their set-up (variables, MPI_Init, hooks)")
         self.master = (master_addr, master_port)
+
+    def _gather(self, pending: dict, what: str) -> dict:
+        """{key: AsyncResult} -> {key: value}, within the start's budget; engines that do not
+        answer fail the start with one error that names them (keys are engine ids, i.e. ranks)."""
+        from ipyparallel.error import TimeoutError as NotReady
+
+        deadline = time.monotonic() + self.budget.total_s
+        values = {}
+        for key, result in pending.items():
+            try:
+                values[key] = result.get(max(0.1, deadline - time.monotonic()))
+            except NotReady:
+                late = [k for k, r in pending.items() if not r.ready()]
+                hosts = fold_hosts(dict.fromkeys(self.host_of(k) for k in late if k < self.np))
+                raise MlpMagicError(
+                    f"ranks {fold_ranks(late)} on {hosts} did not finish {what} within "
+                    f"{self.budget.total_s:.0f} s; logs in {self.workdir}") from None
+        return values
 
     def _master_port(self) -> int:
         """The job's own port when it names one and it is free on rank 0's host, else a free one."""
