@@ -66,6 +66,23 @@ def take_start_slot(rank: int | None, slots: int, folder: str | None = None):
         raise
 
 
+def quieten(kernel) -> None:
+    """Publish only the iopub messages the client reads: per cell and rank, ipykernel sends
+    'busy', the code back ('execute_input') and 'idle' around the output. The kernel ignores the
+    first two (it sent the code, and only 'idle' completes a rank's output), yet the controller
+    relays and inspects each, and the client parses each: at 128 ranks, 256 messages a cell."""
+    if kernel is None:
+        return
+    publish_status = kernel._publish_status
+
+    def idle_only(status, channel, parent=None):
+        if status != "busy":
+            publish_status(status, channel, parent)
+
+    kernel._publish_status = idle_only
+    kernel._publish_execute_input = lambda code, parent, execution_count: None
+
+
 def main() -> None:
     rank = launcher_rank()
     slot = take_start_slot(rank, slot_count())
@@ -78,6 +95,7 @@ def main() -> None:
                 await super().register()   # the reply, the shell, the first heartbeat
             finally:
                 slot.close()
+            quieten(self.kernel)
 
     RankEngine.launch_instance()
 

@@ -68,7 +68,10 @@ class CellRun:
         self.started = time.monotonic()
         targets = [world.rank_to_engine[r] for r in self.ranks]
         tagged = f"{code}\n{CELL_TAG}{log_dir}\n"
-        self.async_result = world.client[targets].execute(tagged, silent=False, block=False)
+        # Through the broadcast scheduler: one request leaves the kernel, the controller fans it
+        # out, instead of one serialised, signed request per rank (~0.3 ms of kernel CPU each).
+        view = world.client.broadcast_view(targets=targets)
+        self.async_result = view.execute(tagged, silent=False, block=False)
         # One (reply, output-complete) pair of futures per rank, in rank order.
         self._children = list(self.async_result._children)
         self._seen = {rank: {"stdout": 0, "stderr": 0} for rank in self.ranks}

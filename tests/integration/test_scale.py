@@ -43,3 +43,28 @@ def test_128_ranks_start_reduce_interrupt_and_stop(ip, capsys):
     while child_pids() - before and time.monotonic() < deadline:
         time.sleep(0.2)
     assert child_pids() - before == set(), "processes left behind"
+
+
+def test_a_cell_costs_the_kernel_one_request_and_two_messages_per_rank(ip):
+    """The per-cell cost that grows with ranks: the request leaves the kernel once (broadcast
+    scheduler), and each rank answers with its reply and 'idle' only (no 'busy', no code echo)."""
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    session = command.current_world().client.session
+    counts = {"sent": 0, "received": 0}
+    send, deserialize = session.send, session.deserialize
+
+    def counted_send(*args, **kwargs):
+        counts["sent"] += 1
+        return send(*args, **kwargs)
+
+    def counted_deserialize(*args, **kwargs):
+        counts["received"] += 1
+        return deserialize(*args, **kwargs)
+
+    session.send, session.deserialize = counted_send, counted_deserialize
+    try:
+        for _ in range(5):
+            assert run(ip, "%%mpirun\npass") is None
+    finally:
+        del session.send, session.deserialize
+    assert counts == {"sent": 5, "received": 5 * 4 * 2}
