@@ -139,10 +139,7 @@ def _refuse_if_stuck(world: World) -> None:
         return
     busy = world.active_run.unfinished_ranks()
     if not busy:
-        try:  # the client keeps every result forever otherwise (memory grows cell after cell)
-            world.client.purge_local_results(jobs=world.active_run.async_result)
-        except Exception:
-            pass
+        world.active_run.release()
         world.active_run = None
         return
     raise MlpMagicError(

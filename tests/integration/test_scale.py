@@ -68,3 +68,19 @@ def test_a_cell_costs_the_kernel_one_request_and_two_messages_per_rank(ip):
     finally:
         del session.send, session.deserialize
     assert counts == {"sent": 5, "received": 5 * 4 * 2}
+
+
+def test_the_kernel_forgets_finished_cells(ip):
+    """Kernel memory stays flat cell after cell: ipyparallel's client would keep every cell's
+    results, its broadcast request's futures, and (lru_cache) the last 128 AsyncResults."""
+    import gc
+
+    from ipyparallel.client.asyncresult import AsyncResult
+
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    for _ in range(12):
+        assert run(ip, "%%mpirun\nprint('step', rank)") is None
+    gc.collect()
+    client = command.current_world().client
+    assert len([o for o in gc.get_objects() if isinstance(o, AsyncResult)]) <= 2
+    assert len(client._futures) <= 4 + 1 and len(client.metadata) <= 2 * (4 + 1)
