@@ -19,7 +19,7 @@ for _name in list(os.environ):
         del os.environ[_name]  # the tests describe their own clusters
 
 
-_OURS = ("ipyparallel", "prterun", "prted", "mpiexec")
+_OURS = ("ipyparallel", "mlp_magic.engine.main", "prterun", "prted", "mpiexec")
 
 
 def _our_processes() -> list:

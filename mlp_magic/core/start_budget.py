@@ -6,9 +6,9 @@ take about 0.4 s of wall time per rank, so the deadlines grow with the busiest h
 (hosts start in parallel) plus a little per rank for the one controller that registers them all.
 
 Two deadlines, both from the World's size:
-- ``stall_s``: no new engine registered for this long means the start is stuck (the first
-  registration comes only once every rank on the busiest host has imported its libraries);
-- ``total_s``: the whole start, however steady its progress.
+- ``stall_s``: no new engine registered for this long means the start is stuck (counted from
+  the first registration: before it come the launcher's fan-out and every rank's imports);
+- ``total_s``: the whole start (registration, identification, set-up), however steady its progress.
 ipyparallel's own patience (the controller's registration window, the engines' wait for its
 reply and their heartbeat tolerance) is set to ``total_s``: during a start the kernel decides,
 with one deadline it can explain, instead of a controller quietly dropping a starved engine.

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import socket
 import sys
-import tempfile
 import time
 
 from .identity import launcher_rank
@@ -33,33 +33,49 @@ def engine_argv(argv: list, rank: int | None) -> list:
     return [*argv, f"--IPEngine.id={rank}", f"--IPEngine.log_format={LOG_FORMAT.format(rank=rank)}"]
 
 
-def slot_count() -> int:
+def slot_names() -> list:
+    """One slot per CPU this rank may run on: ranks bound to distinct cores never wait for each
+    other, ranks sharing the machine's CPUs share their slots."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        return [f"cpu{cpu}" for cpu in sorted(os.sched_getaffinity(0))]
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        return [f"cpu{cpu}" for cpu in range(os.cpu_count() or 1)]
 
 
-def take_start_slot(rank: int | None, slots: int, folder: str | None = None):
-    """Block until one of ``slots`` start slots on this host is ours; return its open file
-    (closing it frees the slot). The rank picks its first slot, spreading the waits."""
-    folder = folder or os.path.join(tempfile.gettempdir(), f"mlp_magic-start-slots-{os.getuid()}")
-    os.makedirs(folder, exist_ok=True)
-    handles = [open(os.path.join(folder, f"slot{i}"), "a") for i in range(slots)]
-    first = (rank or 0) % slots
+def slot_folder() -> str:
+    """Host-local (tmpfs where there is one, never a shared $TMPDIR): slots are this host's cores."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else "/tmp"
+    return os.path.join(base, f"mlp_magic-start-slots-{os.getuid()}-{socket.gethostname()}")
+
+
+def take_start_slot(rank: int | None, names: list, folder: str | None = None):
+    """Block until one of this host's start slots is ours; return its open file (closing it
+    frees the slot), or None where slots cannot work (no flock on that file system, a folder we
+    may not write): the rank then starts at once, as it would without slots."""
+    try:
+        folder = folder or slot_folder()
+        os.makedirs(folder, exist_ok=True)
+        handles = [open(os.path.join(folder, name), "a") for name in names]
+    except OSError:
+        return None
+    first = (rank or 0) % len(handles)
     try:
         while True:
-            for offset in range(slots):
-                handle = handles[(first + offset) % slots]
+            for offset in range(len(handles)):
+                handle = handles[(first + offset) % len(handles)]
                 try:
                     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    continue
+                except BlockingIOError:
+                    continue   # taken: another rank is starting on that core
                 for other in handles:
                     if other is not handle:
                         other.close()
                 return handle
             time.sleep(SLOT_POLL_S)
+    except OSError:     # ENOLCK, ENOSYS...: flock does not work here
+        for handle in handles:
+            handle.close()
+        return None
     except BaseException:
         for handle in handles:
             handle.close()
@@ -85,7 +101,7 @@ def quieten(kernel) -> None:
 
 def main() -> None:
     rank = launcher_rank()
-    slot = take_start_slot(rank, slot_count())
+    slot = take_start_slot(rank, slot_names())
     sys.argv = [sys.argv[0], *engine_argv(sys.argv[1:], rank)]
     from ipyparallel.engine.app import IPEngine
 
@@ -94,7 +110,8 @@ def main() -> None:
             try:
                 await super().register()   # the reply, the shell, the first heartbeat
             finally:
-                slot.close()
+                if slot is not None:
+                    slot.close()
             quieten(self.kernel)
 
     RankEngine.launch_instance()

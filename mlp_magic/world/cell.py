@@ -131,14 +131,14 @@ class CellRun:
         busiest = max(self.world.spec.topology.ranks_per_host(self.world.np, self.world.spec.oversubscribe))
         grace = interrupt_grace(busiest, os.cpu_count() or 1) if grace is None else grace
         self.interrupted = True
-        for attempt in range(2):   # the second for a cell that began just as the first arrived
-            running = self.unfinished_ranks()
-            if not running:
-                break
-            if not self.world.interrupt([self.world.rank_to_engine[r] for r in running],
-                                        jobs=self._msg_ids(running)):
-                return False  # reported as still running below
-            self._wait_while_ranks_stop(grace)
+        running = self.unfinished_ranks()
+        # One round only: the abort goes first, so a cell not yet started never starts, and a
+        # second SIGINT could land in a rank's own KeyboardInterrupt handling (its cleanup, or
+        # ipykernel sending the reply), leaving it looking stuck for good.
+        if not self.world.interrupt([self.world.rank_to_engine[r] for r in running],
+                                    jobs=self._msg_ids(running)):
+            return False  # reported as still running below
+        self._wait_while_ranks_stop(grace)
         return self.done()
 
     def _msg_ids(self, ranks: list) -> list:

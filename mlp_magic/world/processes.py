@@ -171,8 +171,8 @@ def start_controller(workdir: str, ip: str, cluster_id: str, patience_s: float) 
     return process, engine_file, os.path.join(security, f"{base}-client.json")
 
 
-def _beats(seconds: float) -> int:
-    return max(20, math.ceil(seconds * 1000 / HEARTBEAT_MS))
+def _beats(seconds: float, period_ms: float = HEARTBEAT_MS) -> int:
+    return max(20, math.ceil(seconds * 1000 / period_ms))
 
 
 def wait_for_file(path: str, process: ManagedProcess, timeout: float) -> dict:
@@ -203,7 +203,8 @@ def engine_command(url_file: str | None, patience_s: float) -> list:
     argv = [sys.executable, "-m", ENGINE_PROGRAM, "--log-level=WARN",
             "--IPEngine.wait_for_url_file=60", "--IPEngine.enable_nanny=False",
             f"--IPEngine.timeout={math.ceil(patience_s)}",
-            f"--IPEngine.max_heartbeat_misses={_beats(patience_s)}"]
+            # an engine checks for the controller's pings every period + 500 ms
+            f"--IPEngine.max_heartbeat_misses={_beats(patience_s, HEARTBEAT_MS + 500)}"]
     if url_file:
         argv.append(f"--file={url_file}")
     return argv

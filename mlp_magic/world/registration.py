@@ -32,8 +32,9 @@ def wait_for_engines(client, waiting: Waiting, budget: StartBudget, progress) ->
     """Return once every rank's engine has registered; ``progress(line, registered, np)`` is
     called on every poll (the display limits its own rate)."""
     np = len(waiting.hosts_by_rank)
-    started = last_change = time.monotonic()
-    seen = -1
+    started = time.monotonic()
+    last_change = None   # the stall clock starts with the first rank: before it, ssh fan-out
+    seen = 0             # and every rank's imports (from a cold, shared file system) come first
     while True:
         ids = set(client.ids)
         now = time.monotonic()
@@ -42,15 +43,23 @@ def wait_for_engines(client, waiting: Waiting, budget: StartBudget, progress) ->
         progress(progress_line(waiting.hosts_by_rank, ids, now - started), len(ids), np)
         if len(ids) >= np:
             return
-        dead = next((p for p in waiting.processes if not p.running()), None)
-        if dead is not None:
-            _fail(waiting, ids, f"{dead.name} exited with status {dead.popen.returncode}",
-                  "the engines did not start: ")
-        if now - last_change > budget.stall_s:
+        _check_processes(waiting, ids)
+        if last_change is not None and now - last_change > budget.stall_s:
             _fail(waiting, ids, f"no new rank for {budget.stall_s:.0f} s", "the World did not start: ")
         if now - started > budget.total_s:
-            _fail(waiting, ids, f"the start may take {budget.total_s:.0f} s", "the World did not start: ")
+            _fail(waiting, ids, f"gave up after {budget.total_s:.0f} s, the limit for this size",
+                  "the World did not start: ")
         time.sleep(POLL_S)
+
+
+def _check_processes(waiting: Waiting, ids: set) -> None:
+    dead = next((p for p in waiting.processes if not p.running()), None)
+    if dead is None:
+        return
+    if dead is waiting.processes[0]:   # the controller: its own log says why
+        raise MlpMagicError("the World did not start: " + dead.failure())
+    _fail(waiting, ids, f"{dead.name} exited with status {dead.popen.returncode}",
+          "the engines did not start: ")
 
 
 def _fail(waiting: Waiting, registered: set, why: str, prefix: str) -> None:

@@ -71,6 +71,7 @@ class World:
         self.gpus: dict = {}           # host -> HostGpus dict, for the lab panel
         self.active_run = None         # the last CellRun sent: later cells must not queue behind it
         self._gpus_refreshed_at = float("-inf")
+        self._start_deadline = float("inf")
 
     # ----------------------------------------------------------------------------- start
     def start(self) -> "World":
@@ -78,6 +79,7 @@ class World:
         self._refuse_beyond_memory()
         self.workdir = tempfile.mkdtemp(prefix=f"world-{os.getpid()}-{next(_counter)}-",
                                         dir=_run_dir())
+        self._start_deadline = time.monotonic() + self.budget.total_s  # the whole start's
         try:
             launched = start_processes(self.spec, self.workdir, self.budget, self.notice,
                                        self.processes)
@@ -162,21 +164,20 @@ class World:
         self.master = (master_addr, master_port)
 
     def _gather(self, pending: dict, what: str) -> dict:
-        """{key: AsyncResult} -> {key: value}, within the start's budget; engines that do not
+        """{key: AsyncResult} -> {key: value}, before the start's deadline; engines that do not
         answer fail the start with one error that names them (keys are engine ids, i.e. ranks)."""
         from ipyparallel.error import TimeoutError as NotReady
 
-        deadline = time.monotonic() + self.budget.total_s
         values = {}
         for key, result in pending.items():
             try:
-                values[key] = result.get(max(0.1, deadline - time.monotonic()))
+                values[key] = result.get(max(0.1, self._start_deadline - time.monotonic()))
             except NotReady:
                 late = [k for k, r in pending.items() if not r.ready()]
                 hosts = fold_hosts(dict.fromkeys(self.host_of(k) for k in late if k < self.np))
                 raise MlpMagicError(
-                    f"ranks {fold_ranks(late)} on {hosts} did not finish {what} within "
-                    f"{self.budget.total_s:.0f} s; logs in {self.workdir}") from None
+                    f"ranks {fold_ranks(late)} on {hosts} did not finish {what} within the start's "
+                    f"limit for this size ({self.budget.total_s:.0f} s); logs in {self.workdir}") from None
         return values
 
     def _master_port(self) -> int:
@@ -186,7 +187,8 @@ class World:
         if not wanted:
             return fallback
         rank0 = self.client[self.rank_to_engine[0]]
-        if rank0.apply_sync(engine_identity.port_is_free, wanted):
+        asked = rank0.apply_async(engine_identity.port_is_free, wanted)
+        if self._gather({0: asked}, "checking $MASTER_PORT")[0]:
             return wanted
         self.notice(f"mlp_magic: MASTER_PORT {wanted} (from the environment) is already in use on "
                     f"{self.host_of(0)}; the ranks use the free port {fallback} instead")

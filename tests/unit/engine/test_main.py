@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from mlp_magic.engine.main import engine_argv, slot_count, take_start_slot
+from mlp_magic.engine.main import engine_argv, slot_folder, slot_names, take_start_slot
 
 
 def test_a_rank_registers_under_its_own_number_and_tags_its_log_lines():
@@ -16,9 +16,9 @@ def test_a_rank_registers_under_its_own_number_and_tags_its_log_lines():
 
 
 def test_a_slot_is_held_until_its_file_is_closed(tmp_path):
-    first = take_start_slot(0, 1, str(tmp_path))
+    first = take_start_slot(0, ["cpu0"], str(tmp_path))
     got = []
-    waiter = threading.Thread(target=lambda: got.append(take_start_slot(1, 1, str(tmp_path))))
+    waiter = threading.Thread(target=lambda: got.append(take_start_slot(1, ["cpu0"], str(tmp_path))))
     waiter.start()
     time.sleep(0.3)
     assert got == []                       # one slot, taken: the second rank waits
@@ -29,8 +29,16 @@ def test_a_slot_is_held_until_its_file_is_closed(tmp_path):
 
 
 def test_slots_are_spread_so_ranks_up_to_the_slot_count_never_wait(tmp_path):
-    held = [take_start_slot(rank, 3, str(tmp_path)) for rank in range(3)]
-    assert sorted(h.name for h in held) == sorted(str(tmp_path / f"slot{i}") for i in range(3))
+    names = ["cpu0", "cpu1", "cpu5"]
+    held = [take_start_slot(rank, names, str(tmp_path)) for rank in range(3)]
+    assert sorted(h.name for h in held) == sorted(str(tmp_path / name) for name in names)
     for handle in held:
         handle.close()
-    assert slot_count() >= 1
+    assert slot_names() and all(name.startswith("cpu") for name in slot_names())
+
+
+def test_where_slots_cannot_work_the_rank_starts_at_once(tmp_path):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    assert take_start_slot(0, ["cpu0"], str(blocked / "slots")) is None
+    assert "mlp_magic-start-slots-" in slot_folder()
