@@ -125,21 +125,34 @@ class CellRun:
 
         Waits until ``grace`` seconds pass with no rank stopping: 128 ranks' replies take longer
         to arrive than 4 ranks', but a rank stuck in C is given up on after ``grace`` all the same.
+        The grace assumes each host has its own cores; where many ranks share few (the test bed's
+        namespace hosts), a second round is sent. It can land in a rank's own KeyboardInterrupt
+        handling; the engine-side fix (SIGINT raising only inside the cell) is not built yet.
         """
         if self.done():
             return True
-        busiest = max(self.world.spec.topology.ranks_per_host(self.world.np, self.world.spec.oversubscribe))
-        grace = interrupt_grace(busiest, os.cpu_count() or 1) if grace is None else grace
+        grace = self._grace() if grace is None else grace
         self.interrupted = True
-        running = self.unfinished_ranks()
-        # One round only: the abort goes first, so a cell not yet started never starts, and a
-        # second SIGINT could land in a rank's own KeyboardInterrupt handling (its cleanup, or
-        # ipykernel sending the reply), leaving it looking stuck for good.
-        if not self.world.interrupt([self.world.rank_to_engine[r] for r in running],
-                                    jobs=self._msg_ids(running)):
-            return False  # reported as still running below
-        self._wait_while_ranks_stop(grace)
+        for _ in range(2):  # again for ranks that seem not to have heard the first (see below)
+            running = self.unfinished_ranks()
+            if not running:
+                break
+            if not self.world.interrupt([self.world.rank_to_engine[r] for r in running],
+                                        jobs=self._msg_ids(running)):
+                return False  # reported as still running below
+            self._wait_while_ranks_stop(grace)
         return self.done()
+
+    def settle(self) -> None:
+        """Before a later cell is refused: ranks interrupted a moment ago may still be on their
+        way out (building tracebacks on a busy host), so wait while they keep finishing."""
+        if not self.done():
+            self._wait_while_ranks_stop(self._grace())
+
+    def _grace(self) -> float:
+        world = self.world
+        busiest = max(world.spec.topology.ranks_per_host(world.np, world.spec.oversubscribe))
+        return interrupt_grace(busiest, os.cpu_count() or 1)
 
     def _msg_ids(self, ranks: list) -> list:
         index = {rank: i for i, rank in enumerate(self.ranks)}

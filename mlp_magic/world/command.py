@@ -137,6 +137,7 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
 def _refuse_if_stuck(world: World) -> None:
     if world.active_run is None:
         return
+    world.active_run.settle()
     busy = world.active_run.unfinished_ranks()
     if not busy:
         world.active_run.release()
