@@ -150,9 +150,7 @@ class CellRun:
             self._wait_while_ranks_stop(self._grace())
 
     def _grace(self) -> float:
-        world = self.world
-        busiest = max(world.spec.topology.ranks_per_host(world.np, world.spec.oversubscribe))
-        return interrupt_grace(busiest, os.cpu_count() or 1)
+        return interrupt_grace(self.world.busiest_host_ranks, os.cpu_count() or 1)
 
     def _msg_ids(self, ranks: list) -> list:
         index = {rank: i for i, rank in enumerate(self.ranks)}

@@ -57,7 +57,9 @@ class World:
         self.layout = spec.topology.layout(spec.np, spec.oversubscribe)
         self.notice = notice
         self.progress = progress or (lambda line, registered, np: None)
-        self.budget = start_budget(spec.topology.ranks_per_host(spec.np, spec.oversubscribe))
+        ranks_per_host = spec.topology.ranks_per_host(spec.np, spec.oversubscribe)
+        self.busiest_host_ranks = max(ranks_per_host, default=0)  # sets start and interrupt pace
+        self.budget = start_budget(ranks_per_host)
         self.processes: list = []
         self.client = None
         self.mpi: MpiInfo | None = None
