@@ -1,4 +1,5 @@
-"""Make a fresh engine a rank: its variables, its names, MPI, the cell hooks, stack dumps.
+"""Make a fresh engine a rank: its variables, its names, MPI, the cell hooks, stack dumps,
+SIGINT only inside cells.
 
 Runs in each engine, before any user code, once per World start (the kernel sends
 ``bootstrap`` to every engine at once).
@@ -12,6 +13,7 @@ import signal
 from .capture import install_capture, own_log_root
 from .identity import stacks_path
 from .retention import prune_in_background
+from .sigint import install_sigint_gate
 
 _stacks_file: list = []   # the open file faulthandler writes to (kept for the engine's life)
 
@@ -42,6 +44,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
 
         shell.user_ns.setdefault("MPI", MPI)
         shell.user_ns.setdefault("comm", MPI.COMM_WORLD)
+    install_sigint_gate(shell)   # first: the capture's post hook then runs disarmed too
     install_capture(shell, int(variables["RANK"]), display_cap)
     _register_stack_dump()
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}

@@ -126,8 +126,8 @@ class CellRun:
         Waits until ``grace`` seconds pass with no rank stopping: 128 ranks' replies take longer
         to arrive than 4 ranks', but a rank stuck in C is given up on after ``grace`` all the same.
         The grace assumes each host has its own cores; where many ranks share few (the test bed's
-        namespace hosts), a second round is sent. It can land in a rank's own KeyboardInterrupt
-        handling; the engine-side fix (SIGINT raising only inside the cell) is not built yet.
+        namespace hosts), a second round is sent. A rank already showing the first one's traceback
+        ignores it (``engine/sigint``); one that caught KeyboardInterrupt and carried on gets it.
         """
         if self.done():
             return True

@@ -80,6 +80,34 @@ def test_ctrl_c_interrupts_every_rank_quickly(fresh_world, capsys):
     assert [r.stdout for r in ip.user_ns["next"]] == [f"{r}\n" for r in range(4)]
 
 
+LATE_SIGINT_CELL = """%%mpirun -o late
+import os, signal, time
+class Late(Exception):
+    def __str__(self):
+        # a SIGINT while IPython formats this traceback, as a second interrupt round sends
+        # to a rank still busy with the first one's
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        return 'the real error'
+raise Late()
+"""
+
+
+def test_a_sigint_while_a_rank_shows_its_traceback_changes_nothing(fresh_world):
+    ip = fresh_world
+    error, _ = timed_run(ip, LATE_SIGINT_CELL)
+    assert "error on ranks 0-3 (4 of 4)" in str(error), error
+    late = ip.user_ns["late"]
+    assert [r.status for r in late] == ["error"] * 4
+    assert all("Late: the real error" in r.error and "KeyboardInterrupt" not in r.error for r in late), \
+        late[0].error
+    # between cells, too, a SIGINT is nothing: the next cell runs normally
+    for pid in (identity["pid"] for identity in command.current_world().identities.values()):
+        os.kill(pid, signal.SIGINT)
+    assert run(ip, "%%mpirun -o next\nprint(rank)") is None
+    assert [r.stdout for r in ip.user_ns["next"]] == [f"{r}\n" for r in range(4)]
+
+
 def test_a_dying_rank_is_reported_quickly_with_the_others_output(fresh_world, capsys):
     ip = fresh_world
     error, elapsed = timed_run(ip, "%%mpirun -o died\nimport os, time\nprint('alive', rank, flush=True)\n"
