@@ -67,9 +67,9 @@ class WorldTransport:
         """Ctrl-C: SIGINT the engines still running the command (run_shell then kills its
         process group), wait a moment, and report whatever is unfinished as interrupted."""
         running = [ar for ar in pending.values() if not ar.ready()]
-        engines = [engine for ar in running for engine in ar._targets]
-        if engines:
-            self.world.interrupt(engines, jobs=running)
+        jobs = {engine: ar for ar in running for engine in ar._targets}   # one engine per host
+        if jobs:
+            self.world.interrupt(jobs)
         futures = [f for ar in running for f in ar._children]
         if futures:
             concurrent.futures.wait(futures, timeout=grace)

@@ -137,8 +137,8 @@ class CellRun:
             running = self.unfinished_ranks()
             if not running:
                 break
-            if not self.world.interrupt([self.world.rank_to_engine[r] for r in running],
-                                        jobs=self._msg_ids(running)):
+            jobs = dict(zip((self.world.rank_to_engine[r] for r in running), self._msg_ids(running)))
+            if not self.world.interrupt(jobs):
                 return False  # reported as still running below
             self._wait_while_ranks_stop(grace)
         return self.done()

@@ -223,22 +223,27 @@ class World:
             return []
         return [rank for rank, process in enumerate(self.processes[1:]) if not process.running()]
 
-    def interrupt(self, engines: list, jobs=None) -> bool:
-        """Stop ``jobs`` (msg ids, or AsyncResults) on these engines: those not started yet are
-        aborted, the running ones get SIGINT through the engine's control thread (ipykernel's
-        interrupt_request signals the engine's own process group). An engine ignores SIGINT
-        between cells, so at 128 ranks a signal alone misses the ranks whose cell was still
-        queued; the abort goes first so that a cell starting in between still gets the signal.
-        False when the requests could not be sent."""
+    def interrupt(self, jobs_by_engine: dict) -> bool:
+        """Stop each engine's job (a msg id or an AsyncResult): not started yet, it is aborted;
+        running, it gets SIGINT through the engine's control thread (ipykernel's
+        interrupt_request). An engine ignores SIGINT between cells, so at 128 ranks a signal alone
+        misses the ranks whose cell was still queued; the abort goes first so that a cell starting
+        in between still gets the signal. Each engine is sent only its own job (not every job to
+        every engine: N squared ids at scale), and engines already gone are skipped so the others
+        are still stopped. False when some engine could not be signalled."""
         try:
+            registered = set(self.client.ids)
+            live = [engine for engine in jobs_by_engine if engine in registered]
             # Not block=True: its wait has no timeout, and a vanished host never answers.
-            if jobs:
-                self.client.abort(jobs=jobs, targets=engines, block=False)
-            self.client._send_control_request(targets=engines, msg_type="interrupt_request",
-                                              content={}, block=False)
-        except Exception:  # an engine already gone cannot be signalled
+            for engine in live:
+                if jobs_by_engine[engine] is not None:
+                    self.client.abort(jobs=[jobs_by_engine[engine]], targets=[engine], block=False)
+            if live:
+                self.client._send_control_request(targets=live, msg_type="interrupt_request",
+                                                  content={}, block=False)
+        except Exception:  # the client itself is gone
             return False
-        return True
+        return len(live) == len(jobs_by_engine)
 
     def processes_alive(self) -> bool:
         return bool(self.processes) and all(p.running() for p in self.processes)

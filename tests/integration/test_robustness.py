@@ -108,6 +108,19 @@ def test_a_sigint_while_a_rank_shows_its_traceback_changes_nothing(fresh_world):
     assert [r.stdout for r in ip.user_ns["next"]] == [f"{r}\n" for r in range(4)]
 
 
+def test_an_interrupt_still_reaches_the_ranks_left_when_an_engine_is_gone(fresh_world):
+    world = command.current_world()
+    engines = [world.rank_to_engine[rank] for rank in range(4)]
+    sleeping = world.client[engines].execute("import time\ntime.sleep(60)", block=False)
+    time.sleep(0.5)
+    gone = max(world.client.ids) + 1000   # an engine the controller no longer knows
+    jobs = {**dict(zip(engines, sleeping.msg_ids)), gone: None}
+    assert world.interrupt(jobs) is False   # said: one engine could not be signalled ...
+    assert sleeping.wait(5)                 # ... and the four live ones stopped all the same
+    errors = [metadata.get("error") for metadata in sleeping.metadata]
+    assert [getattr(e, "ename", e) for e in errors] == ["KeyboardInterrupt"] * 4
+
+
 def test_a_dying_rank_is_reported_quickly_with_the_others_output(fresh_world, capsys):
     ip = fresh_world
     error, elapsed = timed_run(ip, "%%mpirun -o died\nimport os, time\nprint('alive', rank, flush=True)\n"
