@@ -17,13 +17,11 @@ import fcntl
 import os
 import socket
 import sys
-import time
 
 from .identity import launcher_rank
 
 PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
 LOG_FORMAT = "%(asctime)s.%(msecs).03d [rank {rank}] [%(name)s]%(highlevel)s %(message)s"
-SLOT_POLL_S = 0.02
 
 
 def engine_argv(argv: list, rank: int | None) -> list:
@@ -60,26 +58,35 @@ def take_start_slot(rank: int | None, names: list, folder: str | None = None):
         return None
     first = (rank or 0) % len(handles)
     try:
-        while True:
-            for offset in range(len(handles)):
-                handle = handles[(first + offset) % len(handles)]
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    continue   # taken: another rank is starting on that core
-                for other in handles:
-                    if other is not handle:
-                        other.close()
-                return handle
-            time.sleep(SLOT_POLL_S)
+        taken = _free_slot(handles, first)
+        if taken is None:
+            # All busy: wait in the kernel on this rank's own slot (ranks spread over the slots
+            # by number), woken the moment it frees; polling 128 waiting ranks cost CPU the
+            # starting ones need.
+            taken = handles[first]
+            fcntl.flock(taken, fcntl.LOCK_EX)
     except OSError:     # ENOLCK, ENOSYS...: flock does not work here
-        for handle in handles:
-            handle.close()
-        return None
+        taken = None
     except BaseException:
         for handle in handles:
             handle.close()
         raise
+    for handle in handles:
+        if handle is not taken:
+            handle.close()
+    return taken
+
+
+def _free_slot(handles: list, first: int):
+    """A slot nobody holds right now, trying this rank's own first; None when all are taken."""
+    for offset in range(len(handles)):
+        handle = handles[(first + offset) % len(handles)]
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue   # taken: another rank is starting on that core
+        return handle
+    return None
 
 
 def quieten(kernel) -> None:
