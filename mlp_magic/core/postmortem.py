@@ -102,7 +102,7 @@ def format_where(error: str, frames: list) -> str:
 
 
 def choose_ranks(option: str, requested, frame_counts: dict, frame: int | None = None) -> list:
-    """The ranks to inspect: ``requested`` (a list) or every rank with a failure.
+    """The ranks to inspect: ``requested`` (a list) or (None, empty) every rank with a failure.
 
     ``frame_counts``: {rank: number of user frames in its kept failure, or None for no failure}.
     With ``frame``, every chosen rank must have that frame. Bad choices: one MlpMagicError line.
@@ -111,7 +111,7 @@ def choose_ranks(option: str, requested, frame_counts: dict, frame: int | None =
     if not failed:
         raise MlpMagicError(f"{option}: no rank has a failure to inspect (a rank keeps its last "
                             "failure until its next cell succeeds)")
-    chosen = sorted(set(requested)) if requested is not None else failed
+    chosen = sorted(set(requested)) if requested else failed
     clean = [rank for rank in chosen if frame_counts.get(rank) is None]
     if clean:
         raise MlpMagicError(f"{option}: {_ranks(clean)} {'has' if len(clean) == 1 else 'have'} no failure "

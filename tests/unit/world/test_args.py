@@ -137,7 +137,8 @@ def test_a_full_line():
     ("--stacks --stop", ["give one of --status, --stop, --restart or --stacks"]),
     ("--stop --restart", ["give one of --status, --stop, --restart or --stacks"]),
     ("--frame 1", ["--frame goes with --post-mortem"]),
-    ("--post-mortem --frame -1", ["argument --frame: expected a frame number (0 is the innermost), got '-1'"]),
+    ("--post-mortem --frame -1", ["argument --frame: expected a frame number (0 is the innermost), "
+                                  "got '-1'"]),
     ("--post-mortem --frame x", ["got 'x'"]),
     ("--post-mortem --frame 1.0", ["got '1.0'"]),
     ("--post-mortem --frame " + "9" * 40, ["got '99999999999999999999'"]),
@@ -211,7 +212,8 @@ def test_a_script_path_may_come_from_a_variable():
     ("--post-mortem", {"post_mortem": True}),
     ("--post-mortem --frame 0", {"post_mortem": True, "frame": 0}),
     ("--post-mortem --frame 2 --ranks 1,3", {"post_mortem": True, "frame": 2, "ranks": "1,3"}),
-    ("--post-mortem --frame=007 -o pm --timeout 5", {"post_mortem": True, "frame": 7, "out": "pm", "timeout": 5.0}),
+    ("--post-mortem --frame=007 -o pm --timeout 5",
+     {"post_mortem": True, "frame": 7, "out": "pm", "timeout": 5.0}),
     ("--where", {"where": True}),
     ("--where --ranks 2 --no-group", {"where": True, "ranks": "2", "group": False}),
 ])
