@@ -154,7 +154,8 @@ def test_where_shows_each_failed_ranks_frames_and_locals(ip, capsys):
 def test_bad_post_mortem_requests_are_one_line(ip):
     assert isinstance(run(ip, NESTED_FAILURE), RankFailure)
     assert error_line(run(ip, "%%mpirun --post-mortem --frame 3\nx")) == (
-        "%%mpirun --post-mortem: --frame 3 is out of range: ranks 1,3 have 3 frames of user code (--frame 0-2)")
+        "%%mpirun --post-mortem: --frame 3 is out of range: ranks 1,3 have 3 frames of user code "
+        "(--frame 0-2)")
     assert error_line(run(ip, "%%mpirun --post-mortem --ranks 0-1\nx")) == (
         "%%mpirun --post-mortem: rank 0 has no failure to inspect (with one: ranks 1,3)")
     assert "line 1 of the cell: " in error_line(run(ip, "%%mpirun --post-mortem\nprint(x y)"))
