@@ -8,6 +8,8 @@ nearest user caller, and so on. Library frames between them keep no number.
 """
 from __future__ import annotations
 
+import re
+
 from ..errors import MlpMagicError
 from .ranges import fold_ranks
 from .records import Record
@@ -17,6 +19,8 @@ REPR_LIMIT = 80           # characters of a value's repr in --where
 ERROR_LIMIT = 300         # characters of the error line
 LOCALS_PER_FRAME = 30     # more are counted, not listed
 LIBRARY_RUN_SHOWN = 3     # a run of library frames longer than this shows its two ends
+# "<function f at 0x7f3a...>": the address differs from rank to rank and would split the groups
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
 
 
 class LocalSummary(Record, frozen=True):
@@ -50,9 +54,10 @@ def short_text(text: str, limit: int = REPR_LIMIT) -> str:
 
 
 def format_local(value: LocalSummary) -> str:
-    """``name: type shape dtype = repr``, e.g. ``x: torch.Tensor (4, 5) float32 = tensor([...``."""
+    """``name: type shape dtype = repr``, e.g. ``x: torch.Tensor (4, 5) float32 = tensor([...``;
+    object addresses left out, so that equal values group across ranks."""
     kind = " ".join(part for part in (value.type_name, value.shape, value.dtype) if part)
-    return f"{value.name}: {kind} = {short_text(value.text)}"
+    return f"{value.name}: {kind} = {short_text(_ADDRESS.sub('', value.text))}"
 
 
 def _frame_place(frame: FrameSummary) -> str:
