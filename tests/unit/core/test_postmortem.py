@@ -74,7 +74,8 @@ def test_format_local():
     assert format_local(LocalSummary("n", "int", text="3")) == "n: int = 3"
     assert format_local(LocalSummary("f", "function", text="<function f at 0x7f3a2b>")) == \
         "f: function = <function f>"                      # addresses differ from rank to rank
-    assert format_local(LocalSummary("s", "str", text="'at 0x10 for <you>'")) == "s: str = 'at 0x10 for <you>'"
+    text = "'at 0x10 for <you>'"
+    assert format_local(LocalSummary("s", "str", text=text)) == f"s: str = {text}"
     text = "tensor([[1., 1.],\n  [1., 1.]])" * 20
     big = LocalSummary("t", "torch.Tensor", "(1024, 1024)", "torch.float16", text)
     line = format_local(big)
