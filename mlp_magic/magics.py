@@ -12,7 +12,8 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from .errors import MlpMagicError, RankFailure
 from .world import command as mpirun
-from .world.args import parse_mpirun_args
+from .world import debug
+from .world.args import check_form, parse_mpirun_args
 
 
 def _one_line_errors(method):
@@ -38,11 +39,16 @@ class MlpMagics(Magics):
         """Run the cell on every rank: ``%%mpirun [-np N] [--hostfile F | -H HOSTS] [--ranks SPEC]
         [--timeout S] [--no-group] [--diff] [--all-outputs] [-o NAME] [--restart] [--log-dir DIR]``.
 
-        Line forms: ``%mpirun --status``, ``--stop``, ``--restart [-np N]``, ``--stacks`` (every
-        rank's Python stack, grouped: where is each rank right now?).
+        ``%%mpirun --post-mortem [--frame K] [--ranks SPEC]``: the cell runs on the ranks whose last
+        cell failed, inside the frame that failed (K=0: the innermost frame of user code).
+
+        Line forms: ``%mpirun script.py [args...]`` (the script on every rank, as mpiexec would run
+        it), ``%mpirun --where`` (the failed ranks' tracebacks and locals), ``--status``, ``--stop``,
+        ``--restart [-np N]``, ``--stacks`` (every rank's Python stack, grouped).
         """
         args = parse_mpirun_args(line, os.environ, self.shell.user_ns)
-        if cell is None:
+        check_form(args, cell=cell is not None)
+        if cell is None and not (args.script or args.where):
             answer = mpirun.line_command(args, os.environ)
             if isinstance(answer, tuple):  # --stacks: text and HTML
                 from IPython.display import display
@@ -51,10 +57,9 @@ class MlpMagics(Magics):
             else:
                 print(answer)
             return None
-        if args.status or args.stop or args.stacks:
-            raise MlpMagicError("%%mpirun: --status, --stop and --stacks are line forms (%mpirun --stacks)")
+        args, code = debug.prepare(args, cell, os.environ)
         try:
-            result = mpirun.run_cell(args, cell, os.environ)
+            result = mpirun.run_cell(args, code, os.environ)
         except RankFailure as failure:
             self._store(args.out, failure.result)
             raise

@@ -10,13 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .source_files import display_name, is_cell, is_user_code
+
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[[^\]]*\])?"
                      r" \(most recent call first\):\s*$")
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
-# Cell code as IPython/ipykernel names it; the pid in the path differs from rank to rank.
-_CELL_FILE = re.compile(r"^(/tmp/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>"
-                        r"|<cell line: \d+>|<string>)$")
-_LIBRARY = re.compile(r"(site-packages|dist-packages)/|/lib/python3\.\d+/(?!site-packages)")
 USER_MARK = "-->"
 
 
@@ -28,11 +26,11 @@ class Frame:
 
     @property
     def is_cell(self) -> bool:
-        return bool(_CELL_FILE.match(self.file))
+        return is_cell(self.file)
 
     @property
     def is_user(self) -> bool:
-        return self.is_cell or not _LIBRARY.search(self.file)
+        return is_user_code(self.file)
 
 
 @dataclass(frozen=True)
@@ -72,13 +70,6 @@ def trimmed(frames: tuple) -> list:
     return ordered if first_user is None else ordered[first_user:]
 
 
-def _short(path: str) -> str:
-    if _CELL_FILE.match(path):
-        return "cell"
-    match = re.search(r"(?:site-packages|dist-packages)/(.*)$", path)
-    return match.group(1) if match else path
-
-
 def format_stack(dump: str) -> str:
     """The main thread's user-relevant frames, one per line, the user's marked ``-->``."""
     thread = main_thread(parse_dump(dump))
@@ -91,5 +82,5 @@ def format_stack(dump: str) -> str:
     lines = []
     for i, frame in enumerate(frames):
         mark = USER_MARK if i == innermost_user else ("  >" if frame.is_user else "   ")
-        lines.append(f"{mark} {_short(frame.file)}, line {frame.line}, in {frame.function}")
+        lines.append(f"{mark} {display_name(frame.file)}, line {frame.line}, in {frame.function}")
     return "\n".join(lines) + "\n"

@@ -1,5 +1,5 @@
-"""Make a fresh engine a rank: its variables, its names, MPI, the cell hooks, stack dumps,
-SIGINT only inside cells.
+"""Make a fresh engine a rank: its variables, its names, sys.argv, MPI, the cell hooks, stack
+dumps, SIGINT only inside cells.
 
 Runs in each engine, before any user code, once per World start (the kernel sends
 ``bootstrap`` to every engine at once).
@@ -9,7 +9,9 @@ from __future__ import annotations
 import faulthandler
 import os
 import signal
+import sys
 
+from . import postmortem
 from .capture import install_capture, own_log_root
 from .identity import stacks_path
 from .retention import prune_in_background
@@ -35,6 +37,9 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
         root, days = log_retention
         prune_in_background([root, own_log_root()], days)
     os.environ.update({key: str(value) for key, value in variables.items()})
+    # As `python -c` under mpiexec: argparse in a cell then sees no arguments, not the engine's
+    # own command line (its connection file, its options).
+    sys.argv = ["-c"]
     shell = engine_shell()
     shell.user_ns.update(names)
     if init_mpi:
@@ -46,6 +51,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
         shell.user_ns.setdefault("comm", MPI.COMM_WORLD)
     install_sigint_gate(shell)   # first: the capture's post hook then runs disarmed too
     install_capture(shell, int(variables["RANK"]), display_cap)
+    postmortem.install(shell)
     _register_stack_dump()
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}
 

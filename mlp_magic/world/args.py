@@ -1,7 +1,9 @@
 """``%%mpirun``'s options: the parser and the MpirunArgs it gives (pure).
 
 ``$NAME`` expansion and the one-line parser are ``core.line_args``'s; this module adds the
-options of ``%%mpirun`` and ``%mpirun``.
+options of ``%%mpirun`` and ``%mpirun``. ``%mpirun [options] script.py [args...]``: the first
+word that is neither an option nor an option's value is the script, and everything after it
+is the script's (``%mpirun train.py --timeout 3`` gives ``--timeout 3`` to train.py).
 """
 from __future__ import annotations
 
@@ -37,6 +39,12 @@ def _positive_int(text: str) -> int:
     return int(digits)
 
 
+def _frame_number(text: str) -> int:
+    if not _DIGITS.fullmatch(text) or len(text.lstrip("0")) > 9:
+        raise argparse.ArgumentTypeError(f"expected a frame number (0 is the innermost), got {text[:20]!r}")
+    return int(text)
+
+
 def _identifier(text: str) -> str:
     if not text.isidentifier() or keyword.iskeyword(text):
         raise argparse.ArgumentTypeError(f"expected a Python name, got {text!r}")
@@ -68,7 +76,26 @@ def _mpirun_parser() -> LineParser:
     parser.add_argument("--status", action="store_true")
     parser.add_argument("--stop", action="store_true")
     parser.add_argument("--stacks", action="store_true")
+    parser.add_argument("--post-mortem", dest="post_mortem", action="store_true")
+    parser.add_argument("--frame", type=_frame_number)
+    parser.add_argument("--where", action="store_true")
     return parser
+
+
+def split_script(words: list, parser: argparse.ArgumentParser) -> tuple:
+    """(the options, [script, its arguments...] or []): the script is the first word that is
+    neither an option of ours nor the value of one. ``--`` may mark where it starts."""
+    takes_value = {name: action.nargs != 0 for name, action in parser._option_string_actions.items()}
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            return words[:index], words[index + 1:]
+        if not word.startswith("-") or word == "-":
+            return words[:index], words[index:]
+        name = word.split("=", 1)[0]
+        index += 2 if takes_value.get(name) and "=" not in word else 1
+    return words, []
 
 
 @dataclass
@@ -88,18 +115,58 @@ class MpirunArgs:
     status: bool = False
     stop: bool = False
     stacks: bool = False
+    post_mortem: bool = False
+    frame: int | None = None
+    where: bool = False
+    script: str | None = None
+    script_args: tuple = ()
 
 
 def parse_mpirun_args(line: str, env: Mapping, user_ns: Mapping | None = None) -> MpirunArgs:
     expanded = expand_vars(line, env, user_ns)
     try:
-        namespace = _mpirun_parser().parse_args(split_line(expanded, "%%mpirun"))
+        options, script = split_script(split_line(expanded, "%%mpirun"), _mpirun_parser())
+        namespace = _mpirun_parser().parse_args(options)
     except MlpMagicError as err:
         if expanded == line:
             raise
         # the user wrote $NAMES: show what they became, or "unrecognized arguments: 4" is a riddle
         raise MlpMagicError(f"{err} (the line {line.strip()!r} expanded to {expanded.strip()!r})") from None
-    args = MpirunArgs(**vars(namespace))
+    args = MpirunArgs(**vars(namespace), script=script[0] if script else None, script_args=tuple(script[1:]))
     if sum([args.status, args.stop, args.restart, args.stacks]) > 1:
         raise MlpMagicError("%mpirun: give one of --status, --stop, --restart or --stacks")
+    _refuse_mixed_debugging(args)
     return args
+
+
+_WORLD_OPTIONS = ("np", "hostfile", "hosts", "oversubscribe", "restart")
+
+
+def _refuse_mixed_debugging(args: MpirunArgs) -> None:
+    """A script, --post-mortem and --where exclude each other and the other line forms; the two
+    inspections look at the running World, so options that would start another are refused."""
+    given = {"a script": args.script, "--post-mortem": args.post_mortem, "--where": args.where,
+             "--status": args.status, "--stop": args.stop, "--stacks": args.stacks}
+    named = [name for name, value in given.items() if value]
+    if len(named) > 1:
+        raise MlpMagicError(f"%mpirun: {' and '.join(named[:2])} do not go together")
+    if args.frame is not None and not args.post_mortem:
+        raise MlpMagicError("%mpirun: --frame goes with --post-mortem (%%mpirun --post-mortem --frame K)")
+    if args.post_mortem or args.where:
+        world = [name for name in _WORLD_OPTIONS if getattr(args, name)]
+        if world:
+            option = {"np": "-np", "hostfile": "--hostfile", "hosts": "-H"}.get(world[0], f"--{world[0]}")
+            raise MlpMagicError(f"%mpirun: {option} does not go with --post-mortem or --where, which "
+                                "inspect the running World")
+
+
+def check_form(args: MpirunArgs, cell: bool) -> None:
+    """Which options belong to the cell form (%%mpirun) and which to the line form (%mpirun)."""
+    if cell and (args.status or args.stop or args.stacks or args.where):
+        raise MlpMagicError("%%mpirun: --status, --stop, --stacks and --where are line forms "
+                            "(%mpirun --where)")
+    if cell and args.script:
+        raise MlpMagicError(f"%%mpirun: {args.script!r} looks like a script, which the line form runs "
+                            "(%mpirun script.py args); the cell form takes options only")
+    if not cell and args.post_mortem:
+        raise MlpMagicError("%mpirun: --post-mortem runs a cell: %%mpirun --post-mortem, then the code")

@@ -113,7 +113,7 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
     spec = wanted_spec(args, env)
     ranks = parse_ranks(args.ranks, spec.np) if args.ranks else list(range(spec.np))
     world = ensure_world(spec, restart=args.restart, notice=notice)
-    _refuse_if_stuck(world)
+    refuse_if_stuck(world)
     cell_dir = logs.new_cell_dir(args.log_dir)
     live = display.LiveOutput()
     run = CellRun(world, code, ranks, cell_dir)
@@ -134,7 +134,7 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
     return result
 
 
-def _refuse_if_stuck(world: World) -> None:
+def refuse_if_stuck(world: World) -> None:
     if world.active_run is None:
         return
     world.active_run.settle()

@@ -134,3 +134,21 @@ def test_allrun_through_the_engines_of_a_world_across_hosts(two_hosts, monkeypat
     assert ip.run_cell(f"%allrun --hostfile {hostfile} -o names hostname").success
     names = ip.user_ns["names"]
     assert [(r.host, r.stdout) for r in names] == [("worker0", "worker0\n"), ("worker1", "worker1\n")]
+
+
+def test_a_script_across_hosts_and_a_post_mortem(two_hosts, tmp_path):
+    """The ranks check the script on their own hosts; the failure each keeps is inspected there."""
+    ip, hostfile, _ = two_hosts
+    missing = ip.run_cell(f"%mpirun --hostfile {hostfile} -np 4 /nonexistent/train.py --lr 1").error_in_exec
+    assert str(missing) == ("%mpirun: script /nonexistent/train.py: no such file on ranks 0-3 (worker[0-1]); "
+                            "nothing was run")
+    script = tmp_path / "train.py"
+    script.write_text("import argparse, socket, sys\nparser = argparse.ArgumentParser()\n"
+                      "parser.add_argument('--lr', type=float)\nlr = parser.parse_args().lr\n"
+                      "print(socket.gethostname(), lr, sys.argv[1:])\nif rank == 3:\n    ratio = lr / 0\n")
+    result = ip.run_cell(f"%mpirun --hostfile {hostfile} -np 4 -o ran {script} --lr 0.5")
+    assert "error on ranks 3" in str(result.error_in_exec)
+    assert [r.stdout for r in ip.user_ns["ran"]] == [
+        f"worker{r // 2} 0.5 ['--lr', '0.5']\n" for r in range(4)]
+    assert ip.run_cell("%%mpirun --post-mortem -o pm\nprint(socket.gethostname(), lr)").success
+    assert [(r.rank, r.stdout) for r in ip.user_ns["pm"]] == [(3, "worker1 0.5\n")]

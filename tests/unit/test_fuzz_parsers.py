@@ -17,7 +17,7 @@ from mlp_magic.core.line_args import expand_vars
 from mlp_magic.core.ranges import expand_hosts, parse_ranks
 from mlp_magic.core.topology import Topology, topology_from_environment
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world.args import MpirunArgs, parse_mpirun_args
+from mlp_magic.world.args import MpirunArgs, check_form, parse_mpirun_args
 
 # 200 examples keep the suite fast; MLP_FUZZ_EXAMPLES=5000 for a deeper run by hand.
 FUZZ = settings(max_examples=int(os.environ.get("MLP_FUZZ_EXAMPLES", "200")), deadline=None,
@@ -256,7 +256,8 @@ def test_topology_from_environment(hostfile_dir, data):
 OPTIONS = st.sampled_from([
     "-np", "-n", "--hostfile", "--machinefile", "-H", "--host", "--oversubscribe", "--ranks", "--targets",
     "--timeout", "--no-group", "--diff", "--all-outputs", "-o", "--out", "--log-dir", "--restart", "--status",
-    "--stop", "--nope", "-x", "--", "-np=", "--timeout=",
+    "--stop", "--nope", "-x", "--", "-np=", "--timeout=", "--post-mortem", "--frame", "--frame=", "--where",
+    "--stacks", "train.py", "-", "t.py",
 ])
 ARG_VALUES = st.sampled_from([
     "4", "0", "-1", "x", "1abc", "class", "res", "0,2-3", "all", "60", "1e400", "nan", "-0.5", "'", '"',
@@ -269,6 +270,7 @@ GOOD_OPTIONS = st.sampled_from([
     "-np 4", "-n $NP", "-np=${NP}", "-H $HOSTS", "--hostfile /etc/mlp/hostfile", "--oversubscribe",
     "--ranks 0,2-3", "--targets all", "--timeout 60", "--timeout=0.5", "--no-group", "--diff",
     "--all-outputs", "-o res", "--out r2", "--log-dir '/tmp/a b'", "--restart", "--status", "--stop",
+    "--post-mortem", "--frame 1", "--frame=0", "--where", "train.py --lr 0.5", "t.py --timeout 3 -np 2",
 ])
 
 
@@ -304,6 +306,12 @@ def test_parse_mpirun_args(line):
     assert args.timeout is None or 0 < args.timeout < float("inf")
     assert args.out is None or args.out.isidentifier()
     assert sum([args.status, args.stop, args.restart, args.stacks]) <= 1
+    forms = [args.script, args.post_mortem, args.where, args.status, args.stop, args.stacks]
+    assert sum(map(bool, forms)) <= 1
+    assert args.frame is None or (args.frame >= 0 and args.post_mortem)
+    assert args.script or not args.script_args
+    for cell in (True, False):   # each form accepts the line or refuses it with one line
+        only_our_error(check_form, args, cell)
 
 
 @FUZZ

@@ -6,7 +6,8 @@ import argparse
 import pytest
 
 from mlp_magic.core.line_args import LineParser, expand_vars, split_line
-from mlp_magic.world.args import MpirunArgs, add_host_options, parse_mpirun_args
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.args import MpirunArgs, add_host_options, check_form, parse_mpirun_args
 from tests.unit.parser_errors import error_of
 
 
@@ -127,15 +128,27 @@ def test_a_full_line():
     ("-o a-b", ["got 'a-b'"]),
     ("-np '4", ["cannot split \"-np '4\": No closing quotation"]),
     ('-H "a:1', ["No closing quotation"]),
-    ("-np 4 extra", ["unrecognized arguments: extra"]),
     ("--frobnicate", ["unrecognized arguments: --frobnicate"]),
-    ("--rank 0", ["unrecognized arguments: --rank 0"]),        # no abbreviations
+    ("--rank 0", ["unrecognized arguments: --rank"]),          # no abbreviations
     ("-h", ["unrecognized arguments: -h"]),
     ("--help", ["unrecognized arguments: --help"]),
     ("--hostfile f -H a:1", ["argument -H/--host: not allowed with argument --hostfile/--machinefile"]),
     ("--status --stop", ["%mpirun: give one of --status, --stop, --restart or --stacks"]),
     ("--stacks --stop", ["give one of --status, --stop, --restart or --stacks"]),
     ("--stop --restart", ["give one of --status, --stop, --restart or --stacks"]),
+    ("--frame 1", ["--frame goes with --post-mortem"]),
+    ("--post-mortem --frame -1", ["argument --frame: expected a frame number (0 is the innermost), "
+                                  "got '-1'"]),
+    ("--post-mortem --frame x", ["got 'x'"]),
+    ("--post-mortem --frame 1.0", ["got '1.0'"]),
+    ("--post-mortem --frame " + "9" * 40, ["got '99999999999999999999'"]),
+    ("--post-mortem --where", ["%mpirun: --post-mortem and --where do not go together"]),
+    ("--where train.py", ["a script and --where do not go together"]),
+    ("--stop train.py", ["a script and --stop do not go together"]),
+    ("--where -np 4", ["-np does not go with --post-mortem or --where"]),
+    ("--post-mortem -H a:1", ["-H does not go with"]),
+    ("--post-mortem --restart", ["--restart does not go with"]),
+    ("--where --oversubscribe", ["--oversubscribe does not go with"]),
 ])
 def test_bad_values_give_one_error_naming_the_value(line, parts, capsys):
     message = error_of(parse, line)
@@ -168,3 +181,65 @@ def test_add_host_options_are_exclusive():
 
 def test_the_parser_is_a_subclass_of_argparse():
     assert issubclass(LineParser, argparse.ArgumentParser)
+
+
+# ---------------------------------------------------------------- a script, --post-mortem, --where
+
+@pytest.mark.parametrize("line, script, script_args, fields", [
+    ("train.py", "train.py", (), {}),
+    ("train.py --lr 0.5 --timeout 3", "train.py", ("--lr", "0.5", "--timeout", "3"), {}),  # the script's
+    ("--timeout 3 train.py --lr 0.5", "train.py", ("--lr", "0.5"), {"timeout": 3.0}),
+    ("-np 4 -o res dir/t.py a b", "dir/t.py", ("a", "b"), {"np": 4, "out": "res"}),
+    ("-np=4 --ranks 1-2 t.py", "t.py", (), {"np": 4, "ranks": "1-2"}),
+    ("-n4 t.py -n 2", "t.py", ("-n", "2"), {"np": 4}),
+    ("--diff --no-group t.py", "t.py", (), {"diff": True, "group": False}),
+    ("-- -odd-name.py -x", "-odd-name.py", ("-x",), {}),
+    ("'my script.py' 'an arg'", "my script.py", ("an arg",), {}),
+    ("--restart t.py", "t.py", (), {"restart": True}),
+])
+def test_a_script_and_its_arguments(line, script, script_args, fields):
+    args = parse(line)
+    assert (args.script, args.script_args) == (script, script_args)
+    assert args == MpirunArgs(**fields, script=script, script_args=script_args)
+
+
+def test_a_script_path_may_come_from_a_variable():
+    args = parse("$SCRIPT --lr $LR", {"SCRIPT": "/data/train.py", "LR": "0.5"})
+    assert (args.script, args.script_args) == ("/data/train.py", ("--lr", "0.5"))
+
+
+@pytest.mark.parametrize("line, fields", [
+    ("--post-mortem", {"post_mortem": True}),
+    ("--post-mortem --frame 0", {"post_mortem": True, "frame": 0}),
+    ("--post-mortem --frame 2 --ranks 1,3", {"post_mortem": True, "frame": 2, "ranks": "1,3"}),
+    ("--post-mortem --frame=007 -o pm --timeout 5",
+     {"post_mortem": True, "frame": 7, "out": "pm", "timeout": 5.0}),
+    ("--where", {"where": True}),
+    ("--where --ranks 2 --no-group", {"where": True, "ranks": "2", "group": False}),
+])
+def test_post_mortem_and_where(line, fields):
+    args = parse(line)
+    assert args == MpirunArgs(**fields)
+
+
+@pytest.mark.parametrize("line, cell, message", [
+    ("--where", True, "%%mpirun: --status, --stop, --stacks and --where are line forms"),
+    ("--stacks", True, "are line forms"),
+    ("train.py", True, "%%mpirun: 'train.py' looks like a script, which the line form runs"),
+    ("-np 4 extra", True, "'extra' looks like a script"),
+    ("--post-mortem", False, "%mpirun: --post-mortem runs a cell: %%mpirun --post-mortem"),
+])
+def test_each_form_takes_its_own_options(line, cell, message):
+    assert message in error_of(check_form, parse(line), cell)
+
+
+@pytest.mark.parametrize("line, cell", [
+    ("", True), ("", False), ("--where", False), ("t.py", False), ("--post-mortem", True), ("--stop", False),
+])
+def test_the_forms_that_are_fine(line, cell):
+    check_form(parse(line), cell)
+
+
+def test_check_form_raises_our_error_only():
+    with pytest.raises(MlpMagicError):
+        check_form(parse("x.py"), True)

@@ -1,0 +1,43 @@
+"""Which source files are the user's code, and how to name them so ranks compare equal (pure).
+
+User code is what a user debugging a rank wants to see: notebook cells, the script run by
+``%mpirun script.py``, and any file of theirs. Library code is everything else: the standard
+library, site-packages / dist-packages (torch, IPython, ipykernel...), frozen modules, and
+the folders the caller adds (mlp_magic's own package, whose frames run the cells).
+"""
+from __future__ import annotations
+
+import re
+
+# Cell code as IPython/ipykernel names it (ipykernel: <tmp>/ipykernel_<pid>/<hash>.py; the pid
+# differs from rank to rank, hence one display name for all of them).
+_CELL_FILE = re.compile(r"^(.*/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>|<cell line: \d+>|<string>)$")
+_LIBRARY = re.compile(r"(site-packages|dist-packages)/|/lib/python3\.\d+/(?!site-packages)")
+_PACKAGE_PATH = re.compile(r"(?:site-packages|dist-packages)/(.*)$")
+
+
+def is_cell(path: str) -> bool:
+    return bool(_CELL_FILE.match(path))
+
+
+def is_user_code(path: str, library_dirs=()) -> bool:
+    """Cells and files outside the Python installation, site-packages and ``library_dirs``.
+    Other names in angle brackets (``<frozen importlib._bootstrap>``) are Python's own."""
+    if is_cell(path):
+        return True
+    if path.startswith("<") or _LIBRARY.search(path):
+        return False
+    return not any(_inside(path, folder) for folder in library_dirs)
+
+
+def _inside(path: str, folder: str) -> bool:
+    folder = folder.rstrip("/")
+    return bool(folder) and (path == folder or path.startswith(folder + "/"))
+
+
+def display_name(path: str) -> str:
+    """``cell`` for cells, the path inside site-packages for libraries, else the path."""
+    if is_cell(path):
+        return "cell"
+    match = _PACKAGE_PATH.search(path)
+    return match.group(1) if match else path

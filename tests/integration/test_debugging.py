@@ -1,0 +1,213 @@
+"""Debugging on real ranks: sys.argv in cells, %mpirun script.py, post-mortem and --where."""
+import json
+import os
+import textwrap
+
+import pytest
+
+from mlp_magic.errors import MlpMagicError, RankFailure
+
+from .conftest import run
+
+pytestmark = pytest.mark.timeout(240)
+
+NESTED_FAILURE = """%%mpirun -np 4
+def outer(x):
+    y = x * 10
+    return inner([y, y + 1])
+
+def inner(values):
+    total = sum(values)
+    if rank % 2:
+        raise ValueError(f"odd rank, total {total}")
+    return total
+
+outer(rank)
+"""
+
+
+def outputs(ip, name):
+    return [r.stdout for r in ip.user_ns[name]]
+
+
+def error_line(error) -> str:
+    assert isinstance(error, MlpMagicError), error
+    assert "\n" not in str(error)
+    return str(error)
+
+
+# ---------------------------------------------------------------- sys.argv in a plain cell
+
+def test_a_cell_sees_argv_as_python_c_and_argparse_gives_its_defaults(ip):
+    error = run(ip, """%%mpirun -np 4 -o argv
+import argparse, sys
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+print(sys.argv, parser.parse_args().lr)
+""")
+    assert error is None
+    assert outputs(ip, "argv") == ["['-c'] 0.1\n"] * 4
+
+
+def test_mpi4py_helloworld_runs_in_a_cell(ip):
+    error = run(ip, "%%mpirun -np 4 -o hello\nfrom mpi4py import MPI, bench\n"
+                    "bench.helloworld(MPI.COMM_WORLD, verbose=False)\nprint('said hello')")
+    assert error is None
+    assert outputs(ip, "hello") == ["said hello\n"] * 4
+
+
+# ---------------------------------------------------------------- %mpirun script.py
+
+TRAIN = """
+import argparse, json, sys
+from neighbour import FACTOR        # the script's folder is on sys.path
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+parser.add_argument("--timeout", type=int, default=0)
+args = parser.parse_args()
+steps_done = int(args.lr * FACTOR)
+
+def main():
+    print(json.dumps({"lr": args.lr, "timeout": args.timeout, "name": __name__, "argv": sys.argv,
+                      "rank": int(__import__("os").environ["RANK"]), "file": __file__}))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_script_runs_on_every_rank_as_mpiexec_would(ip, tmp_path, monkeypatch):
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "train.py").write_text(TRAIN)
+    (folder / "neighbour.py").write_text("FACTOR = 100\n")
+    monkeypatch.chdir(tmp_path)     # a relative path is the notebook's, not the engines' folder
+    error = run(ip, "%mpirun -np 4 -o trained job/train.py --lr 0.5 --timeout 3")
+    assert error is None
+    seen = [json.loads(text) for text in outputs(ip, "trained")]
+    assert [s["rank"] for s in seen] == [0, 1, 2, 3]
+    for s in seen:
+        assert (s["lr"], s["timeout"], s["name"]) == (0.5, 3, "__main__")   # --timeout was the script's
+        assert s["argv"] == ["job/train.py", "--lr", "0.5", "--timeout", "3"]
+        assert s["file"] == str(folder / "train.py")
+    # its globals stay for inspection; the next plain cell sees argv as before
+    assert run(ip, "%%mpirun -o after\nprint(steps_done, args.lr, sys.argv, __name__)") is None
+    assert outputs(ip, "after") == ["50 0.5 ['-c'] __main__\n"] * 4
+
+
+def test_script_exit_statuses(ip, tmp_path):
+    script = tmp_path / "exits.py"
+    script.write_text("import sys\nif rank == 2:\n    sys.exit(3)\nsys.exit(0)\n")
+    error = run(ip, f"%mpirun -np 4 -o exits {script}")
+    assert isinstance(error, RankFailure) and "error on ranks 2 (1 of 4)" in str(error)
+    assert "exits.py exited with status 3" in ip.user_ns["exits"][2].error
+    assert [r.status for r in ip.user_ns["exits"]] == ["ok", "ok", "error", "ok"]
+    (tmp_path / "strict.py").write_text(TRAIN.replace("from neighbour import FACTOR", "FACTOR = 1"))
+    error = run(ip, f"%mpirun -o strict {tmp_path / 'strict.py'} --bogus")
+    assert isinstance(error, RankFailure)
+    assert "unrecognized arguments: --bogus" in ip.user_ns["strict"][0].stderr
+
+
+def test_a_missing_script_is_named_and_nothing_runs(ip, tmp_path, mlp_home):
+    logs = os.path.join(mlp_home, "logs")
+    before = set(os.listdir(logs)) if os.path.isdir(logs) else set()
+    error = run(ip, f"%mpirun -np 4 {tmp_path}/nowhere.py --lr 1")
+    assert error_line(error) == f"%mpirun: script {tmp_path}/nowhere.py: no such file; nothing was run"
+    error = run(ip, f"%mpirun {tmp_path}")
+    assert "is a folder, not a script" in error_line(error)
+    assert (set(os.listdir(logs)) if os.path.isdir(logs) else set()) == before   # no cell ran
+
+
+# ---------------------------------------------------------------- post-mortem
+
+def test_post_mortem_reads_the_failed_frames_locals(ip):
+    assert isinstance(run(ip, NESTED_FAILURE), RankFailure)
+    assert run(ip, "%%mpirun --post-mortem -o frame0\nprint(values, total, rank)") is None
+    assert [r.rank for r in ip.user_ns["frame0"]] == [1, 3]           # the failed ranks only
+    assert outputs(ip, "frame0") == ["[10, 11] 21 1\n", "[30, 31] 61 3\n"]
+    assert run(ip, "%%mpirun --post-mortem --frame 1 -o frame1\nprint(x, y, 'values' in dir())") is None
+    assert outputs(ip, "frame1") == ["1 10 False\n", "3 30 False\n"]
+    # the last expression's value is each rank's result, as in any cell
+    assert run(ip, "%%mpirun --post-mortem --ranks 3 -o last\ntotal * 2") is None
+    assert ip.user_ns["last"][3].displays[-1]["data"]["text/plain"] == "122"
+
+
+def test_where_shows_each_failed_ranks_frames_and_locals(ip, capsys):
+    assert isinstance(run(ip, NESTED_FAILURE), RankFailure)
+    capsys.readouterr()
+    assert run(ip, "%mpirun --where -o where") is None
+    where = ip.user_ns["where"]
+    assert [r.rank for r in where] == [1, 3]
+    text = where[1].stdout
+    assert "  [frame 0] cell, line 8, in inner" in text
+    assert "          values: list = [10, 11]" in text and "          total: int = 21" in text
+    assert "  [frame 1] cell, line 3, in outer" in text and "          y: int = 10" in text
+    assert "  [frame 2] cell, line 11, in <module>" in text and "          rank: int = 1" in text
+    assert "outer: function" not in text                       # a cell's top level: its values only
+    assert text.rstrip().endswith("ValueError: odd rank, total 21")
+    assert "total: int = 61" in where[3].stdout
+    shown = capsys.readouterr().out
+    assert "rank 1 on localhost" in shown and "rank 3 on localhost" in shown
+
+
+def test_bad_post_mortem_requests_are_one_line(ip):
+    assert isinstance(run(ip, NESTED_FAILURE), RankFailure)
+    assert error_line(run(ip, "%%mpirun --post-mortem --frame 3\nx")) == (
+        "%%mpirun --post-mortem: --frame 3 is out of range: ranks 1,3 have 3 frames of user code "
+        "(--frame 0-2)")
+    assert error_line(run(ip, "%%mpirun --post-mortem --ranks 0-1\nx")) == (
+        "%%mpirun --post-mortem: rank 0 has no failure to inspect (with one: ranks 1,3)")
+    assert "line 1 of the cell: " in error_line(run(ip, "%%mpirun --post-mortem\nprint(x y)"))
+    assert error_line(run(ip, "%mpirun --post-mortem")).startswith("%mpirun: --post-mortem runs a cell")
+    failed = run(ip, "%%mpirun --post-mortem -o oops\nundefined_name")
+    assert isinstance(failed, RankFailure) and "NameError" in ip.user_ns["oops"][1].error
+    # none of these replaced the failure kept on the ranks
+    assert run(ip, "%%mpirun --post-mortem -o still\nprint(total)") is None
+    assert outputs(ip, "still") == ["21\n", "61\n"]
+
+
+def test_a_failure_is_kept_until_that_ranks_next_cell_succeeds(ip):
+    assert isinstance(run(ip, NESTED_FAILURE), RankFailure)
+    assert run(ip, "%%mpirun --ranks 0,3\npass") is None           # rank 3 moved on, rank 1 did not
+    assert run(ip, "%%mpirun --post-mortem -o kept\nprint(total)") is None
+    assert [r.rank for r in ip.user_ns["kept"]] == [1]
+    assert run(ip, "%%mpirun\npass") is None
+    assert error_line(run(ip, "%mpirun --where")) == (
+        "%mpirun --where: no rank has a failure to inspect (a rank keeps its last failure until its next "
+        "cell succeeds)")
+
+
+def test_post_mortem_after_a_timeout_is_where_each_rank_was_interrupted(ip):
+    cell = textwrap.dedent("""\
+        %%mpirun -np 4 --timeout 3
+        import time
+        def wait_here(seconds):
+            waited_for = seconds * rank
+            time.sleep(seconds)
+        if rank:
+            wait_here(60)
+        """)
+    error = run(ip, cell)
+    assert isinstance(error, RankFailure) and "timeout on ranks 1-3" in str(error)
+    assert run(ip, "%%mpirun --post-mortem -o stopped\nprint(seconds, waited_for)") is None
+    assert [r.rank for r in ip.user_ns["stopped"]] == [1, 2, 3]
+    assert outputs(ip, "stopped") == ["60 60\n", "60 120\n", "60 180\n"]
+    assert run(ip, "%mpirun --where --ranks 2 -o where") is None
+    text = ip.user_ns["where"][2].stdout
+    assert "  [frame 0] cell, line 4, in wait_here" in text and "time.sleep(seconds)" in text
+    assert text.rstrip().endswith("KeyboardInterrupt (interrupted here)")
+
+
+def test_post_mortem_in_a_failed_script(ip, tmp_path):
+    script = tmp_path / "broken.py"
+    script.write_text("def step(batch):\n    loss = batch * 2\n    raise RuntimeError(f'nan at {loss}')\n\n"
+                      "for batch in range(3):\n    if batch == rank:\n        step(batch)\n")
+    assert isinstance(run(ip, f"%mpirun -np 4 {script}"), RankFailure)
+    assert run(ip, "%%mpirun --post-mortem -o pm\nprint(loss)") is None
+    assert outputs(ip, "pm") == ["0\n", "2\n", "4\n"]               # rank 3 never failed
+    assert run(ip, "%mpirun --where --ranks 1 -o where") is None
+    text = ip.user_ns["where"][1].stdout
+    assert f"  [frame 0] {script}, line 3, in step" in text and "loss: int = 2" in text
+    assert f"  [frame 1] {script}, line 7, in <module>" in text and "batch: int = 1" in text
+    assert "mlp_magic" not in text and "frame 2" not in text        # our own frames are not the user's
