@@ -68,6 +68,8 @@ def _mpirun_parser() -> LineParser:
     parser.add_argument("--status", action="store_true")
     parser.add_argument("--stop", action="store_true")
     parser.add_argument("--stacks", action="store_true")
+    parser.add_argument("--pull", type=_identifier, metavar="NAME")
+    parser.add_argument("--push", type=_identifier, metavar="NAME")
     return parser
 
 
@@ -88,9 +90,41 @@ class MpirunArgs:
     status: bool = False
     stop: bool = False
     stacks: bool = False
+    pull: str | None = None
+    push: str | None = None
+    compare: str | None = None     # the expression: the rest of the line (see split_compare)
+
+
+# --compare takes the rest of the line as a Python expression (no $NAME expansion, no shell
+# quoting: "x['a']" stays as written); the options that may follow it are taken off its end.
+_COMPARE = re.compile(r"(?:^|\s)--compare(?:=|\s+|$)")
+_OPTION = r"(?:--ranks|--targets|-o|--out|--timeout)(?:\s+|=)\S+"
+_AFTER_COMPARE = re.compile(rf"\s+{_OPTION}\s*$")
+_BEFORE_EXPR = re.compile(rf"^\s*{_OPTION}\s+(?=\S)")
+
+
+def split_compare(line: str) -> tuple:
+    """"-o c --compare m.w[0] --ranks 1-3" -> ("-o c --ranks 1-3", "m.w[0]"); (line, None) without
+    --compare. A quoted expression ("'a + b'") loses its quotes."""
+    found = _COMPARE.search(line)
+    if found is None:
+        return line, None
+    head, expr, tail = line[:found.start()], " " + line[found.end():], ""
+    while (before := _BEFORE_EXPR.match(expr)) is not None:
+        expr, head = " " + expr[before.end():], f"{head} {before.group(0)}"
+    while (after := _AFTER_COMPARE.search(expr)) is not None:
+        expr, tail = expr[:after.start()], after.group(0) + tail
+    expr = expr.strip()
+    if expr[:1] in "'\"" and expr[-1:] == expr[:1] and len(expr) > 1 and expr[0] not in expr[1:-1]:
+        expr = expr[1:-1]
+    if not expr.strip():
+        raise MlpMagicError("%mpirun --compare: give an expression, the rest of the line "
+                            "(e.g. %mpirun --compare model.state_dict())")
+    return head + tail, expr
 
 
 def parse_mpirun_args(line: str, env: Mapping, user_ns: Mapping | None = None) -> MpirunArgs:
+    line, compare = split_compare(line)
     expanded = expand_vars(line, env, user_ns)
     try:
         namespace = _mpirun_parser().parse_args(split_line(expanded, "%%mpirun"))
@@ -99,7 +133,11 @@ def parse_mpirun_args(line: str, env: Mapping, user_ns: Mapping | None = None) -
             raise
         # the user wrote $NAMES: show what they became, or "unrecognized arguments: 4" is a riddle
         raise MlpMagicError(f"{err} (the line {line.strip()!r} expanded to {expanded.strip()!r})") from None
-    args = MpirunArgs(**vars(namespace))
+    args = MpirunArgs(**vars(namespace), compare=compare)
     if sum([args.status, args.stop, args.restart, args.stacks]) > 1:
         raise MlpMagicError("%mpirun: give one of --status, --stop, --restart or --stacks")
+    moving = [args.compare is not None, args.pull is not None, args.push is not None]
+    if any(moving) and sum(moving) + args.status + args.stop + args.restart + args.stacks > 1:
+        raise MlpMagicError("%mpirun: --compare, --pull and --push go alone "
+                            "(not with each other, nor with --status, --stop, --restart or --stacks)")
     return args
