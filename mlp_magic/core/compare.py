@@ -226,7 +226,8 @@ def _minority_lines(group: ValueGroup, major: ValueGroup, total: int) -> list:
     summary = group.summary
     relayed = f"; {size_text(group.relayed)} relayed" if group.relayed else ""
     checksum = f"checksum {summary['digest'][:DIGEST_SHOWN]}"
-    head = f"{ranks_label(group.ranks)} ({len(group.ranks)} of {total}) {'differs' if len(group.ranks) == 1 else 'differ'}"
+    verb = "differs" if len(group.ranks) == 1 else "differ"
+    head = f"{ranks_label(group.ranks)} ({len(group.ranks)} of {total}) {verb}"
     if summary.get("leaf") is not None and major.summary.get("leaf") is not None:
         detail = diff_text(group.diffs[0]) if group.diffs else describe(summary)
         if summary["leaf"]["kind"] in ("number", "object"):
