@@ -5,7 +5,8 @@ A summary of a whole value:
 
     {"type": "OrderedDict", "digest": hex, "structure": hex, "leaves": 120,
      "counts": {"tensor": 120}, "dtypes": [...], "devices": [...], "finite": bool | None,
-     "numel": int, "nbytes": int, "leaf": <the leaf summary when the value is one leaf>}
+     "numel": int, "nbytes": int, "leaf": <the leaf summary when the value is one leaf>,
+     "nested": containers inside the value}
 
 or ``{"error": "NameError: name 'w' is not defined"}``. A leaf (a tensor, an array, a number, any
 other object) is ``{"path", "kind", "type", "shape", "dtype", "device", "finite", "digest",
@@ -193,7 +194,8 @@ def describe(summary: dict) -> str:
 
 
 def _entries_word(summary: dict) -> str:
-    return "keys" if "dict" in summary["type"].lower() else "entries"
+    """A flat dict's leaves are its keys (a state_dict); nested values have entries."""
+    return "keys" if "dict" in summary["type"].lower() and not summary.get("nested") else "entries"
 
 
 def diff_text(diff: LeafDiff) -> str:

@@ -230,5 +230,5 @@ def summarize(value) -> tuple:
     summary = {"type": type_name(value), "digest": whole.hexdigest()[:2 * WIDTH],
                "structure": structure.hexdigest()[:2 * WIDTH], "leaves": len(leaves), "counts": counts,
                "dtypes": dtypes, "devices": devices, "finite": finite, "numel": numel, "nbytes": nbytes,
-               "leaf": one}
+               "leaf": one, "nested": len(containers) > 1}
     return summary, leaves

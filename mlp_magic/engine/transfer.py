@@ -5,7 +5,9 @@ interactively defined functions canned): what ``view.pull`` and ``view.push`` wo
 value is serialised here, once, so its size is checked against the cap before anything is sent,
 and it travels as opaque bytes (``Packed``): the kernel unpacks it itself, because a value that
 cannot be loaded there (a class defined only on the ranks) would otherwise fail inside
-ipyparallel's receiving thread, and that reply would never arrive.
+ipyparallel's receiving thread, and that reply would never arrive. The value travels inside a
+1-tuple both ways: ipyparallel sorts the keys of a dict it is given at the top (its own push
+reorders dicts), and a tuple's items keep their order and their out-of-band buffers.
 """
 from __future__ import annotations
 
@@ -88,7 +90,7 @@ def fetch(name: str, cap: int):
     if data_bytes(namespace[name]) > cap:       # refused before copying anything
         return _over_cap(name, data_bytes(namespace[name]), cap)
     try:
-        buffers = serialize_object(on_cpu(namespace[name]))
+        buffers = serialize_object((on_cpu(namespace[name]),))
     except Exception as exc:
         return Refused(f"{name} is a {type_name(namespace[name])} that cannot be pickled: {error_line(exc)}")
     size = sum(memoryview(buffer).nbytes for buffer in buffers)
@@ -97,7 +99,7 @@ def fetch(name: str, cap: int):
     return Packed([bytes(buffer) for buffer in buffers], type_name(namespace[name]))
 
 
-def store(name: str, value) -> str:
-    """``%mpirun --push``: the notebook's value, already deserialised by ipyparallel."""
-    engine_shell().user_ns[name] = value
-    return type_name(value)
+def store(name: str, boxed: tuple) -> str:
+    """``%mpirun --push``: the notebook's value in a 1-tuple, already deserialised by ipyparallel."""
+    engine_shell().user_ns[name] = boxed[0]
+    return type_name(boxed[0])

@@ -118,7 +118,7 @@ def split_compare(line: str) -> tuple:
     if expr[:1] in "'\"" and expr[-1:] == expr[:1] and len(expr) > 1 and expr[0] not in expr[1:-1]:
         expr = expr[1:-1]
     if not expr.strip():
-        raise MlpMagicError("%mpirun --compare: give an expression, the rest of the line "
+        raise MlpMagicError("%mpirun: --compare: give an expression, the rest of the line "
                             "(e.g. %mpirun --compare model.state_dict())")
     return head + tail, expr
 

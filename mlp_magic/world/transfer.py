@@ -47,7 +47,7 @@ def pull(world, name: str, ranks: list, cap: int, timeout: float | None = None) 
 def _unpack(packed):
     from ipyparallel.serialize import deserialize_object
 
-    return deserialize_object(list(packed.buffers))[0]
+    return deserialize_object(list(packed.buffers))[0][0]   # the value travels in a 1-tuple
 
 
 def push(world, name: str, namespace: Mapping, ranks: list, cap: int, timeout: float | None = None) -> str:
@@ -58,7 +58,7 @@ def push(world, name: str, namespace: Mapping, ranks: list, cap: int, timeout: f
         raise MlpMagicError(f"%mpirun --push: name {name!r} is not defined in the notebook")
     value = namespace[name]
     try:
-        packed = PrePickled(value)   # serialised once, here, whatever the number of ranks
+        packed = PrePickled((value,))   # serialised once, here, whatever the number of ranks
     except Exception as exc:
         raise MlpMagicError(f"%mpirun --push {name}: a {type(value).__qualname__} cannot be pickled: "
                             f"{type(exc).__name__}: {exc}") from None

@@ -256,7 +256,7 @@ def test_topology_from_environment(hostfile_dir, data):
 OPTIONS = st.sampled_from([
     "-np", "-n", "--hostfile", "--machinefile", "-H", "--host", "--oversubscribe", "--ranks", "--targets",
     "--timeout", "--no-group", "--diff", "--all-outputs", "-o", "--out", "--log-dir", "--restart", "--status",
-    "--stop", "--nope", "-x", "--", "-np=", "--timeout=",
+    "--stop", "--nope", "-x", "--", "-np=", "--timeout=", "--compare", "--pull", "--push",
 ])
 ARG_VALUES = st.sampled_from([
     "4", "0", "-1", "x", "1abc", "class", "res", "0,2-3", "all", "60", "1e400", "nan", "-0.5", "'", '"',
@@ -269,6 +269,7 @@ GOOD_OPTIONS = st.sampled_from([
     "-np 4", "-n $NP", "-np=${NP}", "-H $HOSTS", "--hostfile /etc/mlp/hostfile", "--oversubscribe",
     "--ranks 0,2-3", "--targets all", "--timeout 60", "--timeout=0.5", "--no-group", "--diff",
     "--all-outputs", "-o res", "--out r2", "--log-dir '/tmp/a b'", "--restart", "--status", "--stop",
+    "--pull w", "--push w", "--compare m.state_dict()['w']",
 ])
 
 
@@ -304,6 +305,9 @@ def test_parse_mpirun_args(line):
     assert args.timeout is None or 0 < args.timeout < float("inf")
     assert args.out is None or args.out.isidentifier()
     assert sum([args.status, args.stop, args.restart, args.stacks]) <= 1
+    moving = [args.compare is not None, args.pull is not None, args.push is not None]
+    assert sum(moving) <= 1 and not (any(moving) and (args.status or args.stop or args.restart or args.stacks))
+    assert args.compare is None or args.compare.strip()
 
 
 @FUZZ
