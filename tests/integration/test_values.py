@@ -40,7 +40,7 @@ def compare(ip, capsys, line):
     return error, capsys.readouterr().out
 
 
-def test_a_state_dict_differing_in_one_element_names_the_rank_the_key_and_the_difference(values_world, capsys):
+def test_a_state_dict_differing_in_one_element_names_rank_key_and_difference(values_world, capsys):
     error, out = compare(values_world, capsys, "model.state_dict() -o cmp")
     assert error is None
     cmp = values_world.user_ns["cmp"]
@@ -52,7 +52,8 @@ def test_a_state_dict_differing_in_one_element_names_the_rank_the_key_and_the_di
     assert cmp.groups[1].differing == 1 and 0 < cmp.relayed <= 1 << 20   # one chunk, not the model
     assert cmp.summary_bytes / 4 < 2048                                  # what reached the notebook per rank
     lines = out.strip().splitlines()
-    assert lines[0].startswith("ranks 0-1,3 (3 of 4) equal: collections.OrderedDict of 16 tensors, float32, cpu")
+    assert lines[0].startswith("ranks 0-1,3 (3 of 4) equal: "
+                               "collections.OrderedDict of 16 tensors, float32, cpu")
     assert lines[1].startswith("rank 2 (1 of 4) differs in 1 of 16 keys")
     assert lines[2] == "  5.weight: max |diff| 0.001 at [17, 3]"
 
@@ -60,7 +61,8 @@ def test_a_state_dict_differing_in_one_element_names_the_rank_the_key_and_the_di
 def test_equal_values_are_one_line(values_world, capsys):
     error, out = compare(values_world, capsys, "model.state_dict()['0.weight']")
     assert error is None
-    assert out.strip().startswith("all 4 ranks equal: torch.Tensor [64, 64] float32 cpu, 16.0 KiB, finite, checksum ")
+    assert out.strip().startswith(
+        "all 4 ranks equal: torch.Tensor [64, 64] float32 cpu, 16.0 KiB, finite, checksum ")
     assert len(out.strip().splitlines()) == 1
 
 

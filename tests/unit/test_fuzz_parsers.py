@@ -306,7 +306,8 @@ def test_parse_mpirun_args(line):
     assert args.out is None or args.out.isidentifier()
     assert sum([args.status, args.stop, args.restart, args.stacks]) <= 1
     moving = [args.compare is not None, args.pull is not None, args.push is not None]
-    assert sum(moving) <= 1 and not (any(moving) and (args.status or args.stop or args.restart or args.stacks))
+    assert sum(moving) <= 1
+    assert not (any(moving) and (args.status or args.stop or args.restart or args.stacks))
     assert args.compare is None or args.compare.strip()
 
 

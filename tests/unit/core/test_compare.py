@@ -98,20 +98,23 @@ def test_a_minority_names_its_ranks_keys_and_largest_difference():
 def test_single_values_differ_in_one_line():
     same, other = tensor_leaf(), tensor_leaf(digest="cc" * 8, finite=False)
     groups, errors = group_summaries({0: one_leaf(same), 1: one_leaf(same), 2: one_leaf(other)})
-    groups[1].diffs = [LeafDiff("", same, other, max_diff=float("nan"), note="nan where the other has a number")]
+    groups[1].diffs = [LeafDiff("", same, other, max_diff=float("nan"),
+                                note="nan where the other has a number")]
     text = render(Comparison("t", groups, errors)).splitlines()
-    assert text[0] == "ranks 0-1 (2 of 3) equal: torch.Tensor [4, 4] float32 cpu, 64 B, finite, checksum aaaaaaaa"
+    assert text[0] == ("ranks 0-1 (2 of 3) equal: torch.Tensor [4, 4] float32 cpu, 64 B, finite, "
+                       "checksum aaaaaaaa")
     assert text[1].startswith("rank 2 (1 of 3) differs: max |diff| nan, NOT finite here "
                               "(nan where the other has a number) (checksum cccccccc")
 
 
 def test_numbers_and_objects_show_their_values():
     def number(value):
-        return {"path": "", "kind": "number", "type": type(value).__name__, "value": value, "repr": repr(value),
-                "finite": True, "digest": repr(value)}
-    groups, errors = group_summaries({0: one_leaf(number(0.5)), 1: one_leaf(number(0.5)), 2: one_leaf(number(0.75))})
-    groups[1].diffs = [LeafDiff("", groups[0].summary["leaf"], groups[1].summary["leaf"],
-                                max_diff=number_difference(groups[0].summary["leaf"], groups[1].summary["leaf"]))]
+        return {"path": "", "kind": "number", "type": type(value).__name__, "value": value,
+                "repr": repr(value), "finite": True, "digest": repr(value)}
+    groups, errors = group_summaries({0: one_leaf(number(0.5)), 1: one_leaf(number(0.5)),
+                                      2: one_leaf(number(0.75))})
+    ref, own = groups[0].summary["leaf"], groups[1].summary["leaf"]
+    groups[1].diffs = [LeafDiff("", ref, own, max_diff=number_difference(ref, own))]
     assert render(Comparison("x", groups, errors)).splitlines() == [
         "ranks 0-1 (2 of 3) equal: float 0.5, finite", "rank 2 (1 of 3) differs: 0.75 vs 0.5, |diff| 0.25"]
     assert number_difference({"kind": "number", "value": 1}, {"kind": "object", "repr": "'a'"}) is None
@@ -178,7 +181,8 @@ def test_unravel_inverts_c_order_flattening(shape, data):
 
 
 def test_describe_mixed_and_empty_containers():
-    mixed = dict(state_dict(), type="dict", counts={"number": 3, "object": 1}, dtypes=[], devices=[], nbytes=0)
+    mixed = dict(state_dict(), type="dict", counts={"number": 3, "object": 1}, dtypes=[], devices=[],
+                 nbytes=0)
     assert describe(mixed) == "dict of 3 numbers, 1 object, finite, checksum 11111111"
     empty = dict(mixed, counts={}, leaves=0, finite=None)
     assert describe(empty) == "empty dict, checksum 11111111"

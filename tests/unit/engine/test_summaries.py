@@ -80,9 +80,10 @@ def test_nested_containers_cycles_and_too_many_leaves():
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner,
-                                                                                  max_size=3), max_leaves=12))
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
+    max_leaves=12))
 def test_equal_plain_values_have_equal_digests(value):
     assert summary(value)["digest"] == summary(pickle.loads(pickle.dumps(value)))["digest"]
 
