@@ -4,7 +4,8 @@ A value is walked into leaves: dicts, lists and tuples are opened (up to ``MAX_D
 ``MAX_LEAVES`` leaves); a torch tensor, a numpy array, a number or any other object is a leaf.
 Tensors and arrays are hashed by their bytes, ``CHUNK`` bytes at a time (sha256, which CPUs with
 SHA extensions run at about 1.5 GB/s; hashlib releases the GIL): each chunk keeps an 8-byte digest,
-so two ranks can later find which chunks of a leaf differ without moving the leaf. A GPU tensor is
+so two ranks can later find which chunks of a leaf differ without moving the leaf (and then which
+1 KiB pieces of those chunks: ``engine/values.py``). A GPU tensor is
 copied to the host ``BLOCK`` bytes at a time, so memory stays low. Numbers compare by their exact
 ``repr``; anything else by the hash of its ``repr`` (two objects whose reprs are equal are equal).
 
@@ -16,7 +17,7 @@ import hashlib
 import math
 import sys
 
-CHUNK = 1 << 20        # bytes per chunk digest; every itemsize (1-16) divides it
+CHUNK = 1 << 16        # bytes per chunk digest (8 bytes kept: 1/8192 of the data); itemsizes divide it
 BLOCK = 16 << 20       # bytes copied off a GPU (and checked for nan) at a time; a multiple of CHUNK
 WIDTH = 8              # bytes kept of each chunk digest: a false "equal" has odds of 2**-64
 MAX_DEPTH = 32

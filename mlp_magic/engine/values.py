@@ -2,20 +2,27 @@
 
 The kernel evaluates nothing itself. ``summarize`` evaluates the expression in the rank's
 namespace and answers with a summary of a few hundred bytes; the value and its leaves' chunk
-digests stay here, under a token, until ``forget``. Only when ranks differ does the kernel ask
-more, and then of one rank per group: which leaves differ (``differences``), their chunk digests
-(``leaf_details``), the bytes of the chunks that differ on one majority rank (``chunk_bytes``),
-and, on the minority rank, the largest difference against those bytes (``max_differences``).
+digests stay here until the next cell or comparison (like IPython's ``_``), so the common case,
+every rank equal, is one round trip. Only when ranks differ does the kernel ask more, of one rank
+per group: the majority's leaf digests (``leaf_digests``); the minority's differing leaves and
+their 64 KiB chunk digests (``differences``); for the chunks that differ, the majority's 1 KiB
+piece digests (``leaf_details``); the minority's bytes of the pieces that differ
+(``differing_pieces``); and, back on the majority's rank, max |a - b| over them
+(``max_differences``). A state_dict differing in one element moves one 1 KiB piece.
 """
 from __future__ import annotations
+
+import hashlib
 
 from ..core.compare import align_paths, differing_slots
 from . import summaries
 from .bootstrap import engine_shell
 
 LISTED = 8               # differing leaves described in detail per group (core.compare.KEYS_SHOWN)
-_kept: dict = {}         # token -> (value, [Leaf]); one comparison at a time
+PIECE = 1 << 10          # bytes per piece digest, within a differing chunk
+REFINED = 256            # differing chunks per leaf whose pieces are digested (16 MiB of data)
 ERROR_CHARS = 300
+_kept: dict = {}         # token -> (value, [Leaf]); one comparison at a time
 
 
 def error_line(exc: BaseException) -> str:
@@ -23,11 +30,19 @@ def error_line(exc: BaseException) -> str:
     return text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS - 3] + "..."
 
 
+def release(*_) -> None:
+    """The next cell (a ``pre_run_cell`` event) or comparison lets the kept value go."""
+    _kept.clear()
+
+
 def summarize(expr: str, token: str) -> dict:
     """Evaluate ``expr`` in the rank's namespace; its summary, or {"error": one line}."""
-    _kept.clear()   # a comparison the kernel could not finish must not keep values alive
+    release()
+    shell = engine_shell()
+    if release not in shell.events.callbacks["pre_run_cell"]:
+        shell.events.register("pre_run_cell", release)
     try:
-        value = eval(compile(expr, "<--compare>", "eval"), engine_shell().user_ns)
+        value = eval(compile(expr, "<--compare>", "eval"), shell.user_ns)
     except Exception as exc:
         return {"error": error_line(exc)}
     try:
@@ -38,62 +53,77 @@ def summarize(expr: str, token: str) -> dict:
     return summary
 
 
-def forget(token: str) -> None:
-    _kept.pop(token, None)
-
-
 def _leaves(token: str) -> list:
     if token not in _kept:
-        raise RuntimeError("the value to compare is gone from this rank (another comparison began)")
+        raise RuntimeError("the value to compare is gone from this rank (a cell ran in between)")
     return _kept[token][1]
+
+
+def _digests(leaves: list) -> bytes:
+    return b"".join(bytes.fromhex(leaf.summary["digest"]) for leaf in leaves)
 
 
 def leaf_digests(token: str, with_paths: bool) -> dict:
     """The majority's reference: each leaf's digest (8 bytes each), and the paths when the
     minority's structure differs (else leaves align by index)."""
     leaves = _leaves(token)
-    digests = b"".join(bytes.fromhex(leaf.summary["digest"]) for leaf in leaves)
-    return {"digests": digests, "paths": [leaf.path for leaf in leaves] if with_paths else None}
+    return {"digests": _digests(leaves), "paths": [leaf.path for leaf in leaves] if with_paths else None}
 
 
 def differences(token: str, reference: dict) -> dict:
     """On a minority rank: which of its leaves differ from the reference (``leaf_digests``).
 
     {"differing": count, "listed": [(ref index or None, own index, own summary, own chunk digests)],
-     "missing": [paths only in the reference], "missing_count": n}."""
-    leaves = _leaves(token)
-    mine = b"".join(bytes.fromhex(leaf.summary["digest"]) for leaf in leaves)
-    width = summaries.WIDTH
+     "missing": [paths only in the reference, as many as fit in LISTED]}."""
+    leaves, width = _leaves(token), summaries.WIDTH
+    mine = _digests(leaves)
     if reference["paths"] is None:
-        pairs = [(i, i) for i in differing_slots(reference["digests"], mine, width)]
-        extra, missing = [], []
+        pairs, missing = [(i, i) for i in differing_slots(reference["digests"], mine, width)], []
+        extra = []
     else:
         aligned, missing, extra = align_paths(reference["paths"], [leaf.path for leaf in leaves])
-        digests = reference["digests"]
+        theirs = reference["digests"]
         pairs = [(r, o) for r, o in aligned
-                 if digests[r * width:(r + 1) * width] != mine[o * width:(o + 1) * width]]
+                 if theirs[r * width:(r + 1) * width] != mine[o * width:(o + 1) * width]]
     own_index = {leaf.path: i for i, leaf in enumerate(leaves)}
     differ = pairs + [(None, own_index[path]) for path in extra]
     listed = [(r, o, leaves[o].summary, leaves[o].chunks) for r, o in differ[:LISTED]]
     return {"differing": len(differ) + len(missing), "listed": listed,
-            "missing": missing[:max(0, LISTED - len(listed))], "missing_count": len(missing)}
+            "missing": missing[:max(0, LISTED - len(listed))]}
 
 
-def leaf_details(token: str, indices: list) -> dict:
-    """On the majority rank: {index: (summary, chunk digests)} of these leaves."""
-    leaves = _leaves(token)
-    return {i: (leaves[i].summary, leaves[i].chunks) for i in indices}
-
-
-def chunk_bytes(token: str, wanted: dict) -> dict:
-    """On the majority rank: {leaf index: [(chunk number, bytes)]} for {leaf index: [chunks]}.
-    GPU tensors are copied one chunk at a time."""
-    leaves = _leaves(token)
-    found = {}
-    for index, numbers in wanted.items():
-        raw = _raw_bytes(leaves[index].obj)
-        found[index] = [(n, _chunk(raw, n)) for n in numbers]
+def leaf_details(token: str, others: dict) -> dict:
+    """On the majority rank, for {key: (leaf index, a minority's chunk digests or None)}:
+    {key: (summary, {chunk: piece digests}, count of chunks that differ)}; pieces are digested
+    for at most REFINED differing chunks of a leaf."""
+    leaves, found = _leaves(token), {}
+    for key, (index, other) in others.items():
+        leaf = leaves[index]
+        if not other or len(other) != len(leaf.chunks):
+            found[key] = (leaf.summary, {}, 0)
+            continue
+        chunks = differing_slots(leaf.chunks, other, summaries.WIDTH)
+        raw = _raw_bytes(leaf.obj)
+        found[key] = (leaf.summary, {n: _piece_digests(raw, n) for n in chunks[:REFINED]}, len(chunks))
     return found
+
+
+def differing_pieces(token: str, wanted: dict, budget: int) -> tuple:
+    """On a minority rank, for {own leaf index: {chunk: the majority's piece digests}}: the bytes
+    of its own pieces that differ, ({index: [(byte offset, bytes)]}, complete), at most
+    ``budget`` bytes (``complete`` is False when the budget stopped it)."""
+    leaves, found = _leaves(token), {}
+    for index, chunks in wanted.items():
+        raw, found[index] = _raw_bytes(leaves[index].obj), []
+        for number, theirs in sorted(chunks.items()):
+            start = number * summaries.CHUNK
+            data = _host_bytes(raw[start:start + summaries.CHUNK])
+            for piece in differing_slots(theirs, _piece_digests_of(data), summaries.WIDTH):
+                if budget < PIECE:
+                    return found, False
+                found[index].append((start + piece * PIECE, data[piece * PIECE:(piece + 1) * PIECE]))
+                budget -= PIECE
+    return found, True
 
 
 def _raw_bytes(obj):
@@ -106,31 +136,39 @@ def _raw_bytes(obj):
     return summaries.array_flat(obj).view(numpy.uint8)
 
 
-def _chunk(raw, number: int) -> bytes:
-    piece = raw[number * summaries.CHUNK:(number + 1) * summaries.CHUNK]
+def _host_bytes(piece) -> bytes:
     return piece.cpu().numpy().tobytes() if hasattr(piece, "cpu") else piece.tobytes()
 
 
+def _piece_digests(raw, chunk: int) -> bytes:
+    return _piece_digests_of(_host_bytes(raw[chunk * summaries.CHUNK:(chunk + 1) * summaries.CHUNK]))
+
+
+def _piece_digests_of(data: bytes) -> bytes:
+    view = memoryview(data)
+    return b"".join(hashlib.sha256(view[at:at + PIECE]).digest()[:summaries.WIDTH]
+                    for at in range(0, len(view), PIECE))
+
+
 def max_differences(token: str, relayed: dict) -> dict:
-    """On a minority rank: {own leaf index: (max |own - ref|, flat index, any nan differs)} over
-    the chunks relayed from the majority ({own index: [(chunk number, bytes)]})."""
-    leaves = _leaves(token)
-    answers = {}
-    for index, chunks in relayed.items():
+    """On the majority rank: {key: (max |own - theirs|, flat index, note)} over the pieces
+    minority ranks sent ({key: (leaf index, [(byte offset, bytes)])})."""
+    leaves, answers = _leaves(token), {}
+    for key, (index, pieces) in relayed.items():
         try:
-            answers[index] = _max_difference(leaves[index].obj, chunks)
+            answers[key] = _max_difference(leaves[index].obj, pieces)
         except (TypeError, ValueError, RuntimeError) as exc:   # a dtype without arithmetic
-            answers[index] = (None, None, error_line(exc))
+            answers[key] = (None, None, error_line(exc))
     return answers
 
 
-def _max_difference(obj, chunks: list) -> tuple:
-    numpy, triples = _as_numbers(obj, chunks)
+def _max_difference(obj, pieces: list) -> tuple:
+    numpy, triples = _as_numbers(obj, pieces)
     best, where, nan_differs = -1.0, None, False
-    for start, own, ref in triples:
-        same = (own == ref) | (numpy.isnan(own) & numpy.isnan(ref))
+    for start, own, theirs in triples:
+        same = (own == theirs) | (numpy.isnan(own) & numpy.isnan(theirs))
         with numpy.errstate(invalid="ignore", over="ignore"):
-            diff = numpy.abs(own - ref)
+            diff = numpy.abs(own - theirs)
         diff[same] = 0
         nan_differs = nan_differs or bool(numpy.isnan(diff).any())
         diff = numpy.nan_to_num(diff, nan=0.0, posinf=numpy.inf)
@@ -140,8 +178,8 @@ def _max_difference(obj, chunks: list) -> tuple:
     return (best if where is not None else None), where, note
 
 
-def _as_numbers(obj, chunks: list) -> tuple:
-    """(numpy, [(start element, own values, ref values)]), widened to float64 or complex128."""
+def _as_numbers(obj, pieces: list) -> tuple:
+    """(numpy, [(first element, own values, their values)]), widened to float64 or complex128."""
     import numpy
 
     if summaries.is_tensor(obj):
@@ -154,7 +192,7 @@ def _as_numbers(obj, chunks: list) -> tuple:
         def own(start, count):
             return flat[start:start + count].cpu().to(wide).numpy()
 
-        def ref(data):
+        def theirs(data):
             return torch.frombuffer(bytearray(data), dtype=dtype).to(wide).numpy()
     else:
         flat = summaries.array_flat(obj)
@@ -164,10 +202,10 @@ def _as_numbers(obj, chunks: list) -> tuple:
         def own(start, count):
             return flat[start:start + count].astype(wide)
 
-        def ref(data):
+        def theirs(data):
             return numpy.frombuffer(data, dtype=dtype).astype(wide)
-    per_chunk = summaries.CHUNK // size
-    starts = [n * per_chunk for n, _ in chunks]
-    refs = [ref(data) for _, data in chunks]
-    owns = [own(start, len(r)) for start, r in zip(starts, refs)]
-    return numpy, list(zip(starts, owns, refs))
+    triples = []
+    for offset, data in pieces:
+        other = theirs(data)
+        triples.append((offset // size, own(offset // size, len(other)), other))
+    return numpy, triples

@@ -49,7 +49,7 @@ def test_a_state_dict_differing_in_one_element_names_rank_key_and_difference(val
     diff, = cmp.groups[1].diffs
     assert diff.path == "5.weight" and diff.at == (17, 3)
     assert diff.max_diff == pytest.approx(1e-3, rel=1e-3)
-    assert cmp.groups[1].differing == 1 and 0 < cmp.relayed <= 1 << 20   # one chunk, not the model
+    assert cmp.groups[1].differing == 1 and cmp.relayed == 1024          # one 1 KiB piece, not the model
     assert cmp.summary_bytes / 4 < 2048                                  # what reached the notebook per rank
     lines = out.strip().splitlines()
     assert lines[0].startswith("ranks 0-1,3 (3 of 4) equal: "
@@ -75,6 +75,31 @@ def test_numpy_numbers_nested_values_and_shapes(values_world, capsys):
     assert out.strip() == "all 4 ranks equal: float 0.2, finite"
     _, out = compare(values_world, capsys, "shape --ranks 1-3")
     assert out.strip().splitlines()[1].startswith("rank 3 (1 of 3) differs: shape [4] vs [3]")
+
+
+def test_every_rank_different_gives_one_group_each_with_its_largest_difference(values_world, capsys):
+    error = run(values_world, "%%mpirun\ng = torch.Generator().manual_seed(rank)\n"
+                              "noise = torch.rand(500, 300, generator=g)")
+    assert error is None
+    capsys.readouterr()
+    error, out = compare(values_world, capsys, "noise -o each")
+    each = values_world.user_ns["each"]
+    assert error is None and [g.ranks for g in each.groups] == [[0], [1], [2], [3]]
+    pulled = run(values_world, "%mpirun --pull noise -o noises") or values_world.user_ns["noises"]
+    for group in each.groups[1:]:
+        diff, = group.diffs
+        expected = (pulled[group.ranks[0]] - pulled[0]).abs()
+        assert diff.max_diff == pytest.approx(float(expected.max()), rel=1e-6)
+        assert expected[diff.at] == expected.max()
+        assert group.relayed == 500 * 300 * 4        # every byte differs: all of it, within the budget
+    assert out.splitlines()[0].startswith("rank 0: torch.Tensor [500, 300] float32 cpu")
+
+
+def test_the_ranks_let_the_compared_value_go_at_the_next_cell(values_world, capsys):
+    compare(values_world, capsys, "[torch.ones(3)]")
+    cell = "%%mpirun -o kept\nimport mlp_magic.engine.values as v\nprint(len(v._kept))"
+    assert run(values_world, cell) is None
+    assert {r.stdout for r in values_world.user_ns["kept"]} == {"0\n"}
 
 
 def test_a_name_missing_on_some_ranks_is_a_grouped_error_and_the_others_are_compared(values_world, capsys):

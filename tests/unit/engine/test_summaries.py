@@ -101,7 +101,7 @@ def keep(token, value):
     values._kept[token] = (value, summaries.summarize(value)[1])
 
 
-def test_the_follow_ups_find_the_key_the_chunk_and_the_largest_difference():
+def test_the_follow_ups_find_the_key_the_piece_and_the_largest_difference():
     torch.manual_seed(0)
     majority = collections.OrderedDict((f"l{i}.w", torch.randn(700, 700)) for i in range(4))
     minority = collections.OrderedDict((k, v.clone()) for k, v in majority.items())
@@ -109,21 +109,19 @@ def test_the_follow_ups_find_the_key_the_chunk_and_the_largest_difference():
     keep("major", majority)
     keep("minor", minority)
     try:
-        reference = values.leaf_digests("major", False)
-        found = values.differences("minor", reference)
+        found = values.differences("minor", values.leaf_digests("major", False))
         assert found["differing"] == 1 and found["missing"] == []
         (ref_index, own_index, own, own_chunks), = found["listed"]
         assert (ref_index, own_index, own["path"]) == (2, 2, "l2.w")
-        ref, ref_chunks = values.leaf_details("major", [2])[2]
-        from mlp_magic.core.compare import differing_slots
-        chunks = differing_slots(ref_chunks, own_chunks, summaries.WIDTH)
-        assert len(chunks) == 1
-        sent = values.chunk_bytes("major", {2: chunks})
-        assert sum(len(data) for _, data in sent[2]) <= summaries.CHUNK
-        largest, flat, note = values.max_differences("minor", {2: sent[2]})[2]
+        ref, pieces, differing = values.leaf_details("major", {"k": (2, own_chunks)})["k"]
+        assert ref["path"] == "l2.w" and differing == 1 and len(pieces) == 1
+        sent, complete = values.differing_pieces("minor", {2: pieces}, budget=1 << 20)
+        assert complete and [len(data) for _, data in sent[2]] == [values.PIECE]   # 1 KiB moves
+        largest, flat, note = values.max_differences("major", {"k": (2, sent[2])})["k"]
         assert largest == pytest.approx(1e-3, rel=1e-3) and flat == 600 * 700 + 3 and note == ""
+        assert values.differing_pieces("minor", {2: pieces}, budget=10) == ({2: []}, False)
     finally:
-        values._kept.clear()
+        values.release()
 
 
 def test_paths_align_when_the_structures_differ():
@@ -134,18 +132,19 @@ def test_paths_align_when_the_structures_differ():
         assert [(r, o, s["path"]) for r, o, s, _ in found["listed"]] == [(2, 1, "c"), (None, 2, "d")]
         assert found["missing"] == ["b"] and found["differing"] == 3
     finally:
-        values._kept.clear()
+        values.release()
 
 
 def test_nan_against_a_number_is_noted_and_equal_nans_are_not():
     keep("major", np.array([1.0, np.nan, np.nan, 4.0]))
     keep("minor", np.array([1.5, np.nan, 3.0, 4.0]))
     try:
-        sent = values.chunk_bytes("major", {0: [0]})
-        largest, flat, note = values.max_differences("minor", {0: sent[0]})[0]
+        _, pieces, _ = values.leaf_details("major", {0: (0, values._kept["minor"][1][0].chunks)})[0]
+        sent, _ = values.differing_pieces("minor", {0: pieces}, budget=1 << 20)
+        largest, flat, note = values.max_differences("major", {0: (0, sent[0])})[0]
         assert (largest, flat) == (0.5, 0) and note == "nan where the other has a number"
     finally:
-        values._kept.clear()
+        values.release()
 
 
 def test_a_forgotten_value_is_an_error_not_a_wrong_answer():
