@@ -163,18 +163,24 @@ def max_differences(token: str, relayed: dict) -> dict:
 
 
 def _max_difference(obj, pieces: list) -> tuple:
+    """(largest |a - b| over the pieces, its flat index, note); nan against a number is noted,
+    and is the answer (nan, at its first place) when nothing else differs."""
     numpy, triples = _as_numbers(obj, pieces)
-    best, where, nan_differs = -1.0, None, False
+    best, where, first_nan = 0.0, None, None
     for start, own, theirs in triples:
         same = (own == theirs) | (numpy.isnan(own) & numpy.isnan(theirs))
         with numpy.errstate(invalid="ignore", over="ignore"):
             diff = numpy.abs(own - theirs)
         diff[same] = 0
-        nan_differs = nan_differs or bool(numpy.isnan(diff).any())
+        nans = numpy.flatnonzero(numpy.isnan(diff))
+        if first_nan is None and nans.size:
+            first_nan = start + int(nans[0])
         diff = numpy.nan_to_num(diff, nan=0.0, posinf=numpy.inf)
         if diff.size and diff.max() > best:
             best, where = float(diff.max()), start + int(diff.argmax())
-    note = "nan where the other has a number" if nan_differs else ""
+    if where is None and first_nan is not None:
+        return float("nan"), first_nan, "nan where the other has a number"
+    note = "and nan where the other has a number" if first_nan is not None else ""
     return (best if where is not None else None), where, note
 
 

@@ -3,6 +3,7 @@ a difference (engine/values), run here in one process on two kept values."""
 from __future__ import annotations
 
 import collections
+import math
 import pickle
 
 import numpy as np
@@ -142,7 +143,7 @@ def test_nan_against_a_number_is_noted_and_equal_nans_are_not():
         _, pieces, _ = values.leaf_details("major", {0: (0, values._kept["minor"][1][0].chunks)})[0]
         sent, _ = values.differing_pieces("minor", {0: pieces}, budget=1 << 20)
         largest, flat, note = values.max_differences("major", {0: (0, sent[0])})[0]
-        assert (largest, flat) == (0.5, 0) and note == "nan where the other has a number"
+        assert (largest, flat) == (0.5, 0) and note == "and nan where the other has a number"
     finally:
         values.release()
 
@@ -158,3 +159,15 @@ def test_pull_sizes_and_cpu_copies():
     assert transfer.on_cpu(value) is value                  # nothing to move: the same object
     named = collections.namedtuple("Pair", "a b")(torch.ones(1), 2)
     assert transfer.on_cpu(named) is named
+
+
+def test_nan_alone_is_the_difference_where_it_is():
+    keep("major", torch.tensor([1.0, 2.0, 3.0]))
+    keep("minor", torch.tensor([1.0, 2.0, float("nan")]))
+    try:
+        _, pieces, _ = values.leaf_details("major", {0: (0, values._kept["minor"][1][0].chunks)})[0]
+        sent, _ = values.differing_pieces("minor", {0: pieces}, budget=1 << 20)
+        largest, flat, note = values.max_differences("major", {0: (0, sent[0])})[0]
+        assert math.isnan(largest) and flat == 2 and note == "nan where the other has a number"
+    finally:
+        values.release()
