@@ -14,6 +14,7 @@ may change ``os.environ`` between cells, and tests pass their own mappings.
 | ``MLP_MAGIC_MPIEXEC``       | ``mpiexec_setting``       | the mpiexec to use, or ``none``           |
 | ``MLP_MAGIC_CONTROLLER_IP``, ``MLP_HOST`` | ``controller_address`` | where the controller listens |
 | ``MLP_MAGIC_HOSTFILE``      | ``panel_hostfile``        | the lab panel's hostfile                  |
+| ``MLP_MAGIC_PULL_CAP``      | ``pull_cap``              | bytes one rank may send for --pull/--push |
 | ``NO_COLOR``                | ``no_color``              | no colour on terminals                    |
 
 The job's own variables (``MLP_MPI_*``, ``MLP_WORKER_*``, Slurm, torchrun) describe the hosts,
@@ -27,6 +28,7 @@ core, which is handed the values instead.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence  # not typing: its import slows the allrun CLI's start
 
@@ -41,6 +43,10 @@ SSH_CONTROL_DIR = "MLP_MAGIC_SSH_CONTROL_DIR"
 MPIEXEC = "MLP_MAGIC_MPIEXEC"
 CONTROLLER_ADDRESS = ("MLP_MAGIC_CONTROLLER_IP", "MLP_HOST")   # the first one set wins
 PANEL_HOSTFILE = "MLP_MAGIC_HOSTFILE"
+PULL_CAP = "MLP_MAGIC_PULL_CAP"
+DEFAULT_PULL_CAP = 64 << 20
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([KMGTkmgt]?)(?:i?[Bb])?")
 DEFAULT_LOG_KEEP_DAYS = 30.0
 
 
@@ -122,6 +128,20 @@ def controller_address(env: Mapping | None = None) -> tuple[str, str] | None:
 def panel_hostfile(env: Mapping | None = None) -> str:
     """The lab panel's hostfile (its server setting's default); empty: the environment's hosts."""
     return _env(env).get(PANEL_HOSTFILE, "")
+
+
+def pull_cap(env: Mapping | None = None) -> int:
+    """Bytes one rank may send for ``%mpirun --pull`` (and the notebook for ``--push``):
+    ``$MLP_MAGIC_PULL_CAP``, a number of bytes with an optional K, M, G or T (powers of 1024,
+    ``64M``, ``64MiB`` and ``64MB`` alike); default 64M."""
+    raw = _env(env).get(PULL_CAP, "").strip()
+    if not raw:
+        return DEFAULT_PULL_CAP
+    found = _SIZE.fullmatch(raw)
+    value = float(found.group(1)) * _SIZE_UNITS[found.group(2).upper()] if found else 0.0
+    if not 1 <= value < float(1 << 60):
+        raise MlpMagicError(f"{PULL_CAP}={raw!r}: expected a size such as 64M, 2G or 1000000 (bytes)")
+    return int(value)
 
 
 def no_color(env: Mapping | None = None) -> bool:

@@ -44,9 +44,15 @@ class MlpMagics(Magics):
 
         Line forms: ``%mpirun script.py [args...]`` (the script on every rank, as mpiexec would run
         it), ``%mpirun --where`` (the failed ranks' tracebacks and locals), ``--status``, ``--stop``,
-        ``--restart [-np N]``, ``--stacks`` (every rank's Python stack, grouped).
+        ``--restart [-np N]``, ``--stacks`` (every rank's Python stack, grouped); ``--compare EXPR``,
+        ``--pull NAME``, ``--push NAME`` (values on the ranks: see ``_values``).
         """
         args = parse_mpirun_args(line, os.environ, self.shell.user_ns)
+        if args.compare is not None or args.pull or args.push:
+            if cell is not None:
+                raise MlpMagicError("%%mpirun: --compare, --pull and --push are line forms "
+                                    "(%mpirun --pull x)")
+            return self._values(args)
         check_form(args, cell=cell is not None)
         if cell is None and not (args.script or args.where):
             answer = mpirun.line_command(args, os.environ)
@@ -98,6 +104,20 @@ class MlpMagics(Magics):
         from .core.line_args import expand_vars
 
         return cluster_view(**parse_cluster_args(expand_vars(line, os.environ, self.shell.user_ns)))
+
+    def _values(self, args):
+        """``--compare``: the grouped comparison is printed (``-o NAME`` keeps the Comparison).
+        ``--pull``: ``{rank: value}`` is the line's value (``d = %mpirun --pull x``), or goes
+        to ``-o NAME``. ``--push``: a line saying what went where."""
+        answer = mpirun.values_command(args, self.shell.user_ns, os.environ)
+        if args.pull and not args.out:
+            return answer
+        self._store(args.out, answer)
+        if args.pull:
+            print(f"{args.out} = {{rank: {args.pull}}} from {len(answer)} ranks")
+        else:
+            print(answer.text if args.compare is not None else answer)
+        return None
 
     def _store(self, name: str | None, value) -> None:
         """``-o NAME``: the run's Results in the notebook's namespace."""

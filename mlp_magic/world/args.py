@@ -79,6 +79,8 @@ def _mpirun_parser() -> LineParser:
     parser.add_argument("--post-mortem", dest="post_mortem", action="store_true")
     parser.add_argument("--frame", type=_frame_number)
     parser.add_argument("--where", action="store_true")
+    parser.add_argument("--pull", type=_identifier, metavar="NAME")
+    parser.add_argument("--push", type=_identifier, metavar="NAME")
     return parser
 
 
@@ -120,9 +122,41 @@ class MpirunArgs:
     where: bool = False
     script: str | None = None
     script_args: tuple = ()
+    pull: str | None = None
+    push: str | None = None
+    compare: str | None = None     # the expression: the rest of the line (see split_compare)
+
+
+# --compare takes the rest of the line as a Python expression (no $NAME expansion, no shell
+# quoting: "x['a']" stays as written); the options that may follow it are taken off its end.
+_COMPARE = re.compile(r"(?:^|\s)--compare(?:=|\s+|$)")
+_OPTION = r"(?:--ranks|--targets|-o|--out|--timeout)(?:\s+|=)\S+"
+_AFTER_COMPARE = re.compile(rf"\s+{_OPTION}\s*$")
+_BEFORE_EXPR = re.compile(rf"^\s*{_OPTION}\s+(?=\S)")
+
+
+def split_compare(line: str) -> tuple:
+    """"-o c --compare m.w[0] --ranks 1-3" -> ("-o c --ranks 1-3", "m.w[0]"); (line, None) without
+    --compare. A quoted expression ("'a + b'") loses its quotes."""
+    found = _COMPARE.search(line)
+    if found is None:
+        return line, None
+    head, expr, tail = line[:found.start()], " " + line[found.end():], ""
+    while (before := _BEFORE_EXPR.match(expr)) is not None:
+        expr, head = " " + expr[before.end():], f"{head} {before.group(0)}"
+    while (after := _AFTER_COMPARE.search(expr)) is not None:
+        expr, tail = expr[:after.start()], after.group(0) + tail
+    expr = expr.strip()
+    if expr[:1] in "'\"" and expr[-1:] == expr[:1] and len(expr) > 1 and expr[0] not in expr[1:-1]:
+        expr = expr[1:-1]
+    if not expr.strip():
+        raise MlpMagicError("%mpirun: --compare: give an expression, the rest of the line "
+                            "(e.g. %mpirun --compare model.state_dict())")
+    return head + tail, expr
 
 
 def parse_mpirun_args(line: str, env: Mapping, user_ns: Mapping | None = None) -> MpirunArgs:
+    line, compare = split_compare(line)
     expanded = expand_vars(line, env, user_ns)
     try:
         options, script = split_script(split_line(expanded, "%%mpirun"), _mpirun_parser())
@@ -132,9 +166,14 @@ def parse_mpirun_args(line: str, env: Mapping, user_ns: Mapping | None = None) -
             raise
         # the user wrote $NAMES: show what they became, or "unrecognized arguments: 4" is a riddle
         raise MlpMagicError(f"{err} (the line {line.strip()!r} expanded to {expanded.strip()!r})") from None
-    args = MpirunArgs(**vars(namespace), script=script[0] if script else None, script_args=tuple(script[1:]))
+    args = MpirunArgs(**vars(namespace), compare=compare, script=script[0] if script else None,
+                      script_args=tuple(script[1:]))
     if sum([args.status, args.stop, args.restart, args.stacks]) > 1:
         raise MlpMagicError("%mpirun: give one of --status, --stop, --restart or --stacks")
+    moving = [args.compare is not None, args.pull is not None, args.push is not None]
+    if any(moving) and sum(moving) + args.status + args.stop + args.restart + args.stacks > 1:
+        raise MlpMagicError("%mpirun: --compare, --pull and --push go alone "
+                            "(not with each other, nor with --status, --stop, --restart or --stacks)")
     _refuse_mixed_debugging(args)
     return args
 
@@ -146,7 +185,8 @@ def _refuse_mixed_debugging(args: MpirunArgs) -> None:
     """A script, --post-mortem and --where exclude each other and the other line forms; the two
     inspections look at the running World, so options that would start another are refused."""
     given = {"a script": args.script, "--post-mortem": args.post_mortem, "--where": args.where,
-             "--status": args.status, "--stop": args.stop, "--stacks": args.stacks}
+             "--status": args.status, "--stop": args.stop, "--stacks": args.stacks,
+             "--compare": args.compare is not None, "--pull": args.pull, "--push": args.push}
     named = [name for name, value in given.items() if value]
     if len(named) > 1:
         raise MlpMagicError(f"%mpirun: {' and '.join(named[:2])} do not go together")

@@ -157,29 +157,14 @@ class CellRun:
         return [self.async_result.msg_ids[index[rank]] for rank in ranks]
 
     def _wait_while_ranks_stop(self, grace: float) -> None:
-        left, deadline = len(self.unfinished_ranks()), time.monotonic() + grace
-        while left and time.monotonic() < deadline:
-            self.wait(0.05)
-            now_left = len(self.unfinished_ranks())
-            if now_left < left:
-                left, deadline = now_left, time.monotonic() + grace
+        wait_while_ranks_stop(self, grace)
 
     def release(self) -> None:
         """Let the client forget this finished cell; else memory grows cell after cell (64
         ranks printing a line each: ~1 MiB a cell). It keeps each rank's result and output, the
         broadcast request's own futures (never answered as such), and ipyparallel's AsyncResult
         memoises ``len`` in a class-wide lru_cache that holds the last 128 AsyncResults alive."""
-        client = self.world.client
-        try:
-            client.purge_local_results(jobs=self.async_result)
-            request = self._children[0].header["msg_id"] if self._children else None
-            for table in (client._futures, client._output_futures, client.metadata):
-                table.pop(request, None)
-            client.outstanding.discard(request)
-        except Exception:  # a client internal moved: a leak is better than a failed cell
-            pass
-        for method in ("__len__", "_count_chunks"):
-            getattr(getattr(type(self.async_result), method, None), "cache_clear", lambda: None)()
+        forget_results(self.world.client, self.async_result)
 
     # ------------------------------------------------------------------ results
     def results(self, unfinished_status: str = status.TIMEOUT) -> list:
@@ -204,6 +189,32 @@ class CellRun:
             result.displays.append(metadata["execute_result"])
         result.duration = _seconds_between(metadata.get("started"), metadata.get("completed"))
         return result
+
+
+def wait_while_ranks_stop(run, grace: float) -> None:
+    """Wait while ``run``'s ranks keep finishing: up to ``grace`` seconds after the last one did
+    (``run`` has ``wait(seconds)`` and ``unfinished_ranks()``: a CellRun or a rank call)."""
+    left, deadline = len(run.unfinished_ranks()), time.monotonic() + grace
+    while left and time.monotonic() < deadline:
+        run.wait(0.05)
+        now_left = len(run.unfinished_ranks())
+        if now_left < left:
+            left, deadline = now_left, time.monotonic() + grace
+
+
+def forget_results(client, async_result) -> None:
+    """Let ipyparallel's client drop a finished request's results (see ``CellRun.release``)."""
+    try:
+        client.purge_local_results(jobs=async_result)
+        children = async_result._children
+        request = children[0].header["msg_id"] if children else None
+        for table in (client._futures, client._output_futures, client.metadata):
+            table.pop(request, None)
+        client.outstanding.discard(request)
+    except Exception:  # a client internal moved: a leak is better than a failed cell
+        pass
+    for method in ("__len__", "_count_chunks"):
+        getattr(getattr(type(async_result), method, None), "cache_clear", lambda: None)()
 
 
 def _as_datetime(value):

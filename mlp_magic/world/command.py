@@ -107,6 +107,26 @@ def line_command(args: MpirunArgs, env, notice=print):
     return world.describe() if world else "no World running (the next %%mpirun cell starts one)"
 
 
+def values_command(args: MpirunArgs, user_ns, env):
+    """``%mpirun --compare EXPR | --pull NAME | --push NAME`` on the running World's ranks:
+    a Comparison, {rank: value}, or a line saying what was pushed."""
+    from .. import config
+    from . import transfer, values
+
+    if args.compare is not None:
+        values.check_expression(args.compare)   # a syntax error runs nothing
+    world = current_world()
+    if world is None:
+        raise MlpMagicError("%mpirun --compare/--pull/--push: no World running (a %%mpirun cell starts one)")
+    refuse_if_stuck(world)
+    ranks = parse_ranks(args.ranks, world.np) if args.ranks else list(range(world.np))
+    if args.compare is not None:
+        return values.compare(world, args.compare, ranks, args.timeout)
+    if args.pull:
+        return transfer.pull(world, args.pull, ranks, config.pull_cap(env), args.timeout)
+    return transfer.push(world, args.push, user_ns, ranks, config.pull_cap(env), args.timeout)
+
+
 # ------------------------------------------------------------------------------ one cell
 def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
     """Run ``code`` on the ranks; the grouped output is shown; RankFailure if a rank failed."""

@@ -38,3 +38,15 @@ def test_paths_follow_the_home_setting():
     assert config.controller_address({"MLP_HOST": "10.0.0.2"}) == ("MLP_HOST", "10.0.0.2")
     assert config.controller_address({"MLP_HOST": "a", "MLP_MAGIC_CONTROLLER_IP": "b"}) == (
         "MLP_MAGIC_CONTROLLER_IP", "b")
+
+
+@pytest.mark.parametrize("raw, size", [("", 64 << 20), ("1000", 1000), ("64M", 64 << 20), ("64MiB", 64 << 20),
+                                       ("2 GB", 2 << 30), ("1.5k", 1536)])
+def test_pull_cap_from_the_environment(raw, size):
+    assert config.pull_cap({config.PULL_CAP: raw}) == size
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "x", "64Q", "1e3", "nan", "9" * 30])
+def test_a_bad_pull_cap_is_named(raw):
+    with pytest.raises(MlpMagicError, match=f"MLP_MAGIC_PULL_CAP={raw!r}: expected a size"):
+        config.pull_cap({config.PULL_CAP: raw})

@@ -257,7 +257,7 @@ OPTIONS = st.sampled_from([
     "-np", "-n", "--hostfile", "--machinefile", "-H", "--host", "--oversubscribe", "--ranks", "--targets",
     "--timeout", "--no-group", "--diff", "--all-outputs", "-o", "--out", "--log-dir", "--restart", "--status",
     "--stop", "--nope", "-x", "--", "-np=", "--timeout=", "--post-mortem", "--frame", "--frame=", "--where",
-    "--stacks", "train.py", "-", "t.py",
+    "--stacks", "train.py", "-", "t.py", "--compare", "--pull", "--push",
 ])
 ARG_VALUES = st.sampled_from([
     "4", "0", "-1", "x", "1abc", "class", "res", "0,2-3", "all", "60", "1e400", "nan", "-0.5", "'", '"',
@@ -271,6 +271,7 @@ GOOD_OPTIONS = st.sampled_from([
     "--ranks 0,2-3", "--targets all", "--timeout 60", "--timeout=0.5", "--no-group", "--diff",
     "--all-outputs", "-o res", "--out r2", "--log-dir '/tmp/a b'", "--restart", "--status", "--stop",
     "--post-mortem", "--frame 1", "--frame=0", "--where", "train.py --lr 0.5", "t.py --timeout 3 -np 2",
+    "--pull w", "--push w", "--compare m.state_dict()['w']",
 ])
 
 
@@ -312,6 +313,10 @@ def test_parse_mpirun_args(line):
     assert args.script or not args.script_args
     for cell in (True, False):   # each form accepts the line or refuses it with one line
         only_our_error(check_form, args, cell)
+    moving = [args.compare is not None, args.pull is not None, args.push is not None]
+    assert sum(moving) <= 1
+    assert not (any(moving) and (args.status or args.stop or args.restart or args.stacks))
+    assert args.compare is None or args.compare.strip()
 
 
 @FUZZ

@@ -90,6 +90,9 @@ def test_defaults():
     ("--restart", "restart", True),
     ("--status", "status", True),
     ("--stop", "stop", True),
+    ("--pull w", "pull", "w"),
+    ("--push w", "push", "w"),
+    ("--compare w", "compare", "w"),
 ])
 def test_each_option(line, field, value):
     args = parse(line)
@@ -149,6 +152,12 @@ def test_a_full_line():
     ("--post-mortem -H a:1", ["-H does not go with"]),
     ("--post-mortem --restart", ["--restart does not go with"]),
     ("--where --oversubscribe", ["--oversubscribe does not go with"]),
+    ("--pull 1x", ["argument --pull: expected a Python name, got '1x'"]),
+    ("--push a.b", ["argument --push: expected a Python name, got 'a.b'"]),
+    ("--pull a --push b", ["--compare, --pull and --push go alone"]),
+    ("--stop --compare x", ["--compare, --pull and --push go alone"]),
+    ("--compare", ["%mpirun: --compare: give an expression, the rest of the line"]),
+    ("--compare -o c", ["--compare: give an expression"]),
 ])
 def test_bad_values_give_one_error_naming_the_value(line, parts, capsys):
     message = error_of(parse, line)
@@ -157,6 +166,22 @@ def test_bad_values_give_one_error_naming_the_value(line, parts, capsys):
     assert message.startswith("%%mpirun: ") or message.startswith("%mpirun: ")
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""   # argparse printed no usage
+
+
+@pytest.mark.parametrize("line, expr, rest", [
+    ("--compare model.state_dict()['fc.weight']", "model.state_dict()['fc.weight']", {}),
+    ("--compare sd --ranks 1-3 -o cmp", "sd", {"ranks": "1-3", "out": "cmp"}),
+    ("-o cmp --compare sd --timeout=5", "sd", {"out": "cmp", "timeout": 5.0}),
+    ("--compare --ranks 0,2 -o c w[0] + 1", "w[0] + 1", {"ranks": "0,2", "out": "c"}),
+    ("--compare 'a + b'", "a + b", {}),
+    ("--compare x$y", "x$y", {}),                  # no $NAME expansion inside the expression
+    ("--compare=grad.norm()", "grad.norm()", {}),
+    ("--compare -x", "-x", {}),
+])
+def test_compare_takes_the_rest_of_the_line(line, expr, rest):
+    args = parse(line)
+    assert args.compare == expr
+    assert {k: v for k, v in vars(args).items() if k != "compare" and v != getattr(MpirunArgs(), k)} == rest
 
 
 def test_argparse_never_exits():

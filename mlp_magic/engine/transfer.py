@@ -1,0 +1,105 @@
+"""What ``%mpirun --pull`` and ``--push`` run inside each rank.
+
+Values travel in ipyparallel's own serialisation (pickle, large numpy buffers out of band,
+interactively defined functions canned): what ``view.pull`` and ``view.push`` would move. A pulled
+value is serialised here, once, so its size is checked against the cap before anything is sent,
+and it travels as opaque bytes (``Packed``): the kernel unpacks it itself, because a value that
+cannot be loaded there (a class defined only on the ranks) would otherwise fail inside
+ipyparallel's receiving thread, and that reply would never arrive. The value travels inside a
+1-tuple both ways: ipyparallel sorts the keys of a dict it is given at the top (its own push
+reorders dicts), and a tuple's items keep their order and their out-of-band buffers.
+"""
+from __future__ import annotations
+
+import copy
+
+from ..core.compare import size_text
+from .bootstrap import engine_shell
+from .summaries import MAX_DEPTH, is_array, is_tensor, type_name
+from .values import error_line
+
+
+class Packed:
+    """A serialised value: ipyparallel's buffers, as bytes."""
+
+    def __init__(self, buffers: list, type_name: str):
+        self.buffers, self.type_name = buffers, type_name
+
+    @property
+    def nbytes(self) -> int:
+        return sum(len(buffer) for buffer in self.buffers)
+
+
+class Refused:
+    """A rank's answer when its value cannot be sent: the kernel shows ``message``."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"Refused({self.message!r})"
+
+
+def on_cpu(value, depth: int = 0):
+    """``value`` with every GPU tensor (also inside dicts, lists and tuples) copied to the CPU;
+    containers are rebuilt only where something moved."""
+    if is_tensor(value):
+        return value.detach().cpu() if value.device.type != "cpu" else value
+    if depth >= MAX_DEPTH or not isinstance(value, (dict, list, tuple)):
+        return value
+    if isinstance(value, dict):
+        moved = {k: on_cpu(v, depth + 1) for k, v in value.items()}
+        if all(moved[k] is v for k, v in value.items()):
+            return value
+        rebuilt = copy.copy(value)      # keeps the dict's type (OrderedDict, defaultdict...)
+        rebuilt.update(moved)
+        return rebuilt
+    items = [on_cpu(v, depth + 1) for v in value]
+    if all(a is b for a, b in zip(items, value)):
+        return value
+    if isinstance(value, list):
+        return type(value)(items) if type(value) is not list else items
+    return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+
+
+def data_bytes(value, depth: int = 0) -> int:
+    """The bytes of the tensors and arrays in ``value``: a size known before serialising it."""
+    if is_tensor(value):
+        return value.numel() * value.element_size()
+    if is_array(value):
+        return value.nbytes
+    if depth >= MAX_DEPTH or not isinstance(value, (dict, list, tuple)):
+        return 0
+    items = value.values() if isinstance(value, dict) else value
+    return sum(data_bytes(v, depth + 1) for v in items)
+
+
+def _over_cap(name: str, size: int, cap: int) -> Refused:
+    return Refused(f"{name} is {size_text(size)}, over the pull cap of {size_text(cap)} per rank "
+                   "(MLP_MAGIC_PULL_CAP)")
+
+
+def fetch(name: str, cap: int):
+    """The rank's ``name``, serialised (Packed), or Refused: not defined, over ``cap`` bytes, or
+    not serialisable."""
+    from ipyparallel.serialize import serialize_object
+
+    namespace = engine_shell().user_ns
+    if name not in namespace:
+        return Refused(f"NameError: name {name!r} is not defined")
+    if data_bytes(namespace[name]) > cap:       # refused before copying anything
+        return _over_cap(name, data_bytes(namespace[name]), cap)
+    try:
+        buffers = serialize_object((on_cpu(namespace[name]),))
+    except Exception as exc:
+        return Refused(f"{name} is a {type_name(namespace[name])} that cannot be pickled: {error_line(exc)}")
+    size = sum(memoryview(buffer).nbytes for buffer in buffers)
+    if size > cap:
+        return _over_cap(name, size, cap)
+    return Packed([bytes(buffer) for buffer in buffers], type_name(namespace[name]))
+
+
+def store(name: str, boxed: tuple) -> str:
+    """``%mpirun --push``: the notebook's value in a 1-tuple, already deserialised by ipyparallel."""
+    engine_shell().user_ns[name] = boxed[0]
+    return type_name(boxed[0])
