@@ -93,8 +93,9 @@ class RankCall:
         return found
 
     def _stop(self, late: list) -> None:
-        engines = [self.world.rank_to_engine[r] for r in late]
-        if self.world.interrupt(engines, jobs=self.async_results):
+        jobs = {self.world.rank_to_engine[rank]: future.msg_id
+                for rank, future in zip(self.ranks, self._futures) if rank in late}
+        if self.world.interrupt(jobs):
             self._wait_while_stopping()
         if self.unfinished_ranks():
             self.world.active_run = self   # later cells are refused while these ranks are busy
