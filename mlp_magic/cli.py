@@ -2,10 +2,12 @@
 
     mlp-magic topo [--host H] [--from-file FILE] [--json]   GPU/NIC link matrix of a host
     mlp-magic status [--hostfile F | -H HOSTS] [--json]    hosts, slots, ranks, reachability, GPUs
+    mlp-magic stacks [--hostfile F | -H HOSTS] [--pid P | --match RE] [--native] ...
+                                                           every rank's Python stack, merged
 
-Each subcommand lives with its feature (``cluster.cli``); this module parses and dispatches.
-Bad input exits with status 2 and one line on stderr; a host that ``topo --host`` cannot probe,
-with status 1.
+Each subcommand lives with its feature (``cluster.cli``, ``stacks.command``); this module parses
+and dispatches. Bad input exits with status 2 and one line on stderr; a host that ``topo --host``
+cannot probe, or stacks that cannot be read at all (py-spy missing, ptrace refused), with status 1.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from typing import Optional, Sequence
 from .cluster.cli import HostProbeFailed, add_status_arguments, add_topo_arguments, run_status, run_topo
 from .core.line_args import LineParser
 from .errors import MlpMagicError
+from .stacks.command import StacksFault, run_command
+from .stacks.options import add_stacks_arguments, options_from
 
 PROG = "mlp-magic"
 
@@ -31,23 +35,30 @@ class _Parser(LineParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="See the cluster: hosts, ranks and GPU topology.")
-    commands = parser.add_subparsers(dest="command", metavar="{topo,status}", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="{topo,status,stacks}", parser_class=_Parser)
     commands.required = True
     add_topo_arguments(commands.add_parser("topo", help="GPU/NIC link matrix (like nvidia-smi topo -m)"))
     add_status_arguments(commands.add_parser("status", help="hosts, slots, ranks, reachability and GPUs"))
+    add_stacks_arguments(commands.add_parser(
+        "stacks", help="every rank's Python stack (py-spy), all hosts at once, merged into one tree"))
     return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "stacks":
+        return run_command(options_from(args))
+    return run_topo(args) if args.command == "topo" else run_status(args)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
-        args = _parser().parse_args(argv)
-        return run_topo(args) if args.command == "topo" else run_status(args)
+        return _run(_parser().parse_args(argv))
+    except (HostProbeFailed, StacksFault) as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return 1
     except MlpMagicError as exc:
         print("%s: %s" % (PROG, exc), file=sys.stderr)
         return 2
-    except HostProbeFailed as exc:
-        print("%s: %s" % (PROG, exc), file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `mlp-magic topo --json | head`: the reader left, nothing to say

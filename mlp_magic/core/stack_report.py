@@ -1,9 +1,11 @@
-"""Read faulthandler dumps and boil them down to what a user debugging a hang needs (pure).
+"""Stack frames: what they are, how they read, and how a rank's faulthandler dump becomes one
+stack for the hang report (pure).
 
 faulthandler prints every thread, most recent call first. The main thread ("Current thread",
 which handles the signal) is the one running the cell; the others are the kernel's own
-machinery. We keep the main thread, outermost call first like a traceback, drop the kernel's
-frames above the user's code, and mark the user's frames so the line that waits stands out.
+machinery. We keep the main thread, outermost call first like a traceback, and drop the kernel's
+frames above the user's code (``rank_frames``). ``Frame`` is also what py-spy's dumps become
+(``core/pyspy``); ``frame_text`` is how every stack view shows one.
 """
 from __future__ import annotations
 
@@ -16,8 +18,10 @@ _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
 # Cell code as IPython/ipykernel names it; the pid in the path differs from rank to rank.
 _CELL_FILE = re.compile(r"^(/tmp/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>"
                         r"|<cell line: \d+>|<string>)$")
-_LIBRARY = re.compile(r"(site-packages|dist-packages)/|/lib/python3\.\d+/(?!site-packages)")
-USER_MARK = "-->"
+_LIBRARY = re.compile(r"(site-packages|dist-packages)/|/lib/python3\.\d+/(?!site-packages)|^<frozen "
+                      r"|\.so(\.[\d.]+)?$")   # the last: a native frame's shared object
+_INSTALLED = re.compile(r"(?:site-packages|dist-packages)/(.*)$")
+_STDLIB = re.compile(r"/lib/python3\.\d+/(.*)$")
 
 
 @dataclass(frozen=True)
@@ -72,24 +76,36 @@ def trimmed(frames: tuple) -> list:
     return ordered if first_user is None else ordered[first_user:]
 
 
-def _short(path: str) -> str:
+def short_path(path: str) -> str:
+    """``cell`` for a cell, the module path inside an installed package or the standard library,
+    the file's name for the rest (the full path stays in the dumps and in ``--json``)."""
     if _CELL_FILE.match(path):
         return "cell"
-    match = re.search(r"(?:site-packages|dist-packages)/(.*)$", path)
-    return match.group(1) if match else path
+    match = _INSTALLED.search(path) or _STDLIB.search(path)
+    if match:
+        return match.group(1)
+    return path.rsplit("/", 1)[-1] or path
 
 
-def format_stack(dump: str) -> str:
-    """The main thread's user-relevant frames, one per line, the user's marked ``-->``."""
+def frame_text(frame: Frame) -> str:
+    """``train.py:88 step``; a native frame (no line) ``all_reduce [libtorch_cpu.so]``."""
+    if frame.line <= 0:
+        return f"{frame.function} [{short_path(frame.file)}]" if frame.file else frame.function
+    return f"{short_path(frame.file)}:{frame.line} {frame.function}"
+
+
+IDLE = Frame("", 0, "idle: not running a cell")
+NO_STACK = Frame("", 0, "(no Python stack in the dump)")
+
+
+def rank_frames(dump: str) -> tuple:
+    """One rank's place for the merged hang report: its main thread's frames from the cell on,
+    outermost first; an idle rank (between cells) is the one pseudo-frame ``IDLE``, a rank whose
+    dump is empty or unreadable ``NO_STACK``."""
     thread = main_thread(parse_dump(dump))
     if thread is None or not thread.frames:
-        return "(no Python stack in the dump)\n"
+        return (NO_STACK,)
     frames = trimmed(thread.frames)
     if not any(f.is_cell for f in frames):
-        return "idle: not running a cell (" + frames[-1].function + ")\n"
-    innermost_user = max(i for i, f in enumerate(frames) if f.is_user)
-    lines = []
-    for i, frame in enumerate(frames):
-        mark = USER_MARK if i == innermost_user else ("  >" if frame.is_user else "   ")
-        lines.append(f"{mark} {_short(frame.file)}, line {frame.line}, in {frame.function}")
-    return "\n".join(lines) + "\n"
+        return (IDLE,)
+    return tuple(frames)
