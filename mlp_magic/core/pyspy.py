@@ -64,7 +64,8 @@ def parse_dump_json(text: str, pid: int) -> list:
 
 def frames_of(thread: dict) -> tuple:
     """A thread record's frames as Frame values (outermost first)."""
-    return tuple(Frame(str(file), int(line), str(function)) for file, line, function in thread["frames"])
+    return tuple(Frame(str(file), int(line), str(function)).canonical()
+                 for file, line, function in thread["frames"])
 
 
 def classify_failure(stderr: str) -> tuple:

@@ -78,18 +78,22 @@ def scan_from_lines(host: str, lines: list) -> HostScan:
     if not lines or not isinstance(lines[0], dict) or not isinstance(lines[0].get("scan"), dict):
         return HostScan(host, error="the scanner said nothing (is mlp_magic installed there?)")
     head = lines[0]["scan"]
-    processes = []
-    for line in lines[1:]:
-        try:
-            processes.append(_process(host, line))
-        except (KeyError, TypeError, ValueError) as err:
-            return HostScan(host, error=f"a line of the scanner could not be read: {err!r}")
-    return HostScan(host, processes, None, head.get("pyspy"), head.get("ptrace_scope"),
-                    int(head.get("elsewhere") or 0))
+    try:
+        processes = [_process(host, line) for line in lines[1:]]
+        return HostScan(host, processes, None, head.get("pyspy"), head.get("ptrace_scope"),
+                        int(head.get("elsewhere") or 0))
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
+        return HostScan(host, error=f"a line of the scanner could not be read: {err!r}")
 
 
 def _process(host: str, line: dict) -> ProcessStacks:
+    """One process line (AttributeError, KeyError, TypeError or ValueError where it is not one)."""
+    rank, size, child_of = line.get("rank"), line.get("size"), line.get("child_of")
+    if not all(value is None or type(value) is int for value in (rank, size, child_of)):
+        raise ValueError(f"rank, size and child_of are numbers, got {rank!r}, {size!r}, {child_of!r}")
     threads = [dict(t, frames=frames_of(t)) for t in line.get("threads") or []]
+    if not all(isinstance(t.get("name"), str) and isinstance(t.get("idle"), bool) for t in threads):
+        raise ValueError("a thread without its name or idle flag")
     return ProcessStacks(host, int(line["pid"]), str(line.get("cmd") or ""), line.get("rank"),
                          line.get("job"),
                          line.get("size"), line.get("child_of"), threads, line.get("fault"),

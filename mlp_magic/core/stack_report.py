@@ -17,7 +17,8 @@ _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[[^\]]*\])?
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
 # Cell code as IPython/ipykernel names it; the pid in the path differs from rank to rank.
 _CELL_FILE = re.compile(r"^(/tmp/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>"
-                        r"|<cell line: \d+>|<string>)$")
+                        r"|<cell line: \d+>|<string>|<cell>)$")
+CELL = "<cell>"   # every rank's cell file under one name, so that their frames merge
 _LIBRARY = re.compile(r"(site-packages|dist-packages)/|/lib/python3\.\d+/(?!site-packages)|^<frozen "
                       r"|\.so(\.[\d.]+)?$")   # the last: a native frame's shared object
 _INSTALLED = re.compile(r"(?:site-packages|dist-packages)/(.*)$")
@@ -37,6 +38,10 @@ class Frame:
     @property
     def is_user(self) -> bool:
         return self.is_cell or not _LIBRARY.search(self.file)
+
+    def canonical(self) -> "Frame":
+        """The same frame as every rank has it: a cell's file names the kernel's pid."""
+        return Frame(CELL, self.line, self.function) if self.is_cell and self.file != CELL else self
 
 
 @dataclass(frozen=True)
@@ -108,4 +113,4 @@ def rank_frames(dump: str) -> tuple:
     frames = trimmed(thread.frames)
     if not any(f.is_cell for f in frames):
         return (IDLE,)
-    return tuple(frames)
+    return tuple(f.canonical() for f in frames)

@@ -97,8 +97,13 @@ def _magic_parser() -> LineParser:
 
 def parse_stacks_line(line: str, env: Mapping, user_ns: Mapping | None = None) -> StacksOptions:
     """``%mlp_stacks``'s line ($NAMES expanded as in every magic) -> StacksOptions."""
-    expanded = expand_vars(line or "", env, user_ns)
+    line = line or ""
+    expanded = line
     try:
+        expanded = expand_vars(line, env, user_ns)
         return options_from(_magic_parser().parse_args(split_line(expanded, "%mlp_stacks")))
     except MlpMagicError as err:
-        raise MlpMagicError(f"{err} (usage: %mlp_stacks {USAGE})") from None
+        prefix = "" if str(err).startswith("%mlp_stacks") else "%mlp_stacks: "
+        # the user wrote $NAMES: show what they became, or "unrecognized arguments: 4" is a riddle
+        became = f" (the line {line.strip()!r} expanded to {expanded.strip()!r})" if expanded != line else ""
+        raise MlpMagicError(f"{prefix}{err}{became} (usage: %mlp_stacks {USAGE})") from None
