@@ -369,7 +369,8 @@ def test_parse_cluster_args(line):
 
 # ---------------------------------------------------------------- mlp-magic stacks / %mlp_stacks
 
-STACKS_OPTIONS = st.sampled_from(["--hostfile /tmp/h", "-H worker[0-3]", "--pid 1,2", "--pid 0", "--pid x,1",
+STACKS_OPTIONS = st.sampled_from(["--hostfile /tmp/h", "-H worker[0-3]", "--pid 1,2", "--pid 0",
+                                  "--pid x,1",
                                   "--match 'train.py'", "--match '('", "--match ''", "--native", "--threads",
                                   "--timeout 2", "--timeout -1", "--ssh 'ssh -F c'", "--json", "--bogus", "-H",
                                   "$NP", "$nope", "--pid $n"])
@@ -392,7 +393,8 @@ def test_parse_stacks_line(line):
 @FUZZ
 @given(text=st.text(max_size=200) | st.lists(st.sampled_from([
     '{"scan": {"host": "w", "pid": 1}}', '{"pid": 3, "rank": 0, "job": "j", "threads": []}',
-    '{"pid": "x"}', '{"pid": 4, "threads": [{"name": "t", "main": true, "idle": false, "frames": [["f", 1]]}]}',
+    '{"pid": "x"}',
+    '{"pid": 4, "threads": [{"name": "t", "main": true, "idle": false, "frames": [["f", 1]]}]}',
     '[]', 'null', '{"scan": 3}', ''])).map("\n".join))
 def test_parse_scan_never_raises(text):
     """A host's answer is ours to read, whatever it printed: its HostScan, or the host's error."""

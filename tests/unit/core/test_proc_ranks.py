@@ -26,7 +26,8 @@ def test_parse_environ_takes_any_bytes(data):
 
 
 def test_parse_environ_keeps_the_first_of_a_repeated_name_and_skips_junk():
-    assert parse_environ(b"A=1\0junk\0=x\0A=2\0B==c\0\xff=\xfe\0") == {"A": "1", "B": "=c", "\ufffd": "\ufffd"}
+    found = parse_environ(b"A=1\0junk\0=x\0A=2\0B==c\0\xff=\xfe\0")
+    assert found == {"A": "1", "B": "=c", "\ufffd": "\ufffd"}
 
 
 def test_parse_cmdline():
@@ -42,13 +43,15 @@ TORCHRUN = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "GROUP_RANK": "1"
 
 @pytest.mark.parametrize("env, expected", [
     (OMPI, RankInfo(5, "OMPI_COMM_WORLD_RANK", "mpi prterun-worker0-1234@1", 16)),
-    ({"PMIX_RANK": "2", "PMIX_NAMESPACE": "slurm.pmix.77.0"}, RankInfo(2, "PMIX_RANK", "mpi slurm.pmix.77.0")),
+    ({"PMIX_RANK": "2", "PMIX_NAMESPACE": "slurm.pmix.77.0"},
+     RankInfo(2, "PMIX_RANK", "mpi slurm.pmix.77.0")),
     ({"PMI_RANK": "0", "PMI_SIZE": "4"}, RankInfo(0, "PMI_RANK", "mpi (size 4)", 4)),
     (TORCHRUN, RankInfo(3, "RANK", "torch none worker0:29500", 8)),
     # torchrun started by mpiexec: the worker's RANK is its rank, not its agent's MPI rank
     ({**OMPI, **TORCHRUN}, RankInfo(3, "RANK", "torch none worker0:29500", 8)),
     # a script that exported RANK itself under mpiexec: MPI's rank wins
-    ({**OMPI, "RANK": "9", "LOCAL_RANK": "0"}, RankInfo(5, "OMPI_COMM_WORLD_RANK", "mpi prterun-worker0-1234@1", 16)),
+    ({**OMPI, "RANK": "9", "LOCAL_RANK": "0"},
+     RankInfo(5, "OMPI_COMM_WORLD_RANK", "mpi prterun-worker0-1234@1", 16)),
     ({"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2"}, RankInfo(1, "RANK", "torch (size 2)", 2)),
     ({"MLP_MAGIC_RANK": "0"}, RankInfo(0, "MLP_MAGIC_RANK", "mlp_magic")),
 ])

@@ -42,9 +42,12 @@ def test_output_that_is_not_a_dump_is_one_error(text):
         parse_dump_json(text, 1)
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
-                                                                               max_size=4), max_leaves=12))
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+                    max_leaves=12)
+
+
+@given(JSON)
 def test_any_json_is_a_dump_or_one_error(data):
     try:
         threads = parse_dump_json(json.dumps(data), 1)
@@ -64,5 +67,6 @@ def test_failures_are_named_by_their_cause(name, cause, says):
 
 
 def test_an_unknown_failure_keeps_py_spys_first_line():
-    assert classify_failure("Error: something new\n\nCaused by:\n    0: deeper\n") == (OTHER, "something new (deeper)")
+    failure = "Error: something new\n\nCaused by:\n    0: deeper\n"
+    assert classify_failure(failure) == (OTHER, "something new (deeper)")
     assert classify_failure("") == (OTHER, "py-spy failed without a message")

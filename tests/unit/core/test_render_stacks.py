@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 
 from hypothesis import given
-from hypothesis import strategies as st
 
-from mlp_magic.core.render_stacks import (HEAD, ODD, SPLIT, is_user, merged_html, merged_text, render_tree_html,
-                                          render_tree_text, tree_lines)
+from mlp_magic.core.render_stacks import (HEAD, ODD, SPLIT, is_user, merged_html, merged_text,
+                                          render_tree_html, render_tree_text, tree_lines)
 from mlp_magic.core.stack_report import Frame, frame_text
 from mlp_magic.core.stack_tree import classes, merge
 

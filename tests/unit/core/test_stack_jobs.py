@@ -29,7 +29,8 @@ def rank_line(rank, pid, frames=BARRIER, job=JOB, size=8, **more) -> dict:
 
 
 def head(elsewhere=0) -> dict:
-    return {"scan": {"host": "w", "pid": 1, "pyspy": "/bin/py-spy", "ptrace_scope": "1", "elsewhere": elsewhere}}
+    return {"scan": {"host": "w", "pid": 1, "pyspy": "/bin/py-spy", "ptrace_scope": "1",
+                     "elsewhere": elsewhere}}
 
 
 def job_on_four_hosts(sleeping=5) -> list:
@@ -47,8 +48,8 @@ def test_one_job_one_tree_the_sleeper_named():
     [section] = sections(scans)
     assert section.title == f"job {JOB}: 8 ranks of 8 on worker[0-3]"
     text = render_report_text([section], problems(scans, [section]), "heading")
-    assert "summary: ranks 0-4,6-7 (7) on worker[0-3]: job.py:6 wait_all; rank 5 on worker2: job.py:3 sleeper" \
-        in text
+    assert ("summary: ranks 0-4,6-7 (7) on worker[0-3]: job.py:6 wait_all; "
+            "rank 5 on worker2: job.py:3 sleeper") in text
     assert "`-- rank 5 on worker2  [odd]" in text
     assert "not shown" not in text and problems(scans, [section]) == []
 
@@ -64,7 +65,7 @@ def test_the_scanners_json_lines_are_read():
 
 def test_two_jobs_children_and_loose_processes_each_get_their_section():
     lines = [head(), rank_line(0, 10), rank_line(1, 11),
-             rank_line(0, 20, job="torch none w0:29500", size=2), rank_line(1, 21, job="torch none w0:29500", size=2),
+             rank_line(0, 20, job="torch none w0:2950", size=2), rank_line(1, 21, job="torch none w0:2950", size=2),
              rank_line(0, 12, child_of=10, threads=[thread(SLEEP)]),
              {"pid": 30, "ppid": 1, "cmd": "python tool.py", "child_of": None, "threads": [thread(SLEEP)]},
              rank_line(1, 13)]   # rank 1 of the first job again: not silently merged into it
@@ -84,7 +85,8 @@ def test_everything_not_shown_is_named():
     scans[-1].error = "unreachable: ssh: connect to host worker4 port 22: Connection refused"
     found = sections(scans)
     assert problems(scans, found) == [
-        "no matching process on worker3 (2 rank processes in other network namespaces: other hosts' or containers')",
+        "no matching process on worker3 (2 rank processes in other network namespaces: "
+        "other hosts' or containers')",
         "worker4: unreachable: ssh: connect to host worker4 port 22: Connection refused",
         "could not read rank 2 on worker1: ptrace refused: Permission denied (os error 13)",
         f"ranks 6-7 of job {JOB} not found: on a host not asked, one that did not answer, or exited",
@@ -119,7 +121,8 @@ def test_idle_threads_are_counted_busy_ones_shown():
     assert "<pre" in render_report_html([every], ["a &problem"], "heading <x>")
 
 
-@given(st.lists(st.tuples(st.integers(0, 15), st.sampled_from([BARRIER, SLEEP]), st.integers(0, 3)), max_size=20))
+@given(st.lists(st.tuples(st.integers(0, 15), st.sampled_from([BARRIER, SLEEP]), st.integers(0, 3)),
+                max_size=20))
 def test_every_process_found_is_shown_or_named(entries):
     by_host: dict = {}
     for pid, (rank, frames, host) in enumerate(entries):
