@@ -372,7 +372,8 @@ def test_parse_cluster_args(line):
 STACKS_OPTIONS = st.sampled_from(["--hostfile /tmp/h", "-H worker[0-3]", "--pid 1,2", "--pid 0",
                                   "--pid x,1",
                                   "--match 'train.py'", "--match '('", "--match ''", "--native", "--threads",
-                                  "--timeout 2", "--timeout -1", "--ssh 'ssh -F c'", "--json", "--bogus", "-H",
+                                  "--timeout 2", "--timeout -1", "--ssh 'ssh -F c'", "--json", "--bogus",
+                                  "-H",
                                   "$NP", "$nope", "--pid $n"])
 
 

@@ -63,9 +63,12 @@ def test_the_scanners_json_lines_are_read():
     assert "could not be read" in parse_scan("w", json.dumps(head()) + '\n{"no": "pid"}\n').error
 
 
+TORCH = "torch none w0:29500"
+
+
 def test_two_jobs_children_and_loose_processes_each_get_their_section():
     lines = [head(), rank_line(0, 10), rank_line(1, 11),
-             rank_line(0, 20, job="torch none w0:2950", size=2), rank_line(1, 21, job="torch none w0:2950", size=2),
+             rank_line(0, 20, job=TORCH, size=2), rank_line(1, 21, job=TORCH, size=2),
              rank_line(0, 12, child_of=10, threads=[thread(SLEEP)]),
              {"pid": 30, "ppid": 1, "cmd": "python tool.py", "child_of": None, "threads": [thread(SLEEP)]},
              rank_line(1, 13)]   # rank 1 of the first job again: not silently merged into it
