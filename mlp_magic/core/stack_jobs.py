@@ -178,9 +178,10 @@ def label_for(section: Section):
     return label
 
 
-def problems(scans: list, found: list) -> list:
-    """Lines naming everything not shown: hosts, unreadable processes, missing ranks, and the fix
-    for each fault once."""
+def problems(scans: list, found: list, whole_jobs: bool = True) -> list:
+    """Lines naming everything not shown: hosts, unreadable processes, the fix for each fault once,
+    and (``whole_jobs``: every rank was asked for, not some chosen by pid or pattern) the ranks
+    of a job that no host reported."""
     lines, faults = [], set()
     for scan in scans:
         if scan.error:
@@ -198,7 +199,7 @@ def problems(scans: list, found: list) -> list:
         for (fault, error), members in failed.items():
             faults.add(fault)
             lines.append(f"could not read {label(members)}: {fault}: {error}")
-        lines.extend(_missing(section))
+        lines.extend(_missing(section) if whole_jobs else [])
     scopes = sorted({s.ptrace_scope for s in scans if s.ptrace_scope and s.ptrace_scope != "0"})
     if PTRACE in faults:
         scope = f" (kernel.yama.ptrace_scope is {','.join(scopes)} here)" if scopes else ""

@@ -18,6 +18,7 @@ _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
 # Cell code as IPython/ipykernel names it; the pid in the path differs from rank to rank.
 _CELL_FILE = re.compile(r"^(/tmp/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>"
                         r"|<cell line: \d+>|<string>|<cell>)$")
+_KERNEL_CELL = re.compile(r"^(/tmp/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>)$")
 CELL = "<cell>"   # every rank's cell file under one name, so that their frames merge
 _LIBRARY = re.compile(r"(site-packages|dist-packages)/|/lib/python3\.\d+/(?!site-packages)|^<frozen "
                       r"|\.so(\.[\d.]+)?$")   # the last: a native frame's shared object
@@ -40,8 +41,8 @@ class Frame:
         return self.is_cell or not _LIBRARY.search(self.file)
 
     def canonical(self) -> "Frame":
-        """The same frame as every rank has it: a cell's file names the kernel's pid."""
-        return Frame(CELL, self.line, self.function) if self.is_cell and self.file != CELL else self
+        """The same frame as every rank has it: a cell's file names its kernel's pid."""
+        return Frame(CELL, self.line, self.function) if _KERNEL_CELL.match(self.file) else self
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def trimmed(frames: tuple) -> list:
 def short_path(path: str) -> str:
     """``cell`` for a cell, the module path inside an installed package or the standard library,
     the file's name for the rest (the full path stays in the dumps and in ``--json``)."""
-    if _CELL_FILE.match(path):
+    if _CELL_FILE.match(path) and path != "<string>":   # python -c's code is not a cell
         return "cell"
     match = _INSTALLED.search(path) or _STDLIB.search(path)
     if match:

@@ -4,7 +4,7 @@ Each stack is a sequence of frames, outermost call first. Stacks that begin with
 share those nodes, and every node carries the set of members (ranks, or indexes of processes
 without a rank) whose stack passes through it. Where a node's members part ways (it has several
 children, or some stacks end there while others go on), the ranks diverge: the biggest branch is
-the majority, and each smaller one is an odd group, named with its members.
+the majority, and a branch at most half its size is an odd group, named with its members.
 
 Members are plain ints; what they stand for, and how a set of them reads ("ranks 0-6,8-15 (15)
 on worker[0-3]"), is the caller's ``label``. Frames are any hashable values; the renderers
@@ -13,6 +13,9 @@ on worker[0-3]"), is the caller's ``label``. Frames are any hashable values; the
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+
+
+SUMMARY_GROUPS = 8   # a summary names at most this many distinct stacks, then counts the rest
 
 
 class Node:
@@ -67,8 +70,9 @@ def chain(node: Node) -> tuple:
 
 
 def odd(parts: Sequence, index: int) -> bool:
-    """Is branch ``index`` of ``Node.branches()`` an odd group (smaller than the biggest)?"""
-    return len(parts[index][0]) < len(parts[0][0])
+    """Is branch ``index`` of ``Node.branches()`` an odd group: at most half the biggest one?
+    (15 against 1 and 3 against 1 are; 76 against 52, or 2 against 2, are two camps.)"""
+    return 2 * len(parts[index][0]) <= len(parts[0][0])
 
 
 def classes(root: Node) -> list:
@@ -123,9 +127,12 @@ def summary(root: Node, label: Callable[[Iterable[int]], str], frame_text: Calla
         return f"{label(members)}: {_span(frames, frame_text)}"
     shared = _common_length([frames for _, frames in found])
     pieces = []
-    for members, frames in found:
+    for members, frames in found[:SUMMARY_GROUPS]:
         tail = frames[shared:] or frames[max(0, shared - 1):shared]
         pieces.append(f"{label(members)}: {_span(tail, frame_text)}")
+    if len(found) > SUMMARY_GROUPS:
+        rest = [m for members, _ in found[SUMMARY_GROUPS:] for m in members]
+        pieces.append(f"{len(found) - SUMMARY_GROUPS} more groups ({label(rest)}): see the tree")
     return "; ".join(pieces)
 
 

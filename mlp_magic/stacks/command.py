@@ -33,7 +33,7 @@ class StacksReport:
     def __init__(self, scans: list, options: StacksOptions):
         self.scans, self.options = scans, options
         self.sections = sections(scans, options.threads)
-        self.problems = problems(scans, self.sections)
+        self.problems = problems(scans, self.sections, whole_jobs=not (options.pids or options.match))
         hosts = fold_hosts_shown(s.host for s in scans)
         count = sum(len(s.processes) for s in scans)
         native = " --native" if options.native else ""

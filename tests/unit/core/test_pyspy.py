@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mlp_magic.core.pyspy import (GONE, NOT_PYTHON, OTHER, PTRACE, DumpError, classify_failure, frames_of,
                                   parse_dump_json)
-from mlp_magic.core.stack_report import Frame
+from mlp_magic.core.stack_report import Frame, frame_text
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "pyspy"
 
@@ -24,8 +24,15 @@ def test_a_real_dump_main_thread_first_outermost_first():
         ("MainThread", True, True), ("busy", False, False), ("idle-1", False, True)]
     main = frames_of(threads[0])
     assert [(f.function, f.line) for f in main] == [("<module>", 9), ("main", 8)]
-    assert main[0].file == "<cell>"   # python -c's "<string>": one name on every rank
+    assert main[0].file == "<string>" and frame_text(main[0]) == "<string>:9 <module>"   # python -c
     assert [f.function for f in frames_of(threads[1])][-1] == "busy"
+
+
+def test_a_notebook_cell_is_one_frame_on_every_rank():
+    thread = {"thread_name": "MainThread", "os_thread_id": 5, "active": True,
+              "frames": [{"name": "<module>", "filename": "/tmp/ipykernel_5/3135.py", "line": 3}]}
+    [record] = parse_dump_json(json.dumps([thread]), 5)
+    assert frames_of(record) == (Frame("<cell>", 3, "<module>"),)
 
 
 def test_unnamed_native_frames_merge_across_processes():

@@ -50,7 +50,8 @@ def test_a_nodes_members_are_its_childrens_and_those_ending_there(given_stacks):
         assert sorted(covered) == sorted(node.members)            # a partition: no member twice
         assert [len(p[0]) for p in parts] == sorted((len(p[0]) for p in parts), reverse=True)
         assert node.diverges() == (len(parts) > 1)
-        assert all(odd(parts, i) == (len(parts[i][0]) < len(parts[0][0])) for i in range(len(parts)))
+        assert all(odd(parts, i) == (2 * len(parts[i][0]) <= len(parts[0][0])) for i in range(len(parts)))
+        assert not odd(parts, 0)
         pending.extend(node.children.values())
 
 
@@ -70,6 +71,8 @@ def test_the_summary_names_every_member_once(given_stacks):
     named = []
     for piece in line.split("; "):
         who = piece.split(":", 1)[0]
+        if " more groups (" in who:
+            who = who.split("(", 1)[1].rstrip(")")
         for part in who.split(" ", 1)[1].split(","):
             first, _, last = part.partition("-")
             named.extend(range(int(first), int(last or first) + 1))
@@ -88,6 +91,20 @@ def test_the_odd_rank_is_named_with_where_it_went():
     parts = last.branches()
     assert [sorted(p[0]) for p in parts] == [[r for r in range(16) if r != 7], [7]]
     assert [odd(parts, i) for i in range(2)] == [False, True]
+
+
+def test_two_camps_are_not_odd_a_lone_rank_is():
+    camps = {r: ["a", "b"] if r < 76 else ["a", "c"] for r in range(128)}
+    parts = merge(camps).branches()
+    parts = parts[0][1].branches()
+    assert [odd(parts, i) for i in range(2)] == [False, False]
+    parts = merge({0: ["a"], 1: ["a"], 2: ["b"]}).branches()
+    assert [odd(parts, i) for i in range(2)] == [False, True]
+
+
+def test_the_summary_counts_what_it_does_not_name():
+    line = summary(merge({r: [f"f{r}"] for r in range(12)}), label, text)
+    assert line.endswith("; 4 more groups (ranks 8-11): see the tree") and line.count(";") == 8
 
 
 def test_one_place_for_everyone_is_one_line_from_first_to_innermost():
