@@ -15,13 +15,12 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from .cluster.cli import HostProbeFailed, add_status_arguments, add_topo_arguments, run_status, run_topo
 from .core.line_args import LineParser
 from .errors import MlpMagicError
-from .stacks.command import StacksFault, run_command
-from .stacks.options import add_stacks_arguments, options_from
+from .stacks import StacksFault
 
 PROG = "mlp-magic"
+COMMANDS = ("topo", "status", "stacks")
 
 
 class _Parser(LineParser):
@@ -33,12 +32,20 @@ class _Parser(LineParser):
         return "%s (see %s --help)" % (message, self.prog)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="See the cluster: hosts, ranks and GPU topology.")
-    commands = parser.add_subparsers(dest="command", metavar="{topo,status,stacks}", parser_class=_Parser)
+def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The command's parser; ``only="stacks"`` leaves the cluster's subcommands (and their imports:
+    the GPU probes, the cluster model) out, so that stacks starts its hosts' ssh sooner."""
+    parser = _Parser(prog=PROG, description="See the cluster: hosts, ranks, GPU topology and stacks.")
+    commands = parser.add_subparsers(dest="command", metavar="{%s}" % ",".join(COMMANDS),
+                                     parser_class=_Parser)
     commands.required = True
-    add_topo_arguments(commands.add_parser("topo", help="GPU/NIC link matrix (like nvidia-smi topo -m)"))
-    add_status_arguments(commands.add_parser("status", help="hosts, slots, ranks, reachability and GPUs"))
+    if only != "stacks":
+        from .cluster.cli import add_status_arguments, add_topo_arguments
+
+        add_topo_arguments(commands.add_parser("topo", help="GPU/NIC link matrix (like nvidia-smi topo -m)"))
+        add_status_arguments(commands.add_parser("status", help="hosts, slots, ranks, reachability and GPUs"))
+    from .stacks.options import add_stacks_arguments
+
     add_stacks_arguments(commands.add_parser(
         "stacks", help="every rank's Python stack (py-spy), all hosts at once, merged into one tree"))
     return parser
@@ -46,14 +53,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "stacks":
+        from .stacks.command import run_command
+        from .stacks.options import options_from
+
         return run_command(options_from(args))
+    from .cluster.cli import run_status, run_topo
+
     return run_topo(args) if args.command == "topo" else run_status(args)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        return _run(_parser().parse_args(argv))
-    except (HostProbeFailed, StacksFault) as exc:
+        return _run(_parser(argv[0] if argv[:1] == ["stacks"] else None).parse_args(argv))
+    except StacksFault as exc:
         print("%s: %s" % (PROG, exc), file=sys.stderr)
         return 1
     except MlpMagicError as exc:
@@ -64,6 +77,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:  # `mlp-magic topo --json | head`: the reader left, nothing to say
         sys.stderr.close()
         return 0
+    except Exception as exc:
+        if not _host_probe_failed(exc):
+            raise
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return 1
+
+
+def _host_probe_failed(exc: Exception) -> bool:
+    """``topo --host H`` could not probe H (the cluster's module is only loaded for topo/status)."""
+    cluster_cli = sys.modules.get("mlp_magic.cluster.cli")
+    return cluster_cli is not None and isinstance(exc, cluster_cli.HostProbeFailed)
 
 
 if __name__ == "__main__":

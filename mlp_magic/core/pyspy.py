@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import re
 
-from .stack_report import Frame
-
 PTRACE, GONE, NOT_PYTHON, TIMEOUT, NO_PYSPY, OTHER = (
     "ptrace refused", "gone", "not Python", "timeout", "no py-spy", "failed")
 PTRACE_FIX = ("py-spy attaches with ptrace: run as root or as the processes' user with CAP_SYS_PTRACE "
@@ -64,6 +62,8 @@ def parse_dump_json(text: str, pid: int) -> list:
 
 def frames_of(thread: dict) -> tuple:
     """A thread record's frames as Frame values (outermost first)."""
+    from .stack_report import Frame   # here: the hosts' scanner never needs it (nor dataclasses)
+
     return tuple(Frame(str(file), int(line), str(function)).canonical()
                  for file, line, function in thread["frames"])
 

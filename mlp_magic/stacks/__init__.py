@@ -5,3 +5,9 @@ processes, runs py-spy), ``collect`` (asks every host at once over the allrun tr
 ``command`` (the report, the command and the magic). The merging and rendering are pure:
 ``core/proc_ranks``, ``core/pyspy``, ``core/stack_tree``, ``core/render_stacks``, ``core/stack_jobs``.
 """
+
+from ..errors import MlpMagicError
+
+
+class StacksFault(MlpMagicError):
+    """Nothing could be read, for one reason with a known fix (its message names it)."""

@@ -8,7 +8,6 @@ times out or answers nonsense becomes a HostScan with its ``error``: listed, nev
 """
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import sys
@@ -44,7 +43,8 @@ def scan_command(options: StacksOptions, python: str | None = None, pyspy: str |
     if pyspy:
         args += ["--pyspy", pyspy]
     path = shlex.quote(PACKAGE_ROOT)
-    return (f"PYTHONPATH={path}${{PYTHONPATH:+:$PYTHONPATH}} exec {shlex.quote(python or sys.executable)} "
+    # -S: no site-packages processing (the scanner needs the standard library and this package only)
+    return (f"PYTHONPATH={path}${{PYTHONPATH:+:$PYTHONPATH}} exec {shlex.quote(python or sys.executable)} -S "
             + " ".join(shlex.quote(a) for a in args))
 
 
@@ -65,16 +65,30 @@ def _start_local(names: list, options: StacksOptions):
 
 
 def _start_remote(targets: list, options: StacksOptions, env: Mapping | None):
-    from ..fanout.ssh.runner import HostRunner, RunOptions
+    """Every host's ssh starts now (before asyncio and the runner are imported, as the allrun
+    command does: the handshakes overlap the rest of the start); the runner follows them."""
+    from ..fanout.ssh.spawn import Launch
 
     names = [t.name for t in targets]
+    command = scan_command(options, pyspy=scan.find_pyspy())
+    connect = min(CONNECT_SECONDS, options.timeout)
     try:
-        run_options = RunOptions(ssh=config.ssh_command(options.ssh, env), fanout=max(64, len(targets)),
-                                 timeout=options.timeout, local=False, max_bytes=MAX_ANSWER_BYTES,
-                                 connect_timeout=min(CONNECT_SECONDS, options.timeout))
-        runner = HostRunner(targets, scan_command(options, pyspy=scan.find_pyspy()), run_options)
+        launch = Launch(targets, command, ssh=config.ssh_command(options.ssh, env), connect_timeout=connect,
+                        local=False)
     except MlpMagicError as err:   # no ssh client, or an --ssh that cannot be split
         raise MlpMagicError(f"stacks --ssh: {err}") from None
+    launch.start_all()
+    try:
+        from ..fanout.ssh.runner import HostRunner, RunOptions
+
+        run_options = RunOptions(ssh=launch.ssh, fanout=len(targets), timeout=options.timeout, local=False,
+                                 max_bytes=MAX_ANSWER_BYTES, connect_timeout=connect)
+        runner = HostRunner(targets, command, run_options, launch=launch)
+    except BaseException:
+        launch.stop_unclaimed()
+        raise
+    import asyncio
+
     pending = in_background(lambda: asyncio.run(runner.run()), "mlp-stacks-ssh")
 
     def finish(deadline: float) -> list:

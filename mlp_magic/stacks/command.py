@@ -18,13 +18,9 @@ from collections.abc import Mapping
 from ..core.render_stacks import render_report_html, render_report_text
 from ..core.grouping import fold_hosts_shown
 from ..core.stack_jobs import fault_only, problems, sections
-from ..errors import MlpMagicError
+from . import StacksFault
 from .collect import collect
 from .options import StacksOptions
-
-
-class StacksFault(MlpMagicError):
-    """Nothing could be read, for one reason with a known fix (its message names it)."""
 
 
 class StacksReport:

@@ -14,18 +14,18 @@ reports it, this one only counts it.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import time
 
 from ..core.proc_ranks import children_of_ranks, is_launcher, is_python, parse_cmdline, parse_environ, rank_of
 from ..core.pyspy import GONE, NO_PYSPY, TIMEOUT, DumpError, classify_failure, parse_dump_json
 
+# Kept light: every host starts it (with ``python -S``) for each call, so no argparse, threads
+# or dataclasses; py-spy processes run side by side, read as each ends.
 PROC = "/proc"
 PARALLEL = 16            # py-spy processes at a time (each pauses its target for a few ms)
 _CMD_CHARS = 300
@@ -54,8 +54,8 @@ def _parent(pid: int) -> int:
 
 def find_pyspy(hint: str | None = None) -> str | None:
     """py-spy: the caller's (same image), on PATH, or beside this Python."""
-    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
-    for candidate in (hint, shutil.which("py-spy"), beside):
+    folders = os.environ.get("PATH", "").split(os.pathsep) + [os.path.dirname(sys.executable)]
+    for candidate in [hint] + [os.path.join(folder, "py-spy") for folder in folders if folder]:
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -69,8 +69,9 @@ class Selection:
         self.pids = pids
         self.match = re.compile(match) if match else None
 
-    def wants(self, argv: list, exe: str, rank) -> bool:
-        if not is_python(exe, argv) or is_launcher(argv):
+    def wants(self, info: dict) -> bool:
+        argv, rank = info["argv"], info["rank"]
+        if not info["python"] or is_launcher(argv):
             return False
         if self.match is not None:
             return bool(self.match.search(" ".join(argv)))
@@ -78,14 +79,15 @@ class Selection:
 
 
 def _process(pid: int) -> dict | None:
-    """What /proc says of a process, None when it is gone or a kernel thread."""
+    """What /proc says of a process (its environment only when it is a Python: the others are
+    never dumped), None when it is gone or a kernel thread."""
     argv = parse_cmdline(_read(f"{PROC}/{pid}/cmdline") or b"")
     if not argv:
         return None
-    environ = _read(f"{PROC}/{pid}/environ")
+    python = is_python(_link(f"{PROC}/{pid}/exe"), argv)
+    environ = _read(f"{PROC}/{pid}/environ") if python else None
     rank = rank_of(parse_environ(environ)) if environ is not None else None
-    return {"pid": pid, "ppid": _parent(pid), "argv": argv, "exe": _link(f"{PROC}/{pid}/exe"), "rank": rank,
-            "netns": _link(f"{PROC}/{pid}/ns/net")}
+    return {"pid": pid, "ppid": _parent(pid), "argv": argv, "python": python, "rank": rank}
 
 
 def find_processes(selection: Selection, me: int) -> tuple:
@@ -103,9 +105,10 @@ def find_processes(selection: Selection, me: int) -> tuple:
             continue
         rank = info["rank"]
         known[info["pid"]] = (info["ppid"], (rank.job, rank.rank) if rank else None)
-        if not selection.wants(info["argv"], info["exe"], rank):
+        if not selection.wants(info):
             continue
-        if here and info["netns"] and info["netns"] != here:
+        netns = _link(f"{PROC}/{info['pid']}/ns/net")
+        if here and netns and netns != here:
             elsewhere += 1
             continue
         chosen.append(info)
@@ -115,23 +118,45 @@ def find_processes(selection: Selection, me: int) -> tuple:
     return chosen, elsewhere
 
 
-def dump(pid: int, pyspy: str, native: bool, timeout: float) -> dict:
-    """{"threads": [...]} or {"fault": cause, "error": message} for one process."""
+def _start_dump(pid: int, pyspy: str, native: bool):
     argv = [pyspy, "dump", "--json", "--pid", str(pid)] + (["--native"] if native else [])
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, RUST_BACKTRACE="0"))
+
+
+def _finish_dump(process, pid: int, deadline: float, timeout: float) -> dict:
+    """{"threads": [...]} or {"fault": cause, "error": message} for one started py-spy."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=timeout,
-                              stdin=subprocess.DEVNULL, env=dict(os.environ, RUST_BACKTRACE="0"))
+        out, err = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
         return {"fault": TIMEOUT, "error": f"py-spy gave no answer within {timeout:g} s"}
-    except OSError as err:
-        return {"fault": NO_PYSPY, "error": f"cannot run {pyspy}: {err.strerror or err}"}
-    if done.returncode != 0:
-        fault, message = classify_failure(done.stderr)
+    if process.returncode != 0:
+        fault, message = classify_failure(err.decode("utf-8", "replace"))
         return {"fault": fault, "error": message}
     try:
-        return {"threads": parse_dump_json(done.stdout, pid)}
-    except DumpError as err:
-        return {"fault": "failed", "error": str(err)}
+        return {"threads": parse_dump_json(out.decode("utf-8", "replace"), pid)}
+    except DumpError as error:
+        return {"fault": "failed", "error": str(error)}
+
+
+def dump_all(pids: list, pyspy: str, native: bool, timeout: float) -> list:
+    """One result of ``_finish_dump`` per pid, ``PARALLEL`` py-spy processes at a time, each
+    within ``timeout`` of its start."""
+    results = []
+    for first in range(0, len(pids), PARALLEL):
+        batch = pids[first:first + PARALLEL]
+        deadline = time.monotonic() + timeout
+        started = []
+        for pid in batch:
+            try:
+                started.append(_start_dump(pid, pyspy, native))
+            except OSError as err:
+                started.append({"fault": NO_PYSPY, "error": f"cannot run {pyspy}: {err.strerror or err}"})
+        results += [p if isinstance(p, dict) else _finish_dump(p, pid, deadline, timeout)
+                    for p, pid in zip(started, batch)]
+    return results
 
 
 def _line(info: dict) -> dict:
@@ -161,27 +186,22 @@ def scan(selection: Selection, native: bool = False, timeout: float = 5.0, pyspy
             line.update(fault=NO_PYSPY, error="py-spy is not installed on this host")
         else:
             todo.append(line)
-    if todo:
-        with ThreadPoolExecutor(max_workers=min(PARALLEL, len(todo))) as pool:
-            dumps = pool.map(lambda line: dump(line["pid"], pyspy, native, timeout), todo)
-            for line, result in zip(todo, dumps):
-                line.update(result)
+    for line, result in zip(todo, dump_all([line["pid"] for line in todo], pyspy, native, timeout)):
+        line.update(result)
     return [header] + lines
 
 
-def _pid_list(text: str) -> list:
-    return [int(p) for p in text.split(",") if p.strip()]
-
-
 def main(argv: list | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mlp_magic.stacks.scan")
-    parser.add_argument("--pid", type=_pid_list)
-    parser.add_argument("--match")
-    parser.add_argument("--native", action="store_true")
-    parser.add_argument("--timeout", type=float, default=5.0)
-    parser.add_argument("--pyspy")
-    args = parser.parse_args(argv)
-    lines = scan(Selection(args.pid, args.match), args.native, args.timeout, args.pyspy)
+    """``[--pid P,..] [--match RE] [--native] [--timeout S] [--pyspy PATH]``, as ``collect``
+    writes them (checked there: this is no user's command line)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    given = {"--native": False}
+    while words:
+        word = words.pop(0)
+        given[word] = True if word == "--native" else words.pop(0)
+    pids = [int(p) for p in given["--pid"].split(",")] if "--pid" in given else None
+    lines = scan(Selection(pids, given.get("--match")), given["--native"], float(given.get("--timeout", 5.0)),
+                 given.get("--pyspy"))
     sys.stdout.write("".join(json.dumps(line) + "\n" for line in lines))
     return 0
 
