@@ -47,6 +47,7 @@ class HostScan(Record):
     pyspy: str | None = None
     ptrace_scope: str | None = None
     elsewhere: int = 0               # rank processes seen in other network namespaces
+    unreadable: int = 0              # Python processes whose environment could not be read
 
 
 class Section(Record):
@@ -81,7 +82,7 @@ def scan_from_lines(host: str, lines: list) -> HostScan:
     try:
         processes = [_process(host, line) for line in lines[1:]]
         return HostScan(host, processes, None, head.get("pyspy"), head.get("ptrace_scope"),
-                        int(head.get("elsewhere") or 0))
+                        int(head.get("elsewhere") or 0), int(head.get("unreadable") or 0))
     except (AttributeError, KeyError, TypeError, ValueError) as err:
         return HostScan(host, error=f"a line of the scanner could not be read: {err!r}")
 
@@ -190,12 +191,16 @@ def problems(scans: list, found: list, whole_jobs: bool = True) -> list:
             elsewhere = (f" ({scan.elsewhere} rank processes in other network namespaces: other hosts'"
                          " or containers')") if scan.elsewhere else ""
             lines.append(f"no matching process on {scan.host}{elsewhere}")
+        if scan.unreadable:
+            lines.append(f"{scan.host}: {scan.unreadable} Python processes of other users were not looked at"
+                         " (their environment is not readable: run as their user, or as root)")
     for section in found:
         label = label_for(section)
         failed: dict = {}
         for member, process in section.members.items():
             if not process.threads:
-                failed.setdefault((process.fault, process.error), []).append(member)
+                why = (process.fault or "no Python thread", process.error or "py-spy listed none")
+                failed.setdefault(why, []).append(member)
         for (fault, error), members in failed.items():
             faults.add(fault)
             lines.append(f"could not read {label(members)}: {fault}: {error}")

@@ -3,8 +3,9 @@
 Runs on every host as ``python -m mlp_magic.stacks.scan [--pid P,..] [--match RE] [--native]
 [--timeout S] [--pyspy PATH]`` (over the allrun transport), and in-process for this machine.
 It prints JSON lines: first ``{"scan": {...}}`` (this host's name, its py-spy, its
-kernel.yama.ptrace_scope, and the rank processes it left to other network namespaces), then one
-line per process found, with its threads or with why py-spy could not read it.
+kernel.yama.ptrace_scope, the rank processes it left to other network namespaces and the Python
+processes whose environment it could not read), then one line per process found, with its
+threads or with why py-spy could not read it.
 
 Which processes: by default every Python process whose environment carries a rank
 (``core/proc_ranks``), launchers and this scanner left out; ``--pid`` and ``--match`` choose
@@ -87,16 +88,18 @@ def _process(pid: int) -> dict | None:
     python = is_python(_link(f"{PROC}/{pid}/exe"), argv)
     environ = _read(f"{PROC}/{pid}/environ") if python else None
     rank = rank_of(parse_environ(environ)) if environ is not None else None
-    return {"pid": pid, "ppid": _parent(pid), "argv": argv, "python": python, "rank": rank}
+    return {"pid": pid, "ppid": _parent(pid), "argv": argv, "python": python, "rank": rank,
+            "unreadable": python and environ is None}
 
 
 def find_processes(selection: Selection, me: int) -> tuple:
-    """(the processes to dump, the rank processes seen in other network namespaces)."""
+    """(the processes to dump, the rank processes seen in other network namespaces, the Python
+    processes whose environment could not be read: another user's)."""
     here = _link(f"{PROC}/{me}/ns/net")
     if selection.pids is not None:
         found = [_process(pid) or {"pid": pid, "missing": True} for pid in selection.pids]
-        return found, 0
-    chosen, elsewhere, known = [], 0, {}
+        return found, 0, 0
+    chosen, elsewhere, unreadable, known = [], 0, 0, {}
     for name in os.listdir(PROC):
         if not name.isdigit() or int(name) == me:
             continue
@@ -104,6 +107,7 @@ def find_processes(selection: Selection, me: int) -> tuple:
         if info is None:
             continue
         rank = info["rank"]
+        unreadable += info["unreadable"] and selection.match is None
         known[info["pid"]] = (info["ppid"], (rank.job, rank.rank) if rank else None)
         if not selection.wants(info):
             continue
@@ -115,7 +119,7 @@ def find_processes(selection: Selection, me: int) -> tuple:
     parents = children_of_ranks(known)
     for info in chosen:
         info["child_of"] = parents.get(info["pid"])
-    return chosen, elsewhere
+    return chosen, elsewhere, unreadable
 
 
 def _start_dump(pid: int, pyspy: str, native: bool):
@@ -174,9 +178,9 @@ def scan(selection: Selection, native: bool = False, timeout: float = 5.0, pyspy
     me = os.getpid() if me is None else me
     pyspy = find_pyspy(pyspy_hint)
     scope = (_read("/proc/sys/kernel/yama/ptrace_scope") or b"").decode().strip() or None
-    found, elsewhere = find_processes(selection, me)
+    found, elsewhere, unreadable = find_processes(selection, me)
     header = {"scan": {"host": os.uname().nodename, "pid": me, "pyspy": pyspy, "ptrace_scope": scope,
-                       "elsewhere": elsewhere}}
+                       "elsewhere": elsewhere, "unreadable": unreadable}}
     lines = [_line(info) for info in found]
     todo = []
     for info, line in zip(found, lines):

@@ -136,3 +136,16 @@ def test_every_process_found_is_shown_or_named(entries):
     assert shown == len(entries)
     missing_hosts = [h for h in range(4) if h not in by_host]
     assert sum("no matching process" in line for line in problems(scans, found)) == len(missing_hosts)
+
+
+def test_processes_not_looked_at_and_empty_dumps_are_named():
+    scan = scan_from_lines("w0", [{"scan": dict(head()["scan"], unreadable=3)},
+                                  rank_line(0, 10, threads=[]), rank_line(1, 11)])
+    found = sections([scan])
+    assert problems([scan], found) == [
+        "w0: 3 Python processes of other users were not looked at (their environment is not readable: "
+        "run as their user, or as root)",
+        "could not read rank 0 on w0: no Python thread: py-spy listed none",
+        f"ranks 2-7 of job {JOB} not found: on a host not asked, one that did not answer, or exited"]
+    assert problems([scan], found, whole_jobs=False)[-1] == "could not read rank 0 on w0: no Python thread: " \
+        "py-spy listed none"
