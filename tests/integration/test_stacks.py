@@ -58,6 +58,13 @@ def test_pid_and_match_choose_other_processes(mpi_job):
     assert "children of the ranks" not in matched.stdout   # its command line does not match
 
 
+def test_native_frames_come_with_native(mpi_job):
+    done = stacks("--native", "--pid", ",".join(str(mpi_job.ranks[r]["pid"]) for r in range(4)))
+    ranks = section(done.stdout, f"job {mpi_job.job}:")
+    assert " [libc.so" in ranks or " [libpython" in ranks, ranks   # C frames, named by their library
+    assert "rank 1 on localhost  [odd]" in ranks and "--> job.py:20 sleeper" in ranks
+
+
 def test_ptrace_refused_is_one_error_naming_the_fix(mpi_job):
     capsh = shutil.which("capsh")
     if capsh is None or os.geteuid() != 0:
