@@ -1,10 +1,26 @@
-"""Time from a ``--timeout`` to the grouped stack report, for 4 and 8 ranks stuck in a barrier.
+"""Two hang reports, each against what people do by hand today, measured in one run.
 
-One command: ``python benchmarks/hang_report.py``. For each size, a World is started, rank 1
-skips an ``MPI_Barrier`` the other ranks enter, and we time ``stack_snapshot`` (collect every
-rank's stack, group, render) from the moment the timeout fires. The peer, measured on the
-same stuck processes in the same run, is what people do by hand today: ``py-spy dump --pid``
-for each rank (`pip install py-spy`; skipped with a note when absent). Goal: under 2 s.
+One command: ``python benchmarks/hang_report.py [world|stacks]`` (both by default; the stacks
+part needs root, as the multi-host test bed does: run it under ``flock /tmp/mlp-multihost.lock``
+when tests may run alongside).
+
+world: time from a ``--timeout`` to the merged stack report, for 4 and 8 ranks stuck in a
+barrier. For each size, a World is started, rank 1 skips an ``MPI_Barrier`` the other ranks
+enter, and we time ``stack_snapshot`` (collect every rank's stack, merge, render) from the
+moment the timeout fires. The peer, measured on the same stuck processes: ``py-spy dump --pid``
+for each rank. Goal: under 2 s.
+
+stacks: ``mlp-magic stacks`` of a job started outside the notebook, 16 ranks on 4 namespace
+hosts (the test bed of tests/multihost/netns.py, brought up and down here; 4 ranks a host, rank 5
+asleep, the others in a barrier: tests/integration/stack_jobs.py's job), as a user runs it (its
+own process, interpreter start included): cold (a fresh ssh ControlPath directory: a full
+handshake per host) and again (the connections reused). The peer, what users do today: ``ssh
+HOST 'py-spy dump --pid P; ...'`` host by host in a loop, over plain ssh (and, to be fair, once
+more with ssh connection sharing). Every output is checked (the sleeper named, every rank read).
+Goal: <= 0.3x the plain peer, and under 3 s. On this 2-core machine the 4 hosts share the cores,
+so a cold call's 4 handshakes, 4 scanners and 16 py-spy runs are CPU-bound together (on real
+hosts each runs on its own); the JSON gives cold and repeated calls apart.
+
 Last line: one JSON object.
 """
 from __future__ import annotations
@@ -16,7 +32,13 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(1, os.path.join(HERE, "..", "tests", "multihost"))
 
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -54,7 +76,7 @@ def measure(shell, np: int) -> dict:
         started = time.perf_counter()
         text, _ = stacks.stack_snapshot(world, run.ranks)
         ours.append(time.perf_counter() - started)
-    assert "comm.Barrier" in text or "--> cell, line 2" in text, text
+    assert "--> cell:2 <module>" in text and "rank 1 on localhost  [odd]" in text, text
     peer = py_spy_all([world.identities[r]["pid"] for r in run.ranks])
     quiet(shell, "%mpirun --stop")
     return {"ranks": np, "report_s": round(statistics.median(ours), 3),
@@ -62,17 +84,130 @@ def measure(shell, np: int) -> dict:
             "ratio_vs_peer": None if peer is None else round(statistics.median(ours) / peer, 3)}
 
 
-def main() -> None:
+# ------------------------------------------------------------------ stacks of a job on 4 hosts
+
+STACKS_RANKS, STACKS_HOSTS, SLEEPER = 16, 4, 5
+
+
+def timed(argv: list, env: dict) -> tuple:
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    return time.perf_counter() - started, done
+
+
+def ours(bed, job, control: str) -> tuple:
+    """``mlp-magic stacks`` as a user runs it: (seconds, output), the output checked."""
+    env = dict(os.environ, MLP_MAGIC_SSH=" ".join(bed.ssh_command()), MLP_MAGIC_SSH_CONTROL_DIR=control)
+    seconds, done = timed([sys.executable, "-m", "mlp_magic.cli", "stacks", "-H", "worker[0-3]"], env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"job {job.job}: {STACKS_RANKS} ranks of {STACKS_RANKS} on worker[0-3]" in done.stdout, done.stdout
+    assert f"rank {SLEEPER} on worker1: job.py:36 main > job.py:20 sleeper" in done.stdout, done.stdout
+    return seconds, done.stdout
+
+
+def peer(bed, job, shared: str | None = None) -> float:
+    """py-spy dump of each process, over ssh, host by host (``shared``: a ControlPath directory
+    for ssh connection sharing, its connections made by an earlier call)."""
+    pyspy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+    by_host: dict = {}
+    for info in job.ranks.values():
+        by_host.setdefault(info["host"], []).append(info["pid"])
+    options = []
+    if shared:
+        options = ["-o", "ControlMaster=auto", "-o", f"ControlPath={shared}/%C", "-o", "ControlPersist=60"]
+    started = time.perf_counter()
+    dumps = 0
+    for host in sorted(by_host):
+        command = "; ".join(f"{pyspy} dump --pid {pid}" for pid in sorted(by_host[host]))
+        done = subprocess.run([*bed.ssh_command(), *options, host, command], capture_output=True, text=True,
+                              timeout=120)
+        dumps += done.stdout.count("Thread ")
+    seconds = time.perf_counter() - started
+    assert dumps >= STACKS_RANKS, f"the peer read {dumps} threads"
+    return seconds
+
+
+def start_job(bed, folder: str):
+    from tests.integration.stack_jobs import MPI_JOB, Job, write_job
+
+    script = write_job(folder, MPI_JOB)
+    hostfile = bed.write_hostfile(os.path.join(folder, "hostfile"), slots=STACKS_RANKS // STACKS_HOSTS)
+    mpiexec = shutil.which("mpiexec") or os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    argv = [mpiexec, "-n", str(STACKS_RANKS), "--hostfile", hostfile, "--map-by", "slot",
+            "--allow-run-as-root", "--prtemca", "plm_ssh_agent", " ".join(bed.ssh_command()),
+            "-x", "PATH", "-x", "PYTHONPATH",
+            "--mca", "btl", "self,tcp", sys.executable, script, folder, str(SLEEPER), "no-child"]
+    return Job(argv, folder, count=STACKS_RANKS, wait=240)
+
+
+def stacks_part() -> dict:
+    import netns
+
+    reason = netns.unavailable_reason()
+    if reason:
+        print(f"stacks: skipped ({reason})")
+        return {"skipped": reason}
+    os.environ.setdefault("PYTHONPATH", os.path.join(HERE, ".."))
+    # as installed: pip compiles the package's bytecode (a checkout run with PYTHONDONTWRITEBYTECODE
+    # would compile every module again on every call, the command's and each host's)
+    import compileall
+
+    compileall.compile_dir(os.path.join(HERE, "..", "mlp_magic"), quiet=1)
+    with netns.Testbed(STACKS_HOSTS) as bed, tempfile.TemporaryDirectory(prefix="bench-stacks-") as folder:
+        job = start_job(bed, folder)
+        sharing = tempfile.mkdtemp(prefix="cm-peer-", dir=folder)
+        try:
+            cold, warm, plain, shared = [], [], [], []
+            peer(bed, job, sharing)   # the peer's shared connections, made once
+            for _ in range(ROUNDS):
+                control = tempfile.mkdtemp(prefix="cm-", dir=folder)   # fresh: every handshake in full
+                cold.append(ours(bed, job, control)[0])
+                warm.append(ours(bed, job, control)[0])
+                plain.append(peer(bed, job))
+                shared.append(peer(bed, job, sharing))
+        finally:
+            job.stop()
+            bed.close_ssh_masters()
+            for host in bed.host_names():   # the peer's shared connections
+                subprocess.run([*bed.ssh_command(), "-o", f"ControlPath={sharing}/%C", "-O", "exit", host],
+                               capture_output=True, timeout=10)
+    row = {"processes": STACKS_RANKS, "hosts": STACKS_HOSTS,
+           "ours_cold_s": round(statistics.median(cold), 3),
+           "ours_again_s": round(statistics.median(warm), 3),
+           "peer_ssh_loop_s": round(statistics.median(plain), 3),
+           "peer_ssh_loop_shared_s": round(statistics.median(shared), 3)}
+    row["ratio_cold_vs_peer"] = round(row["ours_cold_s"] / row["peer_ssh_loop_s"], 3)
+    row["ratio_again_vs_peer"] = round(row["ours_again_s"] / row["peer_ssh_loop_s"], 3)
+    row["ratio_again_vs_shared_peer"] = round(row["ours_again_s"] / row["peer_ssh_loop_shared_s"], 3)
+    row["goal"] = "<= 0.3x the peer and under 3 s (cold: a new ssh handshake per host; again: reused)"
+    row["meets_goal_cold"] = row["ratio_cold_vs_peer"] <= 0.3 and row["ours_cold_s"] < 3
+    row["meets_goal_again"] = row["ratio_again_vs_peer"] <= 0.3 and row["ours_again_s"] < 3
+    print(f"stacks of {STACKS_RANKS} processes on {STACKS_HOSTS} hosts: mlp-magic stacks "
+          f"{row['ours_cold_s']:.2f} s cold, {row['ours_again_s']:.2f} s again; py-spy over ssh host by host "
+          f"{row['peer_ssh_loop_s']:.2f} s ({row['peer_ssh_loop_shared_s']:.2f} s with connection sharing); "
+          f"ratios {row['ratio_cold_vs_peer']} cold, {row['ratio_again_vs_peer']} again")
+    return row
+
+
+def world_part() -> dict:
     from IPython.testing.globalipapp import start_ipython
 
     shell = start_ipython()
     shell.run_line_magic("load_ext", "mlp_magic")
     sizes = [measure(shell, np) for np in (4, 8)]
     for row in sizes:
-        print(f"{row['ranks']} ranks: grouped stack report in {row['report_s']:.2f} s; "
+        print(f"{row['ranks']} ranks: merged stack report in {row['report_s']:.2f} s; "
               f"py-spy dump of each rank: {row['peer_py_spy_s']} s")
-    figures = {"benchmark": "hang_report", "sizes": sizes, "goal": "report_s < 2",
-               "meets_goal": all(row["report_s"] < 2 for row in sizes)}
+    return {"sizes": sizes, "goal": "report_s < 2", "meets_goal": all(row["report_s"] < 2 for row in sizes)}
+
+
+def main() -> None:
+    parts = sys.argv[1:] or ["world", "stacks"]
+    figures = {"benchmark": "hang_report"}
+    if "world" in parts:
+        figures["world"] = world_part()
+    if "stacks" in parts:
+        figures["stacks"] = stacks_part()
     print(json.dumps(figures))
 
 

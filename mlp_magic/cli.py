@@ -2,10 +2,12 @@
 
     mlp-magic topo [--host H] [--from-file FILE] [--json]   GPU/NIC link matrix of a host
     mlp-magic status [--hostfile F | -H HOSTS] [--json]    hosts, slots, ranks, reachability, GPUs
+    mlp-magic stacks [--hostfile F | -H HOSTS] [--pid P | --match RE] [--native] ...
+                                                           every rank's Python stack, merged
 
-Each subcommand lives with its feature (``cluster.cli``); this module parses and dispatches.
-Bad input exits with status 2 and one line on stderr; a host that ``topo --host`` cannot probe,
-with status 1.
+Each subcommand lives with its feature (``cluster.cli``, ``stacks.command``); this module parses
+and dispatches. Bad input exits with status 2 and one line on stderr; a host that ``topo --host``
+cannot probe, or stacks that cannot be read at all (py-spy missing, ptrace refused), with status 1.
 """
 from __future__ import annotations
 
@@ -13,11 +15,12 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from .cluster.cli import HostProbeFailed, add_status_arguments, add_topo_arguments, run_status, run_topo
 from .core.line_args import LineParser
 from .errors import MlpMagicError
+from .stacks import StacksFault
 
 PROG = "mlp-magic"
+COMMANDS = ("topo", "status", "stacks")
 
 
 class _Parser(LineParser):
@@ -29,30 +32,62 @@ class _Parser(LineParser):
         return "%s (see %s --help)" % (message, self.prog)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="See the cluster: hosts, ranks and GPU topology.")
-    commands = parser.add_subparsers(dest="command", metavar="{topo,status}", parser_class=_Parser)
+def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The command's parser; ``only="stacks"`` leaves the cluster's subcommands (and their imports:
+    the GPU probes, the cluster model) out, so that stacks starts its hosts' ssh sooner."""
+    parser = _Parser(prog=PROG, description="See the cluster: hosts, ranks, GPU topology and stacks.")
+    commands = parser.add_subparsers(dest="command", metavar="{%s}" % ",".join(COMMANDS),
+                                     parser_class=_Parser)
     commands.required = True
-    add_topo_arguments(commands.add_parser("topo", help="GPU/NIC link matrix (like nvidia-smi topo -m)"))
-    add_status_arguments(commands.add_parser("status", help="hosts, slots, ranks, reachability and GPUs"))
+    if only != "stacks":
+        from .cluster.cli import add_status_arguments, add_topo_arguments
+
+        add_topo_arguments(commands.add_parser("topo", help="GPU/NIC link matrix (like nvidia-smi topo -m)"))
+        add_status_arguments(commands.add_parser("status", help="hosts, slots, ranks, reachability and GPUs"))
+    from .stacks.options import add_stacks_arguments
+
+    add_stacks_arguments(commands.add_parser(
+        "stacks", help="every rank's Python stack (py-spy), all hosts at once, merged into one tree"))
     return parser
 
 
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "stacks":
+        from .stacks.command import run_command
+        from .stacks.options import options_from
+
+        return run_command(options_from(args))
+    from .cluster.cli import run_status, run_topo
+
+    return run_topo(args) if args.command == "topo" else run_status(args)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = _parser().parse_args(argv)
-        return run_topo(args) if args.command == "topo" else run_status(args)
+        return _run(_parser(argv[0] if argv[:1] == ["stacks"] else None).parse_args(argv))
+    except StacksFault as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return 1
     except MlpMagicError as exc:
         print("%s: %s" % (PROG, exc), file=sys.stderr)
         return 2
-    except HostProbeFailed as exc:
-        print("%s: %s" % (PROG, exc), file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `mlp-magic topo --json | head`: the reader left, nothing to say
         sys.stderr.close()
         return 0
+    except Exception as exc:
+        if not _host_probe_failed(exc):
+            raise
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return 1
+
+
+def _host_probe_failed(exc: Exception) -> bool:
+    """``topo --host H`` could not probe H (the cluster's module is only loaded for topo/status)."""
+    cluster_cli = sys.modules.get("mlp_magic.cluster.cli")
+    return cluster_cli is not None and isinstance(exc, cluster_cli.HostProbeFailed)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The IPython magics: thin wrappers that parse a line and hand over to the features' commands.
 
 ``%%mpirun`` -> ``world.command``; ``%allrun`` / ``%%allrun`` -> ``fanout.magic`` (through the
-live World's engines when it covers the hosts, else ssh); ``%mlp_cluster`` -> ``cluster``.
+live World's engines when it covers the hosts, else ssh); ``%mlp_cluster`` -> ``cluster``;
+``%mlp_stacks`` -> ``stacks.command`` (the same report as ``mlp-magic stacks``).
 """
 from __future__ import annotations
 
@@ -118,6 +119,26 @@ class MlpMagics(Magics):
         else:
             print(answer.text if args.compare is not None else answer)
         return None
+
+    @no_var_expand
+    @line_magic
+    @_one_line_errors
+    def mlp_stacks(self, line: str = ""):
+        """Every rank's Python stack, of any job, merged into one tree: ``%mlp_stacks [--hostfile F |
+        -H HOSTS] [--pid P,.. | --match RE] [--native] [--threads] [--timeout S] [--ssh CMD] [--json]``."""
+        import json
+
+        from IPython.display import display
+
+        from .stacks.command import gather
+        from .stacks.options import parse_stacks_line
+
+        options = parse_stacks_line(line, os.environ, self.shell.user_ns)
+        report = gather(options)
+        if options.json:
+            print(json.dumps(report.to_json(), indent=1))
+        else:
+            display({"text/plain": report.text.rstrip(), "text/html": report.html}, raw=True)
 
     def _store(self, name: str | None, value) -> None:
         """``-o NAME``: the run's Results in the notebook's namespace."""

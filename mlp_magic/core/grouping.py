@@ -56,10 +56,7 @@ class OutputGroup(Record, frozen=True, eq=False):
         """ "ranks 0-13,15 (15) on worker[0-1]", "rank 3 on worker1", or "worker[0-6] (7)"."""
         if self.kind == "hosts":
             return f"{self.hosts} ({self.count})"
-        on_hosts = f" on {self.hosts}" if self.hosts else ""
-        if self.count == 1:
-            return f"rank {self.keys[0]}{on_hosts}"
-        return f"ranks {fold_ranks(self.keys)} ({self.count}){on_hosts}"
+        return ranks_label(self.keys, self.hosts)
 
     @property
     def status_tag(self) -> str:
@@ -88,6 +85,19 @@ class OutputGroup(Record, frozen=True, eq=False):
     def output_lines(self) -> list[str]:
         """stdout then stderr as lines: what diffs compare."""
         return self.stdout.splitlines() + self.stderr.splitlines()
+
+
+def ranks_label(ranks: Sequence[int], hosts: str = "") -> str:
+    """ "ranks 0-13,15 (15) on worker[0-1]", "rank 3 on worker1" (``hosts``: folded already)."""
+    on_hosts = f" on {hosts}" if hosts else ""
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}{on_hosts}"
+    return f"ranks {fold_ranks(ranks)} ({len(ranks)}){on_hosts}"
+
+
+def fold_hosts_shown(names) -> str:
+    """Host names folded for a label (``worker[0-1]``), listed as they are where they cannot be."""
+    return _fold_hosts_for_display(names)
 
 
 def group_results(results: Sequence[Result]) -> list[OutputGroup]:

@@ -104,6 +104,16 @@ def _first_lines(pieces: list[str], count: int) -> str:
     return "".join(taken)
 
 
+def text_box(header: str, body_html: str, status: str = "ok") -> str:
+    """Markup already escaped (``body_html``) in the box a group has, under ``header`` (plain text)."""
+    accent = _ACCENTS.get(status, _ACCENTS["error"])
+    heading = (f'<div style="{_HEADER.format(tint=_tint(accent))}">{escape(header)}</div>'
+               if header else "")
+    box = _BOX.format(accent=accent)
+    return (f'<div class="mlp-magic-group" data-status="{escape(status)}" style="{box}">'
+            f'{heading}<pre style="{_PRE}">{body_html}</pre></div>')
+
+
 def _plain_html(pieces: list[str]) -> list[str]:
     return [escape(piece, quote=False) for piece in pieces]  # no copy when nothing needs escaping
 

@@ -62,6 +62,28 @@ class HostResult(Record):
         }
 
 
+TAIL_CHARS = 300
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of a host's stderr, shortened: what went wrong, in one line."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    return last if len(last) <= TAIL_CHARS else last[:TAIL_CHARS - 3] + "..."
+
+
+def why_no_answer(result: HostResult, timeout: float) -> str | None:
+    """Why a host's probe (GPU inventory, stacks) gave no answer, in one line; None when it exited 0.
+    "unreachable: <ssh's message>", "timeout: no answer within N s", "exit N: <stderr's last line>"."""
+    if result.status == OK:
+        return None
+    if result.status == UNREACHABLE:
+        return "unreachable: %s" % (last_line(result.stderr) or "ssh could not connect")
+    if result.status in (TIMEOUT, INTERRUPTED):  # INTERRUPTED: still running at our deadline
+        return "timeout: no answer within %g s" % timeout
+    return "exit %s: %s" % (result.exit_code, last_line(result.stderr) or "no message")
+
+
 class Results:
     """What ``-o NAME`` stores: every record of one run, in order, and its summary as shown.
 

@@ -11,13 +11,22 @@ import re
 
 # Cell code as IPython/ipykernel names it (ipykernel: <tmp>/ipykernel_<pid>/<hash>.py; the pid
 # differs from rank to rank, hence one display name for all of them).
-_CELL_FILE = re.compile(r"^(.*/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>|<cell line: \d+>|<string>)$")
-_LIBRARY = re.compile(r"(site-packages|dist-packages)/|/lib/python3\.\d+/(?!site-packages)")
+_KERNEL_CELL = re.compile(r"^(.*/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>)$")
+_CELL_FILE = re.compile(r"^(.*/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>|<cell line: \d+>"
+                        r"|<string>|<cell>)$")
+_LIBRARY = re.compile(r"(site-packages|dist-packages)/|/lib/python3\.\d+/(?!site-packages)"
+                      r"|\.so(\.[\d.]+)?$")   # the last: a native frame's shared object
 _PACKAGE_PATH = re.compile(r"(?:site-packages|dist-packages)/(.*)$")
+_STDLIB_PATH = re.compile(r"/lib/python3\.\d+/(.*)$")
 
 
 def is_cell(path: str) -> bool:
     return bool(_CELL_FILE.match(path))
+
+
+def is_kernel_cell(path: str) -> bool:
+    """A cell as a kernel names it: the name differs from rank to rank (``stack_report.CELL``)."""
+    return bool(_KERNEL_CELL.match(path))
 
 
 def is_user_code(path: str, library_dirs=()) -> bool:
@@ -41,3 +50,15 @@ def display_name(path: str) -> str:
         return "cell"
     match = _PACKAGE_PATH.search(path)
     return match.group(1) if match else path
+
+
+def short_path(path: str) -> str:
+    """The compact name of the stack views: ``cell`` for a cell, the module path inside an
+    installed package or the standard library, the file's name for the rest (the full path stays
+    in the dumps and in ``--json``); python -c's ``<string>`` is itself."""
+    if is_cell(path) and path != "<string>":
+        return "cell"
+    match = _PACKAGE_PATH.search(path) or _STDLIB_PATH.search(path)
+    if match:
+        return match.group(1)
+    return path.rsplit("/", 1)[-1] or path

@@ -1,21 +1,23 @@
-"""Read faulthandler dumps and boil them down to what a user debugging a hang needs (pure).
+"""Stack frames: what they are, how they read, and how a rank's faulthandler dump becomes one
+stack for the hang report (pure).
 
 faulthandler prints every thread, most recent call first. The main thread ("Current thread",
 which handles the signal) is the one running the cell; the others are the kernel's own
-machinery. We keep the main thread, outermost call first like a traceback, drop the kernel's
-frames above the user's code, and mark the user's frames so the line that waits stands out.
+machinery. We keep the main thread, outermost call first like a traceback, and drop the kernel's
+frames above the user's code (``rank_frames``). ``Frame`` is also what py-spy's dumps become
+(``core/pyspy``); ``frame_text`` is how every stack view shows one.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from .source_files import display_name, is_cell, is_user_code
+from .source_files import is_cell, is_kernel_cell, is_user_code, short_path
 
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[[^\]]*\])?"
                      r" \(most recent call first\):\s*$")
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
-USER_MARK = "-->"
+CELL = "<cell>"   # every rank's cell file under one name, so that their frames merge
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,10 @@ class Frame:
     @property
     def is_user(self) -> bool:
         return is_user_code(self.file)
+
+    def canonical(self) -> "Frame":
+        """The same frame as every rank has it: a cell's file names its kernel's pid."""
+        return Frame(CELL, self.line, self.function) if is_kernel_cell(self.file) else self
 
 
 @dataclass(frozen=True)
@@ -70,17 +76,25 @@ def trimmed(frames: tuple) -> list:
     return ordered if first_user is None else ordered[first_user:]
 
 
-def format_stack(dump: str) -> str:
-    """The main thread's user-relevant frames, one per line, the user's marked ``-->``."""
+def frame_text(frame: Frame) -> str:
+    """``train.py:88 step``; a native frame (no line) ``all_reduce [libtorch_cpu.so]``."""
+    if frame.line <= 0:
+        return f"{frame.function} [{short_path(frame.file)}]" if frame.file else frame.function
+    return f"{short_path(frame.file)}:{frame.line} {frame.function}"
+
+
+IDLE = Frame("", 0, "idle: not running a cell")
+NO_STACK = Frame("", 0, "(no Python stack in the dump)")
+
+
+def rank_frames(dump: str) -> tuple:
+    """One rank's place for the merged hang report: its main thread's frames from the cell on,
+    outermost first; an idle rank (between cells) is the one pseudo-frame ``IDLE``, a rank whose
+    dump is empty or unreadable ``NO_STACK``."""
     thread = main_thread(parse_dump(dump))
     if thread is None or not thread.frames:
-        return "(no Python stack in the dump)\n"
+        return (NO_STACK,)
     frames = trimmed(thread.frames)
     if not any(f.is_cell for f in frames):
-        return "idle: not running a cell (" + frames[-1].function + ")\n"
-    innermost_user = max(i for i, f in enumerate(frames) if f.is_user)
-    lines = []
-    for i, frame in enumerate(frames):
-        mark = USER_MARK if i == innermost_user else ("  >" if frame.is_user else "   ")
-        lines.append(f"{mark} {display_name(frame.file)}, line {frame.line}, in {frame.function}")
-    return "\n".join(lines) + "\n"
+        return (IDLE,)
+    return tuple(f.canonical() for f in frames)

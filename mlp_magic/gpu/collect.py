@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, T
 from .. import config
 from ..core.deadline import in_background
 from ..core.local_names import stays_here, this_machine_names
-from ..core.results import INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
+from ..core.results import HostResult, why_no_answer
 from ..errors import MlpMagicError
 from .model import HostGpus
 
@@ -129,19 +129,11 @@ def collect_from_world(world: Any, timeout: float = 5.0, skip: Iterable[str] = (
 # host's error message (over the ssh connection) before the collector stops waiting.
 PROBE_SHARE = 0.5
 MAX_ANSWER_BYTES = 1 << 20   # one host's topology JSON is a few kB; more is not an answer
-TAIL_CHARS = 300
 
 
 def topo_command(python: str, probe_timeout: float) -> str:
     """The shell command each host runs: this package's ``topo --json`` under ``python``."""
     return "exec %s -m mlp_magic.cli topo --json --timeout %g" % (shlex.quote(python), probe_timeout)
-
-
-def _tail(text: str) -> str:
-    """The last non-empty line of a host's stderr, shortened: what went wrong, in one line."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    last = lines[-1] if lines else ""
-    return last if len(last) <= TAIL_CHARS else last[:TAIL_CHARS - 3] + "..."
 
 
 def parse_topo_answer(host: str, text: str) -> HostGpus:
@@ -164,14 +156,8 @@ def inventory_from_result(result: HostResult, timeout: float) -> HostGpus:
     Errors: "unreachable: <ssh's message>", "timeout: no answer within N s",
     "exit N: <stderr's last line>", "bad JSON: ...".
     """
-    host = result.host
-    if result.status == OK:
-        return parse_topo_answer(host, result.stdout)
-    if result.status == UNREACHABLE:
-        return _failed(host, "unreachable: %s" % (_tail(result.stderr) or "ssh could not connect"))
-    if result.status in (TIMEOUT, INTERRUPTED):  # INTERRUPTED: still running at our deadline
-        return _failed(host, "timeout: no answer within %g s" % timeout)
-    return _failed(host, "exit %s: %s" % (result.exit_code, _tail(result.stderr) or "no message"))
+    why = why_no_answer(result, timeout)
+    return parse_topo_answer(result.host, result.stdout) if why is None else _failed(result.host, why)
 
 
 def _start_local(names: Sequence[str], timeout: float) -> Callable[[float], Dict[str, HostGpus]]:

@@ -15,11 +15,14 @@ from collections import deque
 from IPython import get_ipython
 from IPython.display import display, publish_display_data
 
-from ..core.grouping import group_results
+from ..core.grouping import fold_hosts_shown, group_results, ranks_label
 from ..core.render_html import render_groups_html
+from ..core.render_stacks import merged_html, merged_text
 from ..core.render_text import render_groups_text
+from ..core.stack_tree import merge
 
-STACKS_TITLE = "Where each rank is (main thread's Python stack; --> marks the innermost line of your code)"
+STACKS_TITLE = ("Where each rank is (main thread's Python stack, merged across ranks; "
+                "--> marks the innermost line of your code)")
 
 
 def in_notebook() -> bool:
@@ -111,12 +114,18 @@ def footnote_html(text: str) -> str:
     return f"<div style='color:#777;font-size:85%'>{html.escape(text).replace(chr(10), '<br>')}</div>"
 
 
-def stack_report(records: list, where: str) -> tuple:
-    """Every rank's stack, grouped by identical stacks, as (text, html); ``where``: the full dumps."""
-    groups = group_results(records)
-    text = f"\n{STACKS_TITLE}\n{render_groups_text(groups)}{where}\n"
+def stack_report(stacks: dict, hosts: dict, where: str) -> tuple:
+    """Every rank's stack ({rank: frames}) merged into one tree (``core/stack_tree``), the odd ranks
+    named, as (text, html); ``hosts``: {rank: host}; ``where``: the full dumps."""
+    root = merge(stacks)
+
+    def label(ranks) -> str:
+        ranks = sorted(ranks)
+        return ranks_label(ranks, fold_hosts_shown(hosts[r] for r in ranks))
+
+    text = f"\n{STACKS_TITLE}\n{merged_text(root, label)}{where}\n"
     markup = (f"<div style='margin-top:0.8em;font-weight:bold'>{html.escape(STACKS_TITLE)}</div>"
-              f"{render_groups_html(groups)}{footnote_html(where)}")
+              f"{merged_html(root, label)}{footnote_html(where)}")
     return text, markup
 
 

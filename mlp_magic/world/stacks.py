@@ -17,8 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import config
-from ..core.results import RankResult
-from ..core.stack_report import format_stack
+from ..core.stack_report import rank_frames
 from ..engine.main import PROGRAM as ENGINE_PROGRAM
 from . import display, logs
 
@@ -135,11 +134,10 @@ def collect(world, ranks: list, wait: float = 1.5) -> dict:
 
 
 def stack_snapshot(world, ranks: list, log_dir: str | None = None) -> tuple:
-    """Collect, save and render every rank's stack: (text, html) grouped by identical stacks."""
+    """Collect, save and render every rank's stack: (text, html), merged into one tree."""
     dumps = collect(world, ranks)
     if log_dir:
         logs.write_stacks(log_dir, dumps)
-    records = [RankResult(rank=r, host=world.host_of(r), stdout=format_stack(dumps.get(r, "")))
-               for r in ranks]
+    stacks = {r: rank_frames(dumps.get(r, "")) for r in ranks}
     where = f"full dumps: {os.path.join(log_dir, 'stacks')}" if log_dir else ""
-    return display.stack_report(records, where)
+    return display.stack_report(stacks, {r: world.host_of(r) for r in ranks}, where)

@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from mlp_magic.core.stack_report import format_stack
+from mlp_magic.core.stack_report import frame_text, rank_frames
 from mlp_magic.world import command, stacks
 
 from .conftest import child_pids, run, timed_run
@@ -43,15 +43,18 @@ def test_a_rank_skipping_a_barrier_is_diagnosed(fresh_world, capsys):
     assert "timeout on ranks 0,2-3" in str(error)
     out = _summary(capsys)
     report = out[out.index("Where each rank is"):]
-    assert "ranks 0,2-3 (3) on localhost" in report
-    assert "--> cell, line 3, in <module>" in report       # the Barrier line, shown once
-    assert report.count("--> cell, line 3") == 1
-    assert "rank 1 on localhost" in report and "idle: not running a cell" in report
+    # One merged tree: the three waiting ranks share one branch, the odd rank is named.
+    assert ("summary: ranks 0,2-3 (3) on localhost: cell:3 <module>; "
+            "rank 1 on localhost: idle: not running a cell") in report
+    assert "|-- ranks 0,2-3 (3) on localhost" in report
+    assert "--> cell:3 <module>" in report       # the Barrier line, shown once
+    assert report.count("cell:3 <module>") == 2  # in the summary and in the tree
+    assert "`-- rank 1 on localhost  [odd]" in report and "idle: not running a cell" in report
     assert "did not stop on SIGINT" in out and "%mpirun --restart" in out
     # Where are they now? The line form answers while the ranks are still stuck.
     assert run(ip, "%mpirun --stacks") is None
     now = capsys.readouterr().out
-    assert "ranks 0,2-3 (3) on localhost" in now and "--> cell, line 3, in <module>" in now
+    assert "ranks 0,2-3 (3) on localhost" in now and "--> cell:3 <module>" in now
     assert not now.lstrip().startswith("('") and "<div" not in now  # shown as text, not a tuple
     # The stuck ranks block the World: the next cell says so at once instead of hanging.
     started = time.monotonic()
@@ -184,7 +187,7 @@ def test_stacks_of_an_idle_world_on_demand(fresh_world, capsys):
     assert "<pre" in html
 
 
-def test_format_stack_reads_a_real_faulthandler_dump(tmp_path):
+def test_rank_frames_reads_a_real_faulthandler_dump(tmp_path):
     """The parser against a dump faulthandler really wrote (not a hand-made one)."""
     import subprocess
     import sys
@@ -194,8 +197,8 @@ def test_format_stack_reads_a_real_faulthandler_dump(tmp_path):
                       "faulthandler.dump_traceback(sys.stdout, all_threads=True)\n")
     dump = subprocess.run([sys.executable, str(script)], capture_output=True, text=True).stdout
     assert "Current thread" in dump or "Thread" in dump
-    formatted = format_stack(dump.replace(str(script), "/tmp/ipykernel_1234/5678.py"))
-    assert formatted.startswith("--> cell, line 2, in <module>"), formatted
+    frames = rank_frames(dump.replace(str(script), "/tmp/ipykernel_1234/5678.py"))
+    assert [frame_text(f) for f in frames] == ["cell:2 <module>"], frames
 
 
 def _child_kernel_with_a_world():

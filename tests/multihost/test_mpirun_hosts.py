@@ -107,9 +107,9 @@ def test_a_hang_across_hosts_shows_every_ranks_stack_over_ssh(two_hosts, capsys)
     assert "timeout on ranks 0-2" in str(result.error_in_exec)
     out = capsys.readouterr().out
     report = out[out.index("Where each rank is"):]
-    assert "ranks 0-2 (3) on worker[0-1]" in report
-    assert "--> cell, line 2, in <module>" in report
-    assert "rank 3 on worker1" in report and "idle: not running a cell" in report
+    assert "|-- ranks 0-2 (3) on worker[0-1]" in report
+    assert "--> cell:2 <module>" in report
+    assert "`-- rank 3 on worker1  [odd]" in report and "idle: not running a cell" in report
 
 
 def test_a_rank_dying_on_another_host_is_named(two_hosts, capsys):

@@ -378,3 +378,41 @@ def test_parse_cluster_args(line):
     else:
         assert isinstance(found, dict)
         assert found.get("auto_refresh") is None or found["auto_refresh"] > 0
+
+
+# ---------------------------------------------------------------- mlp-magic stacks / %mlp_stacks
+
+STACKS_OPTIONS = st.sampled_from(["--hostfile /tmp/h", "-H worker[0-3]", "--pid 1,2", "--pid 0",
+                                  "--pid x,1",
+                                  "--match 'train.py'", "--match '('", "--match ''", "--native", "--threads",
+                                  "--timeout 2", "--timeout -1", "--ssh 'ssh -F c'", "--json", "--bogus",
+                                  "-H",
+                                  "$NP", "$nope", "--pid $n"])
+
+
+@FUZZ
+@given(line=st.lists(STACKS_OPTIONS, max_size=4).map(" ".join) | st.text(max_size=50))
+def test_parse_stacks_line(line):
+    from mlp_magic.stacks.options import StacksOptions, parse_stacks_line
+
+    found, message = only_our_error(parse_stacks_line, line, ENV, USER_NS)
+    if message is not None:
+        assert mentions(message, line) or "expected one argument" in message, (message, line)
+        return
+    assert isinstance(found, StacksOptions) and found.timeout > 0
+    assert found.pids is None or (found.pids and all(p > 0 for p in found.pids))
+    assert not (found.pids and found.match) and not (found.hosts and found.hostfile)
+
+
+@FUZZ
+@given(text=st.text(max_size=200) | st.lists(st.sampled_from([
+    '{"scan": {"host": "w", "pid": 1}}', '{"pid": 3, "rank": 0, "job": "j", "threads": []}',
+    '{"pid": "x"}',
+    '{"pid": 4, "threads": [{"name": "t", "main": true, "idle": false, "frames": [["f", 1]]}]}',
+    '[]', 'null', '{"scan": 3}', ''])).map("\n".join))
+def test_parse_scan_never_raises(text):
+    """A host's answer is ours to read, whatever it printed: its HostScan, or the host's error."""
+    from mlp_magic.core.stack_jobs import parse_scan
+
+    scan = parse_scan("w", text)
+    assert scan.error is None or (scan.error and "\n" not in scan.error)

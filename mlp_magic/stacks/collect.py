@@ -1,0 +1,132 @@
+"""Ask every host at once for its processes' stacks: the allrun transport for the others, an
+in-process scan (no ssh, no new Python) for this machine, one deadline for all.
+
+Each remote host runs ``python -m mlp_magic.stacks.scan`` with this Python and this copy of
+mlp_magic (its folder first on PYTHONPATH: the hosts run the same image, as for the GPU probes),
+and prints JSON lines (``core/stack_jobs.parse_scan`` reads them). A host that cannot be reached,
+times out or answers nonsense becomes a HostScan with its ``error``: listed, never dropped.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from collections.abc import Iterable, Mapping
+
+from .. import config
+from ..core.deadline import in_background
+from ..core.local_names import stays_here, this_machine_names
+from ..core.results import why_no_answer
+from ..core.stack_jobs import HostScan, parse_scan, scan_from_lines
+from ..errors import MlpMagicError
+from . import scan
+from .options import StacksOptions
+
+# Each py-spy's own limit, as a share of the deadline: a wedged process comes back as that
+# process's fault before its host is given up.
+DUMP_SHARE = 0.5
+CONNECT_SECONDS = 5.0
+MAX_ANSWER_BYTES = 64 << 20
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def scan_command(options: StacksOptions, python: str | None = None, pyspy: str | None = None) -> str:
+    """The shell command each remote host runs."""
+    args = ["-m", "mlp_magic.stacks.scan", "--timeout", "%g" % (options.timeout * DUMP_SHARE)]
+    if options.pids:
+        args += ["--pid", ",".join(str(p) for p in options.pids)]
+    if options.match:
+        args += ["--match", options.match]
+    if options.native:
+        args.append("--native")
+    if pyspy:
+        args += ["--pyspy", pyspy]
+    path = shlex.quote(PACKAGE_ROOT)
+    # -S: no site-packages processing (the scanner needs the standard library and this package only)
+    return (f"PYTHONPATH={path}${{PYTHONPATH:+:$PYTHONPATH}} exec {shlex.quote(python or sys.executable)} -S "
+            + " ".join(shlex.quote(a) for a in args))
+
+
+def _start_local(names: list, options: StacksOptions):
+    selection = scan.Selection(options.pids, options.match)
+    pending = in_background(lambda: scan.scan(selection, options.native, options.timeout * DUMP_SHARE),
+                            "mlp-stacks-local")
+
+    def finish(deadline: float) -> list:
+        lines = pending.result(deadline)
+        if lines is None:
+            why = (f"local scan: {pending.error!r}" if pending.error is not None
+                   else f"timeout: no answer within {options.timeout:g} s")
+            return [HostScan(name, error=why) for name in names]
+        return [scan_from_lines(name, lines) for name in names]
+
+    return finish
+
+
+def _start_remote(targets: list, options: StacksOptions, env: Mapping | None):
+    """Every host's ssh starts now (before asyncio and the runner are imported, as the allrun
+    command does: the handshakes overlap the rest of the start); the runner follows them."""
+    from ..fanout.ssh.spawn import Launch
+
+    names = [t.name for t in targets]
+    command = scan_command(options, pyspy=scan.find_pyspy())
+    connect = min(CONNECT_SECONDS, options.timeout)
+    try:
+        launch = Launch(targets, command, ssh=config.ssh_command(options.ssh, env), connect_timeout=connect,
+                        local=False)
+    except MlpMagicError as err:   # no ssh client, or an --ssh that cannot be split
+        raise MlpMagicError(f"stacks --ssh: {err}") from None
+    launch.start_all()
+    try:
+        from ..fanout.ssh.runner import HostRunner, RunOptions
+
+        run_options = RunOptions(ssh=launch.ssh, fanout=len(targets), timeout=options.timeout, local=False,
+                                 max_bytes=MAX_ANSWER_BYTES, connect_timeout=connect)
+        runner = HostRunner(targets, command, run_options, launch=launch)
+    except BaseException:
+        launch.stop_unclaimed()
+        raise
+    import asyncio
+
+    pending = in_background(lambda: asyncio.run(runner.run()), "mlp-stacks-ssh")
+
+    def finish(deadline: float) -> list:
+        try:
+            done = pending.wait(deadline)
+        except KeyboardInterrupt:
+            runner.request_interrupt()   # kills the remote scans; the thread ends by itself
+            raise
+        if not done:
+            runner.request_interrupt()
+            pending.wait(time.monotonic() + 5.0)   # the results then say "interrupted": a timeout
+        if pending.error is not None:
+            return [HostScan(name, error=f"ssh transport: {pending.error}") for name in names]
+        found = []
+        for result in list(runner.results):
+            why = why_no_answer(result, options.timeout)
+            found.append(parse_scan(result.host, result.stdout) if why is None
+                         else HostScan(result.host, error=why))
+        return found
+
+    return finish
+
+
+def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None) -> list:
+    """[HostScan] for every host (names, or topology Hosts), in the order given."""
+    from ..fanout.ssh.argv import as_targets
+
+    deadline = time.monotonic() + options.timeout + 1.0
+    targets = as_targets(list(hosts))
+    names = this_machine_names()
+    local = [t.name for t in targets if stays_here(t.name, t.port, names)]
+    remote = [t for t in targets if not stays_here(t.name, t.port, names)]
+    finishers = []
+    if remote:
+        finishers.append(_start_remote(remote, options, env))
+    if local:
+        finishers.append(_start_local(local, options))
+    found = {}
+    for finish in finishers:
+        found.update({s.host: s for s in finish(deadline)})
+    return [found[t.name] for t in targets]

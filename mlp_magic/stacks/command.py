@@ -1,0 +1,91 @@
+"""``mlp-magic stacks`` and ``%mlp_stacks``: collect, merge, show.
+
+  options -> the hosts (``core/topology``: hostfile, -H, the MLP_* variables; else this machine)
+  -> ``collect`` (every host at once) -> ``core/stack_jobs`` (sections, problems)
+  -> ``core/render_stacks`` (text; HTML in a notebook), or JSON with ``--json``.
+
+Exit status of the command: 0 when every host answered and every process was read, 1 when
+something is listed as not shown (or nothing matched), 2 for bad input, and 1 with one line when
+nothing could be read for a reason with a known fix (py-spy missing, ptrace refused).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+
+from ..core.render_stacks import render_report_html, render_report_text
+from ..core.grouping import fold_hosts_shown
+from ..core.stack_jobs import fault_only, problems, sections
+from . import StacksFault
+from .collect import collect
+from .options import StacksOptions
+
+
+class StacksReport:
+    """One collection: every host's scan, the merged sections, and what could not be shown."""
+
+    def __init__(self, scans: list, options: StacksOptions):
+        self.scans, self.options = scans, options
+        self.sections = sections(scans, options.threads)
+        self.problems = problems(scans, self.sections, whole_jobs=not (options.pids or options.match))
+        hosts = fold_hosts_shown(s.host for s in scans)
+        count = sum(len(s.processes) for s in scans)
+        native = " --native" if options.native else ""
+        self.heading = (f"Python stacks of {count} process{'es' if count != 1 else ''} on {hosts} "
+                        f"(py-spy dump{native}; --> marks each stack's innermost line of user code)")
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems and any(s.processes for s in self.scans)
+
+    @property
+    def text(self) -> str:
+        return render_report_text(self.sections, self.problems, self.heading)
+
+    @property
+    def html(self) -> str:
+        return render_report_html(self.sections, self.problems, self.heading)
+
+    def to_json(self) -> dict:
+        hosts = []
+        for scan in self.scans:
+            processes = [{name: getattr(p, name) for name in p._fields if name != "host"}
+                         for p in scan.processes]
+            for process in processes:
+                process["threads"] = [dict(t, frames=[[f.file, f.line, f.function] for f in t["frames"]])
+                                      for t in process["threads"]]
+            hosts.append({"host": scan.host, "error": scan.error, "pyspy": scan.pyspy,
+                          "ptrace_scope": scan.ptrace_scope, "processes": processes})
+        return {"hosts": hosts, "problems": self.problems}
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def gather(options: StacksOptions, env: Mapping | None = None) -> StacksReport:
+    """Collect and merge; StacksFault when nothing could be read for a reason with a known fix."""
+    from ..core.topology import topology_from_environment
+
+    env = os.environ if env is None else env
+    topology = topology_from_environment(env, hostfile=options.hostfile, hosts=options.hosts)
+    scans = collect(topology.hosts, options, env)
+    report = StacksReport(scans, options)
+    fault = fault_only(scans, report.sections)
+    if fault:
+        raise StacksFault(fault)
+    return report
+
+
+def run_command(options: StacksOptions) -> int:
+    """``mlp-magic stacks``: print the report (or its JSON); the exit status."""
+    report = gather(options)
+    if options.json:
+        print(json.dumps(report.to_json(), indent=1))
+    else:
+        sys.stdout.write(report.text)
+    return 0 if report.complete else 1

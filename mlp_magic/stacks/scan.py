@@ -1,0 +1,214 @@
+"""One host's share of ``mlp-magic stacks``: find the processes, dump each with py-spy, say it all.
+
+Runs on every host as ``python -m mlp_magic.stacks.scan [--pid P,..] [--match RE] [--native]
+[--timeout S] [--pyspy PATH]`` (over the allrun transport), and in-process for this machine.
+It prints JSON lines: first ``{"scan": {...}}`` (this host's name, its py-spy, its
+kernel.yama.ptrace_scope, the rank processes it left to other network namespaces and the Python
+processes whose environment it could not read), then one line per process found, with its
+threads or with why py-spy could not read it.
+
+Which processes: by default every Python process whose environment carries a rank
+(``core/proc_ranks``), launchers and this scanner left out; ``--pid`` and ``--match`` choose
+others. A process in another network namespace than the scanner's is another host's (a
+container sharing this PID space, or a namespace host of the test bed): that host's scan
+reports it, this one only counts it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+from ..core.proc_ranks import children_of_ranks, is_launcher, is_python, parse_cmdline, parse_environ, rank_of
+from ..core.pyspy import GONE, NO_PYSPY, TIMEOUT, DumpError, classify_failure, parse_dump_json
+
+# Kept light: every host starts it (with ``python -S``) for each call, so no argparse, threads
+# or dataclasses; py-spy processes run side by side, read as each ends.
+PROC = "/proc"
+PARALLEL = 16            # py-spy processes at a time (each pauses its target for a few ms)
+_CMD_CHARS = 300
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _link(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+def _parent(pid: int) -> int:
+    stat = _read(f"{PROC}/{pid}/stat") or b""
+    fields = stat.rpartition(b")")[2].split()
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
+
+
+def find_pyspy(hint: str | None = None) -> str | None:
+    """py-spy: the caller's (same image), on PATH, or beside this Python."""
+    folders = os.environ.get("PATH", "").split(os.pathsep) + [os.path.dirname(sys.executable)]
+    for candidate in [hint] + [os.path.join(folder, "py-spy") for folder in folders if folder]:
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+class Selection:
+    """What to dump: ``pids`` (exactly those), else Python processes whose command line matches
+    ``match``, else every Python process carrying a rank."""
+
+    def __init__(self, pids: list | None = None, match: str | None = None):
+        self.pids = pids
+        self.match = re.compile(match) if match else None
+
+    def wants(self, info: dict) -> bool:
+        argv, rank = info["argv"], info["rank"]
+        if not info["python"] or is_launcher(argv):
+            return False
+        if self.match is not None:
+            return bool(self.match.search(" ".join(argv)))
+        return rank is not None
+
+
+def _process(pid: int) -> dict | None:
+    """What /proc says of a process (its environment only when it is a Python: the others are
+    never dumped), None when it is gone or a kernel thread."""
+    argv = parse_cmdline(_read(f"{PROC}/{pid}/cmdline") or b"")
+    if not argv:
+        return None
+    python = is_python(_link(f"{PROC}/{pid}/exe"), argv)
+    environ = _read(f"{PROC}/{pid}/environ") if python else None
+    rank = rank_of(parse_environ(environ)) if environ is not None else None
+    return {"pid": pid, "ppid": _parent(pid), "argv": argv, "python": python, "rank": rank,
+            "unreadable": python and environ is None}
+
+
+def find_processes(selection: Selection, me: int) -> tuple:
+    """(the processes to dump, the rank processes seen in other network namespaces, the Python
+    processes whose environment could not be read: another user's)."""
+    here = _link(f"{PROC}/{me}/ns/net")
+    if selection.pids is not None:
+        found = [_process(pid) or {"pid": pid, "missing": True} for pid in selection.pids]
+        return found, 0, 0
+    chosen, elsewhere, unreadable, known = [], 0, 0, {}
+    for name in os.listdir(PROC):
+        if not name.isdigit() or int(name) == me:
+            continue
+        info = _process(int(name))
+        if info is None:
+            continue
+        rank = info["rank"]
+        unreadable += info["unreadable"] and selection.match is None
+        known[info["pid"]] = (info["ppid"], (rank.job, rank.rank) if rank else None)
+        if not selection.wants(info):
+            continue
+        netns = _link(f"{PROC}/{info['pid']}/ns/net")
+        if here and netns and netns != here:
+            elsewhere += 1
+            continue
+        chosen.append(info)
+    parents = children_of_ranks(known)
+    for info in chosen:
+        info["child_of"] = parents.get(info["pid"])
+    return chosen, elsewhere, unreadable
+
+
+def _start_dump(pid: int, pyspy: str, native: bool):
+    argv = [pyspy, "dump", "--json", "--pid", str(pid)] + (["--native"] if native else [])
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, RUST_BACKTRACE="0"))
+
+
+def _finish_dump(process, pid: int, deadline: float, timeout: float) -> dict:
+    """{"threads": [...]} or {"fault": cause, "error": message} for one started py-spy."""
+    try:
+        out, err = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        return {"fault": TIMEOUT, "error": f"py-spy gave no answer within {timeout:g} s"}
+    if process.returncode != 0:
+        fault, message = classify_failure(err.decode("utf-8", "replace"))
+        return {"fault": fault, "error": message}
+    try:
+        return {"threads": parse_dump_json(out.decode("utf-8", "replace"), pid)}
+    except DumpError as error:
+        return {"fault": "failed", "error": str(error)}
+
+
+def dump_all(pids: list, pyspy: str, native: bool, timeout: float) -> list:
+    """One result of ``_finish_dump`` per pid, ``PARALLEL`` py-spy processes at a time, each
+    within ``timeout`` of its start."""
+    results = []
+    for first in range(0, len(pids), PARALLEL):
+        batch = pids[first:first + PARALLEL]
+        deadline = time.monotonic() + timeout
+        started = []
+        for pid in batch:
+            try:
+                started.append(_start_dump(pid, pyspy, native))
+            except OSError as err:
+                started.append({"fault": NO_PYSPY, "error": f"cannot run {pyspy}: {err.strerror or err}"})
+        results += [p if isinstance(p, dict) else _finish_dump(p, pid, deadline, timeout)
+                    for p, pid in zip(started, batch)]
+    return results
+
+
+def _line(info: dict) -> dict:
+    rank = info.get("rank")
+    line = {"pid": info["pid"], "ppid": info.get("ppid"), "cmd": " ".join(info.get("argv", []))[:_CMD_CHARS],
+            "child_of": info.get("child_of")}
+    if rank is not None:
+        line.update(rank=rank.rank, variable=rank.variable, job=rank.job, size=rank.size)
+    return line
+
+
+def scan(selection: Selection, native: bool = False, timeout: float = 5.0, pyspy_hint: str | None = None,
+         me: int | None = None) -> list:
+    """This host's JSON lines, as dicts: the ``scan`` header, then one per process."""
+    me = os.getpid() if me is None else me
+    pyspy = find_pyspy(pyspy_hint)
+    scope = (_read("/proc/sys/kernel/yama/ptrace_scope") or b"").decode().strip() or None
+    found, elsewhere, unreadable = find_processes(selection, me)
+    header = {"scan": {"host": os.uname().nodename, "pid": me, "pyspy": pyspy, "ptrace_scope": scope,
+                       "elsewhere": elsewhere, "unreadable": unreadable}}
+    lines = [_line(info) for info in found]
+    todo = []
+    for info, line in zip(found, lines):
+        if info.get("missing"):
+            line.update(fault=GONE, error="no such process")
+        elif pyspy is None:
+            line.update(fault=NO_PYSPY, error="py-spy is not installed on this host")
+        else:
+            todo.append(line)
+    for line, result in zip(todo, dump_all([line["pid"] for line in todo], pyspy, native, timeout)):
+        line.update(result)
+    return [header] + lines
+
+
+def main(argv: list | None = None) -> int:
+    """``[--pid P,..] [--match RE] [--native] [--timeout S] [--pyspy PATH]``, as ``collect``
+    writes them (checked there: this is no user's command line)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    given = {"--native": False}
+    while words:
+        word = words.pop(0)
+        given[word] = True if word == "--native" else words.pop(0)
+    pids = [int(p) for p in given["--pid"].split(",")] if "--pid" in given else None
+    lines = scan(Selection(pids, given.get("--match")), given["--native"], float(given.get("--timeout", 5.0)),
+                 given.get("--pyspy"))
+    sys.stdout.write("".join(json.dumps(line) + "\n" for line in lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""``mlp-magic stacks`` and ``%mlp_stacks`` share one parser: the same options, the same errors."""
+from __future__ import annotations
+
+import pytest
+
+from mlp_magic.cli import _parser
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.stacks.options import StacksOptions, options_from, parse_stacks_line
+
+
+def from_cli(*words) -> StacksOptions:
+    return options_from(_parser().parse_args(["stacks", *words]))
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("", StacksOptions()),
+    ("-H worker[0-3]", StacksOptions(hosts="worker[0-3]")),
+    ("--hostfile /tmp/h --native --threads", StacksOptions(hostfile="/tmp/h", native=True, threads=True)),
+    ("--pid 12,7,12", StacksOptions(pids=[7, 12])),
+    ("--match 'train\\.py --lr'", StacksOptions(match="train\\.py --lr")),
+    ("--timeout 2.5 --ssh 'ssh -F cfg' --json", StacksOptions(timeout=2.5, ssh="ssh -F cfg", json=True)),
+])
+def test_the_command_and_the_magic_agree(line, expected):
+    import shlex
+
+    assert parse_stacks_line(line, {}) == expected
+    assert from_cli(*shlex.split(line)) == expected
+
+
+def test_the_magic_expands_names():
+    assert parse_stacks_line("-H $HOSTS --pid $pid", {"HOSTS": "w[0-1]"}, {"pid": 42}) == \
+        StacksOptions(hosts="w[0-1]", pids=[42])
+
+
+@pytest.mark.parametrize("line, says", [
+    ("--pid 0", "--pid"), ("--pid 1,x", "'x' is not one"), ("--pid ''", "--pid"), ("--pid -3", "--pid"),
+    ("--match '('", "not a regular expression"), ("--match ''", "empty pattern"),
+    ("--timeout 0", "--timeout"), ("--timeout nan", "--timeout"), ("--timeout inf", "--timeout"),
+    ("--pid 1 --match x", "not allowed with"), ("--hostfile a -H b", "not allowed with"),
+    ("--bogus", "unrecognized"), ("-H", "expected one argument"), ("'unclosed", "cannot split"),
+    ("-H $NOPE", "unknown variable $NOPE"),
+])
+def test_bad_input_is_one_line_naming_it(line, says):
+    with pytest.raises(MlpMagicError) as caught:
+        parse_stacks_line(line, {})
+    message = str(caught.value)
+    assert says in message and "\n" not in message and "%mlp_stacks" in message
+
+
+def test_the_command_refuses_the_same_way():
+    with pytest.raises(MlpMagicError, match="--pid.*'x' is not one"):
+        from_cli("--pid", "1,x")
