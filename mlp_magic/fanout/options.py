@@ -243,7 +243,8 @@ def _convert(value: str, kind: str, name: str, prog: str):
             raise MlpMagicError(f"{prog}: {name} expects a Python variable name, got {value!r}")
         return value
     if kind == "int":
-        if not value.isdigit() or int(value) <= 0:
+        # ASCII digits only: str.isdigit() accepts '²', which int() refuses
+        if not (value.isascii() and value.isdigit() and len(value) < 10) or int(value) <= 0:
             raise MlpMagicError(f"{prog}: {name} expects a positive integer, got {value!r}")
         return int(value)
     try:

@@ -35,7 +35,8 @@ def mentions(message: str, *texts: str) -> bool:
     """Does the message name some piece of one of the texts (its first characters, raw or repr'd)?"""
     shown = _plain(message)
     for text in texts:
-        pieces = re.split(r"[\s=:@,#\[\]$'\"]+", text) + re.split(r"[\s,]+", text) + [text.strip(), text]
+        pieces = (re.split(r"[\s=:@,#\[\]$'\"]+", text) + re.split(r"[\s,]+", text) + text.split()
+                  + [text.strip(), text])
         if not text.strip() and re.search(r"empty|no hosts|names no", message):
             return True   # a blank value can only be named as such
         for piece in filter(None, pieces):
@@ -369,6 +370,7 @@ CLUSTER_OPTIONS = st.sampled_from(["--hostfile /tmp/h", "-H a:2,b:2", "--refresh
 
 @FUZZ
 @given(line=st.lists(CLUSTER_OPTIONS, max_size=4).map(" ".join) | st.text(max_size=50))
+@example(line=",\r0")   # the message names ',' (a token of its own)
 def test_parse_cluster_args(line):
     from mlp_magic.cluster.args import parse_cluster_args
 

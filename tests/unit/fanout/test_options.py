@@ -5,7 +5,7 @@ import shlex
 import string
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mlp_magic.config import ssh_command
@@ -152,6 +152,7 @@ def test_split_with_offsets_matches_shlex_and_points_at_each_word(words, gap):
 @given(st.lists(st.one_of(st.text(max_size=8), st.sampled_from(
     ["-H", "-x", "-f", "-t", "--copy", "--", "--json", "--ssh", "--outdir", "--fanout=", "-o", "--diff"])),
     max_size=8))
+@example(["-f", "\u00b2"])   # '²'.isdigit() is True, int('²') raises ValueError
 def test_only_our_error_escapes_the_command_parser(argv):
     try:
         parse_allrun_argv(argv)
