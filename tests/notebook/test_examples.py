@@ -31,7 +31,8 @@ def _cell(notebook, needle: str):
 
 def test_every_example_is_covered():
     names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(EXAMPLES, "*.ipynb")))
-    covered = {"01-hello-ranks.ipynb", "02-torch-ddp.ipynb", "03-allrun.ipynb", "04-cluster-view.ipynb"}
+    covered = {"01-hello-ranks.ipynb", "02-torch-ddp.ipynb", "03-allrun.ipynb", "04-cluster-view.ipynb",
+               "05-many-ranks.ipynb", "06-debug-a-rank.ipynb"}
     assert set(names) <= covered, f"example without a test: {set(names) - covered}"
 
 
@@ -82,3 +83,27 @@ def test_allrun():
     assert seconds < 2.0, fast
     assert '"status": "ok"' in _cell(nb, "fanout.command --json")
     assert "removed" in _cell(nb, "pip uninstall")
+
+
+def test_debug_a_rank():
+    nb = run_notebook(os.path.join(EXAMPLES, "06-debug-a-rank.ipynb"))
+    assert "RankFailure: error on ranks 3 (1 of 4)" in _cell(nb, "out = load(step=3)")
+    where = _cell(nb, "%mpirun --where")
+    assert "rank 3 on localhost" in where and "[frame 0] cell, line 6, in check" in where
+    assert "limit: float = 5.0" in where and "[frame 1] cell, line 11, in load" in where
+    assert "batch [3. 4. 5. 6.] limit 5.0 max 6.0" in _cell(nb, "'limit', limit")
+    assert "step 3 rank 3" in _cell(nb, "--post-mortem --frame 1")
+    assert "trained with lr 0.5: weight 0.125" in _cell(nb, "%mpirun $script --lr 0.5")
+    assert "ranks 0-3 (4) on localhost" in _cell(nb, "%mpirun $script --lr 0.5")
+    assert "after the script: weight 0.125 lr 0.5" in _cell(nb, "after the script")
+    assert "['-c'] Namespace(lr=0.1, steps=3)" in _cell(nb, "sys.argv, parser.parse_args()")
+    stacks = _cell(nb, "%mlp_stacks")
+    assert "4 ranks of 4 on localhost" in stacks
+    assert re.search(r"ranks 0-1,3 \(3\) on localhost: hang_demo.py:\d+ <module> > hang_demo.py:\d+ "
+                     r"wait_in_barrier; rank 2 on localhost: hang_demo.py:\d+ <module> > hang_demo.py:\d+ "
+                     r"sleeper", stacks), stacks
+    assert "job stopped" in _cell(nb, "job.terminate()")
+    import psutil
+
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if "hang_demo.py" in " ".join(p.info["cmdline"] or [])]
+    assert left == [], "the example's job left ranks behind"
