@@ -80,11 +80,10 @@ def scan(text: str) -> tuple[str, list[int]]:
 
 def token_kind(token: str) -> str:
     """INT, FLOAT, SPECIAL (nan, inf) or HEX."""
-    last = token[-1]
-    if last in "nNfFyY":      # nan, inf, infinity
-        return SPECIAL
     if "x" in token or "X" in token:
         return HEX
+    if token[-1] in "nNfFyY":      # nan, inf, infinity
+        return SPECIAL
     if "." in token or "e" in token or "E" in token:
         return FLOAT
     return INT

@@ -88,7 +88,12 @@ def _summarise_sorted(tokens, keys, ranked, parse) -> FieldSummary:
     """``ranked``: the finite tokens in numeric order; ``parse`` turns one into its value."""
     low, high, middle = ranked[0], ranked[-1], ranked[(len(ranked) - 1) // 2]
     kind = {token_kind(low), token_kind(high)}
-    text = f"{{{low}..{high}}}" if kind == {INT} else f"{{{low}..{high} ~{middle}}}"
+    if low == high:           # one value but for nan or inf
+        text = low
+    elif kind == {INT}:
+        text = f"{{{low}..{high}}}"
+    else:
+        text = f"{{{low}..{high} ~{middle}}}"
     outliers = _far_outliers(tokens, keys, ranked, parse)
     return FieldSummary(text, varies=True, outliers=tuple(outliers))
 

@@ -93,12 +93,12 @@ def folded_html(group: FoldedGroup, expand_budget: int) -> list[str]:
 
 
 def _versions(group: FoldedGroup, line: FoldedLine) -> list[str]:
-    """ "[ranks 0,5] step 10 loss 0.5": one entry per distinct version of the line."""
+    """ "[0,5] step 10 loss 0.5" (as live lines are tagged): one entry per distinct version."""
     by_text: dict = {}
     for keys, text in group.versions(line):
         by_text.setdefault(text, []).extend(keys)
-    return [f"[{who(sorted(keys) if group.kind == 'ranks' else keys, group.kind)}] {text}"
-            for text, keys in by_text.items()]
+    tag = fold_ranks if group.kind == "ranks" else fold_hosts
+    return [f"[{tag(keys)}] {text}" for text, keys in by_text.items()]
 
 
 def _line_html(line: FoldedLine, kind: str, versions: list | None) -> str:

@@ -60,9 +60,9 @@ def _group_block(group, reference: OutputGroup | None, max_chars: int | None) ->
         to_html = _diff_html if is_diff(group, reference) else _plain_html
         body = _body_html(group_body(group, reference, max_chars), to_html)
     status = escape(group.status)
-    folded = ' data-folded="1"' if isinstance(group, FoldedGroup) else ""
+    folded = ' data-folded="1"' if isinstance(group, FoldedGroup) else ""   # attributes in nbconvert's order
     return [
-        f'<div class="mlp-magic-group" data-status="{status}"{folded} style="{_BOX.format(accent=accent)}">',
+        f'<div class="mlp-magic-group"{folded} data-status="{status}" style="{_BOX.format(accent=accent)}">',
         _header(group, accent),
         *body,
         "</div>",
