@@ -7,8 +7,8 @@ each varying number as a summary (``fold_summary``) and name their outliers.
 
 How, in four steps, each costing one pass in C over the text where it can:
   1. shapes: exact outputs with the same shape (digits as 0) share where their numbers are, so
-     one regex scan serves all of them (``_Shape``); outputs with hex ids are scanned one by one;
-  2. templates: shapes whose masked lines are the same fold together (``_Template``);
+     one regex scan serves all of them (``Shape``); outputs with hex ids are scanned one by one;
+  2. templates: shapes whose masked lines are the same fold together (``Template``);
   3. alignment: templates of the same status are aligned the way a diff aligns them (common
      head and tail, then difflib on the middle), so a line only some ranks print (rank 0's
      header) becomes one line with its rank set and the rest still folds; outputs with fewer
@@ -22,24 +22,22 @@ member's exact output from the folded lines (the round trip the tests check).
 from __future__ import annotations
 
 import difflib
-from array import array
-from itertools import accumulate
 
-from .fold_numbers import MASK, fill, label_before, scan, shape, shape_is_safe
 from .fold_columns import slot_summaries
-from .grouping import MemberSet, OutputGroup
+from .fold_numbers import MASK, fill, label_before
+from .fold_shapes import Template, shapes_of, templates_of
+from .grouping import MemberSet
 from .records import Record
 
 ALIGN_LIMIT = 40_000         # middle lengths multiplied: beyond this, difflib (quadratic) is not run
 MERGE_TRIES = 3              # folded groups of the same status an output may try to join
-_NONZERO_IS_ONE = bytes([0] + [1] * 255)
 
 
 class FoldedLine(Record, frozen=True, eq=False):
     template: str                 # the line with MASK for each number
     fields: tuple                 # one fold_summary.FieldSummary per MASK
     keys: tuple | None = None     # the members printing this line, when not all of them do
-    sources: tuple = ()           # ((_Template, line index), ...): where its versions come from
+    sources: tuple = ()           # ((Template, line index), ...): where its versions come from
 
     @property
     def text(self) -> str:
@@ -103,123 +101,22 @@ def fold_groups(groups, *, follows: dict | None = None) -> list:
     if len(groups) < 2:
         return groups
     order = {id(g): i for i, g in enumerate(groups)}
-    shapes, kept = _shapes(groups)
-    units = _align(_templates(shapes, order))
+    shapes, kept = shapes_of(groups)
+    units = _align(templates_of(shapes, order))
     shown = [_build(unit, follows or {}) for unit in units] + kept
     return sorted(shown, key=lambda g: min(order[id(e)] for e in _exact_of(g)))
-
-
-# ------------------------------------------------------------------ shapes and templates
-class _Shape:
-    """Exact outputs of one shape: numbers at the same places, so one scan serves them all."""
-
-    __slots__ = ("groups", "texts", "templates", "token_starts", "spans", "owner", "keys", "strings",
-                 "_varying")
-
-    def __init__(self, group, text: str):
-        self.groups, self.texts = [group], [text]
-        masked, spans = scan(text)
-        self.templates = masked.split("\n")
-        self.spans = array("q", spans)
-        self.owner = None     # its _Template
-        self.keys = self.strings = None   # flat keys and follows' expected tokens, when asked
-        self._varying = False
-
-    def varying(self):
-        """Bytes with 1 wherever some text differs from the first (None: not known, assume all).
-
-        The texts differ only in digits; XOR-ing them as big integers finds where, in C, so
-        fields equal on every rank are never sliced."""
-        if self._varying is False:
-            self._varying = None
-            if len(self.texts) > 1 and all(text.isascii() for text in self.texts):
-                first = int.from_bytes(self.texts[0].encode("ascii"), "little")
-                differ = 0
-                for text in self.texts[1:]:
-                    differ |= int.from_bytes(text.encode("ascii"), "little") ^ first
-                size = len(self.texts[0])
-                self._varying = differ.to_bytes(size, "little").translate(_NONZERO_IS_ONE)
-        return self._varying
-
-    def token_range(self, line: int) -> tuple[int, int]:
-        return self.token_starts[line], self.token_starts[line + 1]
-
-
-class _Template:
-    """Shapes whose masked lines are the same: one block of lines to align."""
-
-    __slots__ = ("status", "exit_code", "templates", "ends_newline", "shapes", "size", "first")
-
-    def __init__(self, status, exit_code, templates: tuple, ends_newline: bool):
-        self.status, self.exit_code = status, exit_code
-        self.templates, self.ends_newline = templates, ends_newline
-        self.shapes: list = []
-        self.size, self.first = 0, None
-
-
-def _text_of(group: OutputGroup) -> str:
-    pieces = group.text_pieces
-    return pieces[0] if len(pieces) == 1 else "".join(pieces)
-
-
-def _shapes(groups) -> tuple[list, list]:
-    """(the _Shape list, the groups that cannot fold: their text holds MASK itself)."""
-    by_key: dict = {}
-    unsafe: set = set()    # shapes that cannot be shared: each of their texts is scanned alone
-    kept = []
-    for group in groups:
-        text = _text_of(group)
-        if MASK in text:
-            kept.append(group)
-            continue
-        key = (group.status, group.exit_code, shape(text))
-        found = by_key.get(key)
-        if found is None and key not in unsafe and not shape_is_safe(key[2]):
-            unsafe.add(key)    # one check per shape: the texts of one shape agree on it
-        if key in unsafe:
-            key = id(group)
-        if found is None:
-            by_key[key] = _Shape(group, text)
-        else:
-            found.groups.append(group)
-            found.texts.append(text)
-    return list(by_key.values()), kept
-
-
-def _templates(shapes: list, order: dict) -> list:
-    interned: dict = {}
-    by_key: dict = {}
-    for item in shapes:
-        lines = item.templates
-        ends = len(lines) > 1 and lines[-1] == ""
-        if ends:
-            lines.pop()
-        lines = tuple(interned.setdefault(line, line) for line in lines)
-        item.token_starts = array("q", accumulate((line.count(MASK) for line in lines), initial=0))
-        item.templates = None   # the _Template holds them once
-        first = item.groups[0]
-        key = (first.status, first.exit_code, ends, lines)
-        template = by_key.get(key)
-        if template is None:
-            template = by_key[key] = _Template(first.status, first.exit_code, lines, ends)
-        template.shapes.append(item)
-        template.size += sum(g.count for g in item.groups)
-        rank = min(order[id(g)] for g in item.groups)
-        template.first = rank if template.first is None else min(template.first, rank)
-        item.owner = template
-    return list(by_key.values())
 
 
 # ------------------------------------------------------------------ alignment
 class _Unit:
     """A folded group being built: its lines (slots) and the templates aligned into them."""
 
-    def __init__(self, template: _Template):
+    def __init__(self, template: Template):
         self.status = (template.status, template.exit_code)
         self.templates = [template]
         self.slots = [[line, [(template, j)]] for j, line in enumerate(template.templates)]
 
-    def merge(self, template: _Template) -> bool:
+    def merge(self, template: Template) -> bool:
         """Align ``template``'s lines with these; join when more than half of the shorter match."""
         ours = [slot[0] for slot in self.slots]
         pairs = _matching_pairs(ours, list(template.templates))
@@ -302,11 +199,8 @@ def _build(unit: _Unit, follows: dict):
 
 
 # ------------------------------------------------------------------ expansion
-def _line_of(item: _Shape, text: str, line: int) -> str:
-    start, end = item.token_range(line)
-    spans = item.spans
-    tokens = [text[spans[2 * k]:spans[2 * k + 1]] for k in range(start, end)]
-    return fill(item.owner.templates[line], tokens)
+def _line_of(item, text: str, line: int) -> str:
+    return fill(item.owner.templates[line], item.line_tokens(text, line))
 
 
 def _find(lines: tuple, key) -> tuple:

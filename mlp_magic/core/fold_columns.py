@@ -1,24 +1,26 @@
-"""A folded group's fields: every output's tokens of a field, sliced at once, and summarised (pure).
+"""A folded group's fields: every output's tokens of a field, cut out at once, and summarised (pure).
 
-``slot_summaries`` takes the aligned lines of core/fold (slots: [template, [(_Template, line
-index), ...]]) and gives each line's ``fold_summary.FieldSummary`` tuple. Per shape (outputs
-whose numbers sit at the same places), one ``itemgetter`` of slices cuts a whole chunk of
-tokens out of every text in C, and ``zip`` turns the rows into columns; fields where no output
-differs (the shape's ``varying`` bytes say so) are not sliced at all. CHUNK_TOKENS bounds how
-many tokens exist at once.
+``slot_summaries`` takes the aligned lines of core/fold (slots: [template, [(Template, line
+index), ...]]) and gives each line's ``fold_summary.FieldSummary`` tuple. Per Template, a chunk
+of consecutive lines gives each text a row of tokens (``Shape.rows``: slices cut in C, or
+``findall``), and ``zip`` turns the rows into one column per token. Tokens equal in every text
+(``Template.constants``) are not cut at all. CHUNK_TOKENS bounds how many tokens exist at once.
 """
 from __future__ import annotations
 
-from operator import itemgetter
+import re
+from itertools import chain, repeat
 
-from .fold_numbers import MASK
+from .fold_numbers import HEX, INT, MASK, FLOAT, SPECIAL, token_kind
 from .fold_summary import summarise
 
-CHUNK_TOKENS = 1 << 18       # tokens sliced at once (bounds the memory of a summary pass)
+CHUNK_TOKENS = 1 << 18       # tokens cut at once (bounds the memory of a summary pass)
+_PLAIN = re.compile(r"[0-9.]*")
 
 
 def slot_summaries(slots: list, kind: str, follows: dict) -> list:
     """Each slot's FieldSummary tuple; tokens sliced CHUNK_TOKENS or so at a time."""
+    context = _Context(kind, follows)
     out: list = []
     chunk: list = []
     weight = 0
@@ -26,81 +28,87 @@ def slot_summaries(slots: list, kind: str, follows: dict) -> list:
         chunk.append(slot)
         weight += slot[0].count(MASK) * sum(t.size for t, _ in slot[1])
         if weight >= CHUNK_TOKENS:
-            out.extend(_summarise_chunk(chunk, kind, follows))
+            out.extend(_summarise_chunk(chunk, context))
             chunk, weight = [], 0
-    out.extend(_summarise_chunk(chunk, kind, follows))
+    out.extend(_summarise_chunk(chunk, context))
     return out
 
 
-def _summarise_chunk(slots: list, kind: str, follows: dict) -> list:
+class _Context:
+    """What every field of one folded group shares: per set of Templates (in the order their
+    tokens are joined), the keys, the tokens a field holds if it follows the rank (or a map),
+    and whether each output is one member's."""
+
+    def __init__(self, kind: str, follows: dict):
+        self.kind, self.follows = kind, follows
+        self.known: dict = {}
+
+    def keys_of(self, templates: tuple) -> tuple:
+        found = self.known.get(templates)
+        if found is None:
+            single = all(g.count == 1 for t in templates for g in t.groups)
+            keys = tuple(k for t in templates for g in t.groups for k in g.keys)
+            found = self.known[templates] = (keys, _expected(keys, self.kind, self.follows), single)
+        return found
+
+
+def _summarise_chunk(slots: list, context: _Context) -> list:
     columns = _columns(slots)
     results = []
-    for index, (template, sources) in enumerate(slots):
+    for index, (template, _) in enumerate(slots):
         fields = []
         for field in range(template.count(MASK)):
-            parts = columns[(index, field)]
-            fields.append(_summarise_parts(parts, kind, follows))
+            fields.append(_summarise_parts(columns[(index, field)], context))
         results.append(tuple(fields))
     return results
 
 
 def _columns(slots: list) -> dict:
-    """{(slot index, field): [(tokens of one shape, or its one token where none differ), _Shape]}."""
-    wanted: dict = {}   # _Shape -> [(slot index, first token, token count)]
+    """{(slot index, field): [(column of tokens, or the one token where none differ), Template]}."""
+    wanted: dict = {}   # Template -> [(slot index, line)]; a chunk holds a run of each one's lines
     for index, (_, sources) in enumerate(slots):
-        for template, j in sources:
-            for item in template.shapes:
-                start, end = item.token_range(j)
-                if end > start:
-                    wanted.setdefault(item, []).append((index, start, end))
+        for template, line in sources:
+            wanted.setdefault(template, []).append((index, line))
     columns: dict = {}
-    for item, requests in wanted.items():
-        spans, varying, first = item.spans, item.varying(), item.texts[0]
-        slices, places = [], []
-        for index, start, end in requests:
-            for k in range(start, end):
-                where = (index, k - start)
-                token = slice(spans[2 * k], spans[2 * k + 1])
-                if varying is None or varying.find(1, token.start, token.stop) >= 0:
-                    slices.append(token)
-                    places.append(where)
-                else:
-                    columns.setdefault(where, []).append((first[token], item))
-        if slices:
-            getter = itemgetter(*slices)
-            rows = [getter(text) for text in item.texts]
-            by_token = zip(*rows) if len(slices) > 1 else [tuple(rows)]
-            for where, column in zip(places, by_token):
-                columns.setdefault(where, []).append((column, item))
+    for template, requests in wanted.items():
+        first, end = requests[0][1], requests[-1][1] + 1
+        starts = template.token_starts
+        constants = template.constants(first, end)
+        selected = [k for k in range(starts[first], starts[end]) if k not in constants]
+        by_token = {}
+        if selected:   # a Template of one text has every token constant: rows always have company
+            rows = template.rows(first, end, None if not constants else selected)
+            by_token = dict(zip(selected, zip(*rows)))
+        for index, line in requests:
+            for k in range(starts[line], starts[line + 1]):
+                part = constants[k] if k in constants else by_token[k]
+                columns.setdefault((index, k - starts[line]), []).append((part, template))
     return columns
 
 
-def _summarise_parts(parts: list, kind: str, follows: dict):
-    """One field's summary from its parts: a column of tokens, or one token, per shape."""
-    if len(parts) == 1 and _single_keys(parts[0][1], kind, follows):
-        tokens, item = parts[0]
-        if isinstance(tokens, str):
-            return summarise((tokens,), (item.keys[0],))
-        return summarise(tokens, item.keys, sortable=_plain_decimal(tokens[0]), follows=item.strings)
-    tokens, keys = [], []
-    for column, item in parts:
-        if isinstance(column, str):
-            tokens.extend([column] * sum(g.count for g in item.groups))
-            keys.extend(k for g in item.groups for k in g.keys)
-            continue
-        for token, group in zip(column, item.groups):
-            tokens.extend([token] * group.count)
-            keys.extend(group.keys)
-    return summarise(tuple(tokens), tuple(keys), follows=_expected(tuple(keys), kind, follows))
+def _summarise_parts(parts: list, context: _Context):
+    """One field's summary from its parts: per Template, its column of tokens (one per text), or
+    its one token where no text differs."""
+    templates = tuple(template for _, template in parts)
+    keys, expected, single = context.keys_of(templates)
+    if len(parts) == 1 and isinstance(parts[0][0], str):
+        return summarise((parts[0][0],), keys[:1])
+    if single and len(parts) == 1:
+        tokens = _per_output(*parts[0])
+    elif single:
+        tokens = tuple(chain.from_iterable(_per_output(column, t) for column, t in parts))
+    else:
+        tokens = tuple(token for column, t in parts
+                       for token, group in zip(_per_output(column, t), t.groups)
+                       for _ in range(group.count))
+    layouts = [column if isinstance(column, str) else [column[i] for i in t.shape_starts]
+               for column, t in parts]
+    kinds, sortable = _kinds_and_order(tokens, layouts)
+    return summarise(tokens, keys, sortable=sortable, follows=expected, kinds=kinds)
 
 
-def _single_keys(item, kind: str, follows: dict) -> bool:
-    """True when each output of the shape is one member's; sets its keys and follows' tokens once."""
-    if item.keys is None:
-        single = all(g.count == 1 for g in item.groups)
-        item.keys = tuple(g.keys[0] for g in item.groups) if single else ()
-        item.strings = _expected(item.keys, kind, follows) if single else []
-    return bool(item.keys)
+def _per_output(column, template) -> tuple:
+    return (column,) * len(template.texts) if isinstance(column, str) else column
 
 
 def _expected(keys: tuple, kind: str, follows: dict) -> list:
@@ -114,6 +122,32 @@ def _expected(keys: tuple, kind: str, follows: dict) -> list:
     return found
 
 
-def _plain_decimal(token: str) -> bool:
-    """Digits with at most one point: among tokens of one shape, string order is numeric order."""
-    return token.replace(".", "", 1).isdigit()
+def _kinds_and_order(tokens: tuple, layouts: list) -> tuple[set, bool]:
+    """(the token kinds present, whether string order is numeric order), from the tokens of
+    each shape's first text (a shape's tokens share their layout) or, where shapes are many,
+    from all of them at once in C."""
+    firsts = [t for layout in layouts for t in ([layout] if isinstance(layout, str) else layout)]
+    if len(firsts) <= 8:
+        kinds = {token_kind(t) for t in firsts}
+        point = firsts[0].find(".")
+        plain = all(len(t) == len(firsts[0]) and t.find(".") == point and t.replace(".", "", 1).isdigit()
+                    for t in firsts)
+        return kinds, plain
+    joined = "".join(tokens)
+    kinds = _kinds_in(joined, len(tokens))
+    plain = (_PLAIN.fullmatch(joined) is not None and "" not in tokens and len(set(map(len, tokens))) == 1
+             and len(set(map(str.find, tokens, repeat(".")))) == 1)
+    return kinds, plain
+
+
+def _kinds_in(joined: str, count: int) -> set:
+    """The kinds of ``count`` tokens joined into one string (letters tell them apart)."""
+    hex_count = joined.count("x") + joined.count("X")
+    if hex_count:
+        return {HEX} if hex_count == count else {HEX, INT}
+    kinds = set()
+    if "n" in joined or "N" in joined:        # nan, inf, infinity all hold an n
+        kinds.add(SPECIAL)
+    if "." in joined or "e" in joined or "E" in joined:
+        kinds.add(FLOAT)
+    return kinds or {INT}

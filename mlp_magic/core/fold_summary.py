@@ -43,36 +43,40 @@ class FieldSummary(Record, frozen=True):
     bad: bool = False         # a constant nan/inf: shown as a problem, though nothing differs
 
 
-def summarise(tokens, keys, *, sortable: bool = False, follows=()) -> FieldSummary:
+def summarise(tokens, keys, *, sortable: bool = False, follows=(), kinds: set | None = None) -> FieldSummary:
     """The summary of one field: ``tokens[i]`` was printed by ``keys[i]``.
 
     ``sortable``: the tokens are plain non-negative decimals of one length with the point at one
     place, so their string order is their numeric order (the caller knows it from their shape).
     ``follows``: [(name, tuple of expected tokens, in ``keys`` order)], e.g. ("rank", ("0", "1")).
+    ``kinds``: the token kinds present, when the caller knows them (else they are looked up).
     """
     first = tokens[0]
     ranked = sorted(tokens) if sortable else None
     if ranked[0] == ranked[-1] if sortable else tokens.count(first) == len(tokens):
         return FieldSummary(first, bad=token_kind(first) == SPECIAL)
-    if token_kind(first) == INT:
+    if kinds is None:
+        kinds = {token_kind(t) for t in set(tokens)}
+    if kinds == {INT}:
         for name, expected in follows:
             if tokens == expected:
                 return FieldSummary(f"{{{name}}}", varies=True)
     if sortable:
         return _summarise_sorted(tokens, keys, ranked, float)
-    kinds = {token_kind(t) for t in set(tokens)}
     if kinds == {HEX}:
         low, high = _extremes(tokens, lambda t: int(t, 16))
         return FieldSummary(f"{{{low}..{high}}}", varies=True)
     if HEX in kinds:  # hex ids mixed with decimals: nothing to order them by
         return FieldSummary("{" + ",".join(sorted(set(tokens))[:3]) + ",...}", varies=True)
     parse = int if kinds == {INT} else float
-    return _summarise_numbers(tokens, keys, parse)
+    return _summarise_numbers(tokens, keys, parse, SPECIAL in kinds)
 
 
-def _summarise_numbers(tokens, keys, parse) -> FieldSummary:
+def _summarise_numbers(tokens, keys, parse, special: bool) -> FieldSummary:
     values = list(map(parse, tokens))
-    bad = _bad_outliers(tokens, keys, values) if parse is float else []
+    if parse is float and not special:   # only an exponent beyond a float's range gives inf here
+        special = any(_non_finite(v) for v in (min(values), max(values)))
+    bad = _bad_outliers(tokens, keys, values) if special else []
     if bad:
         pairs = sorted((v, t) for v, t in zip(values, tokens) if not _non_finite(v))
     else:
