@@ -116,7 +116,7 @@ def _bad_outliers(tokens, keys, values) -> list:
     for token, key, value in zip(tokens, keys, values):
         if _non_finite(value):
             found.setdefault(token, []).append(key)
-    return [Outlier(tuple(k), token) for token, k in found.items()]
+    return [Outlier(tuple(sorted(k, key=_sort_key)), token) for token, k in found.items()]
 
 
 def _far_outliers(tokens, keys, ranked, parse) -> list:
@@ -231,7 +231,7 @@ def _keys_of(tokens, keys, far: set) -> list:
     for token, key in zip(tokens, keys):
         if token in far:
             found.setdefault(token, []).append(key)
-    return [Outlier(tuple(k), token) for token, k in found.items()]
+    return [Outlier(tuple(sorted(k, key=_sort_key)), token) for token, k in found.items()]
 
 
 def _sort_key(key):

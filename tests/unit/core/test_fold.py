@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 
 from mlp_magic.core import fold_columns
 from mlp_magic.core.fold import FoldedGroup, fold_groups
+from mlp_magic.core.fold_numbers import mask_line
+from mlp_magic.core.fold_summary import summarise
 from mlp_magic.core.grouping import OutputGroup, group_results
 from mlp_magic.core.render_text import render_groups_text
 from mlp_magic.core.results import ERROR, OK, TIMEOUT, HostResult, RankResult
@@ -207,6 +209,26 @@ def test_outliers_name_only_ranks_that_print_the_line(results):
             for line in group.lines:
                 for _, outlier in line.outliers():
                     assert set(outlier.keys) <= set(line.keys or group.keys)
+
+
+@given(rank_outputs(), st.sampled_from([1, 7, 1 << 18]))
+@settings(max_examples=200, deadline=None)
+def test_each_field_summary_is_what_its_tokens_give(results, chunk):
+    """The column machinery (shapes, constants, rows, chunks) against summarising each field from
+    the members' own lines, one by one."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fold_columns, "CHUNK_TOKENS", chunk)
+        groups = shown(results)
+    for group in groups:
+        if not isinstance(group, FoldedGroup):
+            continue
+        for line in group.lines:
+            printed = sorted((k, mask_line(text)[1]) for keys, text in group.versions(line) for k in keys)
+            for field, got in enumerate(line.fields):
+                tokens = tuple(tokens[field] for _, tokens in printed)
+                keys = tuple(k for k, _ in printed)
+                follows = [("rank", tuple(map(str, keys)))]
+                assert got == summarise(tokens, keys, follows=follows), (line.template, tokens)
 
 
 @pytest.mark.parametrize("ranks", [512])
