@@ -93,8 +93,10 @@ def _summarise_parts(parts: list, context: _Context):
     keys, expected, single = context.keys_of(templates)
     if len(parts) == 1 and isinstance(parts[0][0], str):
         return summarise((parts[0][0],), keys[:1])
-    if single and len(parts) == 1:
+    if single and len(parts) <= 4:
         tokens = _per_output(*parts[0])
+        for column, template in parts[1:]:
+            tokens += _per_output(column, template)     # tuple + tuple: one copy in C
     elif single:
         tokens = tuple(chain.from_iterable(_per_output(column, t) for column, t in parts))
     else:

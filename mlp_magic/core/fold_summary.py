@@ -82,6 +82,7 @@ def _summarise_numbers(tokens, keys, parse, special: bool) -> FieldSummary:
     else:
         pairs = sorted(zip(values, tokens))
     if not pairs:
+        bad.sort(key=lambda o: _sort_key(o.keys[0]))
         return FieldSummary("{" + ",".join(sorted(set(tokens))) + "}", varies=True, outliers=tuple(bad))
     summary = _summarise_sorted(tokens, keys, [t for _, t in pairs], parse)
     outliers = sorted([*bad, *summary.outliers], key=lambda o: _sort_key(o.keys[0]))
@@ -231,7 +232,8 @@ def _keys_of(tokens, keys, far: set) -> list:
     for token, key in zip(tokens, keys):
         if token in far:
             found.setdefault(token, []).append(key)
-    return [Outlier(tuple(sorted(k, key=_sort_key)), token) for token, k in found.items()]
+    outliers = [Outlier(tuple(sorted(k, key=_sort_key)), token) for token, k in found.items()]
+    return sorted(outliers, key=lambda o: _sort_key(o.keys[0]))
 
 
 def _sort_key(key):
