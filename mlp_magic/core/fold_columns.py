@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from itertools import chain, repeat
 
-from .fold_numbers import HEX, INT, MASK, FLOAT, SPECIAL, token_kind
+from .fold_numbers import FLOAT, HEX, INT, MASK, SPECIAL, shape, token_kind
 from .fold_summary import summarise
 
 CHUNK_TOKENS = 1 << 18       # tokens cut at once (bounds the memory of a summary pass)
@@ -42,6 +42,14 @@ class _Context:
     def __init__(self, kind: str, follows: dict):
         self.kind, self.follows = kind, follows
         self.known: dict = {}
+        self.constants: dict = {}
+
+    def constant(self, token: str):
+        """The summary of a field equal everywhere (one object per token: many lines share it)."""
+        found = self.constants.get(token)
+        if found is None:
+            found = self.constants[token] = summarise((token,), (None,))
+        return found
 
     def keys_of(self, templates: tuple) -> tuple:
         found = self.known.get(templates)
@@ -53,7 +61,7 @@ class _Context:
 
 
 def _summarise_chunk(slots: list, context: _Context) -> list:
-    columns = _columns(slots)
+    columns = _columns(slots, context)
     results = []
     for index, (template, _) in enumerate(slots):
         fields = []
@@ -63,7 +71,7 @@ def _summarise_chunk(slots: list, context: _Context) -> list:
     return results
 
 
-def _columns(slots: list) -> dict:
+def _columns(slots: list, context: _Context) -> dict:
     """{(slot index, field): [(column of tokens, or the one token where none differ), Template]}."""
     wanted: dict = {}   # Template -> [(slot index, line)]; a chunk holds a run of each one's lines
     for index, (_, sources) in enumerate(slots):
@@ -74,11 +82,13 @@ def _columns(slots: list) -> dict:
         first, end = requests[0][1], requests[-1][1] + 1
         starts = template.token_starts
         constants = template.constants(first, end)
-        selected = [k for k in range(starts[first], starts[end]) if k not in constants]
-        by_token = {}
-        if selected:   # a Template of one text has every token constant: rows always have company
-            rows = template.rows(first, end, None if not constants else selected)
-            by_token = dict(zip(selected, zip(*rows)))
+        end_token = starts[end]
+        selected = [k for k in range(starts[first], end_token) if k not in constants]
+        by_token = _following(template, selected, context)
+        cut = [k for k in selected if k not in by_token]
+        if cut:   # a Template of one text has every token constant: rows always have company
+            rows = template.rows(first, end, None if len(cut) == end_token - starts[first] else cut)
+            by_token.update(zip(cut, zip(*rows)))
         for index, line in requests:
             for k in range(starts[line], starts[line + 1]):
                 part = constants[k] if k in constants else by_token[k]
@@ -86,13 +96,28 @@ def _columns(slots: list) -> dict:
     return columns
 
 
+def _following(template, selected: list, context: _Context) -> dict:
+    """{token index: its tokens} for the tokens that equal each text's rank (or local or node
+    rank), found in place."""
+    _, expected, single = context.keys_of((template,))
+    if not single or not expected:
+        return {}
+    found = {}
+    for k in selected:
+        tokens = template.follows_in_place(k, expected)
+        if tokens is not None:
+            found[k] = tokens
+    return found
+
+
 def _summarise_parts(parts: list, context: _Context):
     """One field's summary from its parts: per Template, its column of tokens (one per text), or
     its one token where no text differs."""
     templates = tuple(template for _, template in parts)
     keys, expected, single = context.keys_of(templates)
-    if len(parts) == 1 and isinstance(parts[0][0], str):
-        return summarise((parts[0][0],), keys[:1])
+    first = parts[0][0]
+    if isinstance(first, str) and all(column == first for column, _ in parts):
+        return context.constant(first)     # the same token in every text of every part
     if single and len(parts) <= 4:
         tokens = _per_output(*parts[0])
         for column, template in parts[1:]:
@@ -130,11 +155,11 @@ def _kinds_and_order(tokens: tuple, layouts: list) -> tuple[set, bool]:
     from all of them at once in C."""
     firsts = [t for layout in layouts for t in ([layout] if isinstance(layout, str) else layout)]
     if len(firsts) <= 8:
-        kinds = {token_kind(t) for t in firsts}
-        point = firsts[0].find(".")
-        plain = all(len(t) == len(firsts[0]) and t.find(".") == point and t.replace(".", "", 1).isdigit()
-                    for t in firsts)
-        return kinds, plain
+        shapes = set(map(shape, firsts))
+        if len(shapes) == 1:    # one layout: one kind, and plain decimals sort as strings
+            layout = shapes.pop()
+            return {token_kind(layout)}, layout.replace(".", "", 1).isdigit()
+        return {token_kind(t) for t in firsts}, False
     joined = "".join(tokens)
     kinds = _kinds_in(joined, len(tokens))
     plain = (_PLAIN.fullmatch(joined) is not None and "" not in tokens and len(set(map(len, tokens))) == 1

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from array import array
-from itertools import accumulate
+from itertools import accumulate, repeat
 from operator import itemgetter
 
 from .fold_numbers import MASK, NUMBER, scan, shape, shape_is_safe
@@ -127,6 +127,27 @@ class Template:
 
     def rows(self, first_line: int, end_line: int, selected: list | None) -> list:
         return [row for item in self.shapes for row in item.rows(first_line, end_line, selected)]
+
+    def follows_in_place(self, index: int, expected: list) -> tuple | None:
+        """The tokens at ``index`` if, text by text, they equal one of ``expected`` ([(name, one
+        token per text)], e.g. each text's rank): checked with ``startswith`` where the token
+        sits, so a field that prints the rank on every line is never cut out of the texts."""
+        if not expected or any(item.spans is None for item in self.shapes):
+            return None
+        first = self.shapes[0]
+        token = first.texts[0][first.token_slice(index)]
+        for _, tokens in expected:
+            if tokens[0] == token and all(
+                    _in_place(item, index, tokens[start:start + len(item.texts)])
+                    for item, start in zip(self.shapes, self.shape_starts)):
+                return tokens
+        return None
+
+
+def _in_place(item: Shape, index: int, tokens: tuple) -> bool:
+    cut = item.token_slice(index)
+    return (set(map(len, tokens)) == {cut.stop - cut.start}
+            and all(map(str.startswith, item.texts, tokens, repeat(cut.start))))
 
 
 def text_of(group) -> str:

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlp_magic.core import fold_columns
+from mlp_magic.core import fold_columns, fold_shapes
 from mlp_magic.core.fold import FoldedGroup, fold_groups
 from mlp_magic.core.fold_numbers import mask_line
 from mlp_magic.core.fold_summary import summarise
@@ -124,6 +124,34 @@ def test_hosts_fold_too_without_rank_fields():
     assert [g.keys for g in groups] == [("worker0", "worker1", "worker2", "worker3"), ("worker9",)]
     assert groups[0].lines[0].text == "free {1000..1003} MiB"
     assert groups[0].label == "worker[0-3] (4)"
+
+
+def test_fields_that_follow_the_rank_are_checked_where_they_sit(monkeypatch):
+    """Ranks of one shape: the rank field is compared in place (startswith), never cut out."""
+    results = [RankResult(r, "h", stdout="".join(f"step {i} of rank {r} loss {(r * 7 + i) % 10}.5\n"
+                                                 for i in range(3))) for r in range(10, 40)]
+    results[5].stdout = results[5].stdout.replace("of rank 15", "of rank 16", 1)   # one line lies
+    cut = []
+    original = fold_shapes.Shape.rows
+
+    def rows(self, first, end, selected):
+        cut.append(selected)
+        return original(self, first, end, selected)
+
+    monkeypatch.setattr(fold_shapes.Shape, "rows", rows)
+    group, = shown(results)
+    assert [line.text for line in group.lines] == [
+        "step 0 of rank {10..39} loss {0.5..9.5 ~4.5}",     # rank 15 printed 16: not the rank
+        "step 1 of rank {rank} loss {0.5..9.5 ~4.5}",
+        "step 2 of rank {rank} loss {0.5..9.5 ~4.5}",
+    ]
+    starts = group.lines[0].sources[0][0].token_starts
+    assert all(starts[1] + 1 not in picked for picked in cut if picked is not None)   # line 1's rank
+
+
+def test_zero_padded_ranks_are_a_range():
+    results = [RankResult(r, "h", stdout=f"rank {r:03d} ready\n") for r in range(12)]
+    assert shown(results)[0].lines[0].text == "rank {000..011} ready"
 
 
 def test_line_versions_list_each_output_once():
