@@ -13,8 +13,9 @@ How, in four steps, each costing one pass in C over the text where it can:
      head and tail, then difflib on the middle), so a line only some ranks print (rank 0's
      header) becomes one line with its rank set and the rest still folds; outputs with fewer
      than half of their lines in common stay apart;
-  4. summaries: each field's tokens are sliced from every output at once (``itemgetter``),
-     a bounded number at a time, and summarised.
+  4. summaries (``fold_columns``): each field's tokens are cut from every output at once (in
+     C), a bounded number at a time, and summarised; fields equal everywhere, or equal to each
+     output's rank, are recognised without cutting anything.
 
 Nothing is copied but the tokens being summarised; ``FoldedGroup.expand(key)`` rebuilds any
 member's exact output from the folded lines (the round trip the tests check).
