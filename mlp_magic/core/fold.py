@@ -55,11 +55,12 @@ class FoldedLine(Record, frozen=True, eq=False):
 
     def outliers(self) -> list:
         """[(field label, Outlier)] in field order: "loss", Outlier((37,), "nan")."""
-        literals = self.template.split(MASK)
         found = []
         for index, field in enumerate(self.fields):
-            label = label_before(" ".join(literals[:index + 1])) or f"value {index + 1}"
-            found.extend((label, outlier) for outlier in field.outliers)
+            if field.outliers:
+                literals = self.template.split(MASK)[:index + 1]
+                label = label_before(" ".join(literals)) or f"value {index + 1}"
+                found.extend((label, outlier) for outlier in field.outliers)
         return found
 
 

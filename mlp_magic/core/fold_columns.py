@@ -12,7 +12,7 @@ import re
 from itertools import chain, repeat
 
 from .fold_numbers import FLOAT, HEX, INT, MASK, SPECIAL, shape, token_kind
-from .fold_summary import summarise
+from .fold_summary import FieldSummary, summarise
 
 CHUNK_TOKENS = 1 << 18       # tokens cut at once (bounds the memory of a summary pass)
 _PLAIN = re.compile(r"[0-9.]*")
@@ -50,6 +50,10 @@ class _Context:
         if found is None:
             found = self.constants[token] = summarise((token,), (None,))
         return found
+
+    def follower(self, name: str):
+        """The summary of a field that follows ``name`` ("{rank}"), one object for all."""
+        return self.constants.setdefault(("follows", name), FieldSummary(f"{{{name}}}", varies=True))
 
     def keys_of(self, templates: tuple) -> tuple:
         found = self.known.get(templates)
@@ -118,6 +122,10 @@ def _summarise_parts(parts: list, context: _Context):
     first = parts[0][0]
     if isinstance(first, str) and all(column == first for column, _ in parts):
         return context.constant(first)     # the same token in every text of every part
+    if single:
+        name = _followed(parts, context)
+        if name:
+            return context.follower(name)
     if single and len(parts) <= 4:
         tokens = _per_output(*parts[0])
         for column, template in parts[1:]:
@@ -132,6 +140,20 @@ def _summarise_parts(parts: list, context: _Context):
                for column, t in parts]
     kinds, sortable = _kinds_and_order(tokens, layouts)
     return summarise(tokens, keys, sortable=sortable, follows=expected, kinds=kinds)
+
+
+def _followed(parts: list, context: _Context) -> str | None:
+    """The name every part follows: its column is the very tuple ``_following`` found (or the
+    one token of a one-text Template equals it); None when some part does not."""
+    names = None
+    for column, template in parts:
+        _, expected, _ = context.keys_of((template,))
+        found = {name for name, tokens in expected if column is tokens
+                 or (isinstance(column, str) and len(tokens) == 1 and tokens[0] == column)}
+        names = found if names is None else names & found
+        if not names:
+            return None
+    return next(name for name, _ in context.keys_of((parts[0][1],))[1] if name in names)
 
 
 def _per_output(column, template) -> tuple:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from array import array
 from itertools import accumulate, repeat
-from operator import itemgetter
+from operator import add, itemgetter
 
 from .fold_numbers import MASK, NUMBER, scan, shape, shape_is_safe
 
@@ -38,7 +38,8 @@ class Shape:
             self.spans = array("q", spans)
         else:
             masked = NUMBER.sub(MASK, text)
-            self.line_starts = array("q", accumulate((len(line) + 1 for line in text.split("\n")), initial=0))
+            lengths = map(add, map(len, text.split("\n")), repeat(1))   # each line and its newline
+            self.line_starts = array("q", accumulate(lengths, initial=0))
         return masked.split("\n")
 
     def varying(self):
@@ -188,7 +189,7 @@ def templates_of(shapes: list, order: dict) -> list:
         ends = len(lines) > 1 and lines[-1] == ""
         if ends:
             lines.pop()
-        lines = tuple(interned.setdefault(line, line) for line in lines)
+        lines = tuple(map(interned.setdefault, lines, lines))   # one string object per template
         first = item.groups[0]
         key = (first.status, first.exit_code, ends, lines)
         template = by_key.get(key)
