@@ -1,9 +1,13 @@
-"""Grouping + rendering benchmark: 512 ranks x 2,000 lines, against ClusterShell's MsgTree.
+"""Grouping + folding + rendering benchmark: 512 ranks x 2,000 lines, against ClusterShell's MsgTree.
 
 Run: ``python benchmarks/grouping.py`` (options: --ranks, --lines, --repeat).
 Goal (issue 2): group_results + render_groups_text + render_groups_html in <= 1 s, with peak
 memory (the inputs included) <= 3x the raw output size. The peer, measured in the same run on
 the same lines, is what ``clush -b`` does: MsgTree.add() per line, walk(), fold the keys.
+Goal (issue 13): folding (group_results + fold_groups + both renderers) of 512 ranks x 2,000
+lines where every line of every rank differs in its numbers, in <= 1 s and <= 3x the raw output
+at peak; the 512-rank loss print shown in <= 5 lines. The peer on that input shows one message
+per rank (it cannot fold); its time and the lines it shows are printed beside ours.
 The last line printed is one JSON object with the figures.
 """
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from mlp_magic.core.fold import fold_groups  # noqa: E402
 from mlp_magic.core.grouping import group_results  # noqa: E402
 from mlp_magic.core.render_html import render_groups_html  # noqa: E402
 from mlp_magic.core.render_text import render_groups_text  # noqa: E402
@@ -118,8 +123,10 @@ def peer_lines(results: list[RankResult]) -> list[tuple[int, list[bytes]]]:
     return [(r.rank, (r.stdout + r.stderr + r.error).encode().splitlines()) for r in results]
 
 
-def peer(classes, lines_by_rank) -> tuple[int, int]:
-    """clush -b: add every line, walk the tree, fold each message's keys, build the text."""
+def peer(classes, lines_by_rank) -> tuple[int, int, int]:
+    """clush -b: add every line, walk the tree, fold each message's keys, build the text.
+
+    Returns (messages, characters, lines shown)."""
     MsgTree, RangeSet = classes
     tree = MsgTree()
     for rank, lines in lines_by_rank:
@@ -131,7 +138,7 @@ def peer(classes, lines_by_rank) -> tuple[int, int]:
         out.append(f"---------------- {folded} ({len(keys)}) ----------------\n")
         out.append(message.message().decode())
     text = "".join(out)
-    return len(out) // 2, len(text)
+    return len(out) // 2, len(text), text.count("\n")
 
 
 def all_ranks_differ(ranks: int, lines: int) -> list[RankResult]:
@@ -140,6 +147,91 @@ def all_ranks_differ(ranks: int, lines: int) -> list[RankResult]:
     for result in results:
         result.stdout = f"I am rank {result.rank}\n" + result.stdout
     return results
+
+
+def numbers_differ(ranks: int, lines: int) -> list[RankResult]:
+    """Folding's input: every line of every rank differs from the same line of every other rank
+    in its numbers (its own loss, throughput and rank, in no order of rank); rank 0 also prints a
+    header. Fixed-width formats, as training logs print them."""
+    results = []
+    for rank in range(ranks):
+        spread = (rank * 7919) % ranks      # a rank's place in the losses, unrelated to its number
+        text = "".join(
+            f"step {i:05d} | loss {2.5 / (1 + i * 0.01) + ((spread + i) % ranks) * 1e-5:.6f}"
+            f" | lr 3.0e-04 | tokens/s {51234.5 + (i * 7 + rank * 13) % 997:.1f} | rank {rank}\n"
+            for i in range(lines))
+        header = f"training on {ranks} ranks, {lines} steps\n" if rank == 0 else ""
+        host = f"worker{rank // RANKS_PER_HOST}"
+        results.append(RankResult(rank=rank, host=host, stdout=header + text))
+    return results
+
+
+def loss_print(ranks: int) -> list[RankResult]:
+    """The issue's one print on every rank, one of them nan: ``step 10 loss {..} rank {rank}``."""
+    return [RankResult(rank=r, host=f"worker{r // RANKS_PER_HOST}",
+                       stdout=f"step 10 loss {'nan' if r == 37 else f'{0.5 + r / 1000:.4f}'} rank {r}\n")
+            for r in range(ranks)]
+
+
+def folded(results: list[RankResult]) -> tuple[int, int, int]:
+    """(groups, lines of text shown, characters rendered) of group + fold + text + html."""
+    groups = fold_groups(group_results(results))
+    text = render_groups_text(groups)
+    html = render_groups_html(groups)
+    return len(groups), text.count("\n"), len(text) + len(html)
+
+
+def measure_fold(make_input, repeat: int) -> dict:
+    tracemalloc.start()
+    results = make_input()
+    raw_bytes = raw_size(results)
+    peak_bytes, extra_bytes = peak_memory(lambda: folded(results))
+    tracemalloc.stop()
+    group_count, shown_lines, rendered_chars = folded(results)
+    results = None
+    return {
+        "groups": group_count,
+        "shown_lines": shown_lines,
+        "rendered_chars": rendered_chars,
+        "seconds": round(median_seconds(folded, make_input, repeat), 4),
+        "peak_bytes": peak_bytes,
+        "extra_bytes": extra_bytes,
+        "raw_bytes": raw_bytes,
+        "memory_ratio": round(peak_bytes / raw_bytes, 3),
+    }
+
+
+def report_fold(figures: dict, peer_figures: dict, loss_lines: int, ranks: int, lines: int,
+                repeat: int) -> None:
+    print(f"fold (every line differs in its numbers): {ranks} ranks x {lines} lines,"
+          f" {figures['raw_bytes'] / 1e6:.1f} MB raw output, {figures['groups']} group(s),"
+          f" {figures['shown_lines']:,} lines shown")
+    print(f"  group + fold + text + html: median {figures['seconds'] * 1000:.1f} ms of {repeat}"
+          f" (goal <= 1000), peak memory incl. inputs {figures['memory_ratio']:.2f}x raw (goal <= 3)")
+    if peer_figures:
+        print(f"  peer on the same input: {peer_figures['messages']} messages,"
+              f" {peer_figures['shown_lines']:,} lines shown, median {peer_figures['seconds'] * 1000:.1f} ms")
+    print(f"  the {ranks}-rank loss print, one rank nan: {loss_lines} lines shown (goal <= 5)")
+
+
+def fold_section(args, classes) -> dict:
+    """Measure and print folding (issue 13); the figures for the JSON line."""
+    fold_input = lambda: numbers_differ(args.ranks, args.lines)  # noqa: E731
+    fold = measure_fold(fold_input, args.repeat)
+    fold_peer = measure_peer(classes, fold_input, args.repeat) if classes is not None else {}
+    _, loss_lines, _ = folded(loss_print(args.ranks))
+    report_fold(fold, fold_peer, loss_lines, args.ranks, args.lines, args.repeat)
+    goal = {"seconds": 1.0, "memory_ratio": 3.0, "loss_print_lines": 5}
+    return {
+        **{k: v for k, v in fold.items() if k != "rendered_chars"},
+        "peer_seconds": fold_peer.get("seconds"),
+        "peer_shown_lines": fold_peer.get("shown_lines"),
+        "ratio_vs_peer": round(fold["seconds"] / fold_peer["seconds"], 5) if fold_peer else None,
+        "loss_print_lines": loss_lines,
+        "goal": goal,
+        "meets_goal": (fold["seconds"] <= goal["seconds"] and fold["memory_ratio"] <= goal["memory_ratio"]
+                       and loss_lines <= goal["loss_print_lines"]),
+    }
 
 
 def measure_ours(make_input, repeat: int) -> dict:
@@ -167,14 +259,15 @@ def measure_ours(make_input, repeat: int) -> dict:
 
 def measure_peer(classes, make_input, repeat: int) -> dict:
     make_lines = lambda: peer_lines(make_input())  # noqa: E731
-    messages, _ = peer(classes, make_lines())
+    messages, _, shown_lines = peer(classes, make_lines())
     tracemalloc.start()
     lines_by_rank = make_lines()
     _, extra_bytes = peak_memory(lambda: peer(classes, lines_by_rank))
     tracemalloc.stop()
     lines_by_rank = None
     seconds = median_seconds(lambda data: peer(classes, data), make_lines, repeat)
-    return {"messages": messages, "seconds": round(seconds, 4), "extra_bytes": extra_bytes}
+    return {"messages": messages, "seconds": round(seconds, 4), "extra_bytes": extra_bytes,
+            "shown_lines": shown_lines}
 
 
 def report(name: str, figures: dict, ranks: int, lines: int, repeat: int) -> None:
@@ -213,6 +306,8 @@ def main(argv=None) -> int:
               f" extra memory {peer_figures['extra_bytes'] / 1e6:.1f} MB")
         print(f"ratio: ours / peer = {ratio:.4f} ({1 / ratio:.0f}x faster)")
 
+    fold_figures = fold_section(args, classes)
+
     figures = {
         "benchmark": "grouping",
         "ranks": args.ranks,
@@ -225,6 +320,7 @@ def main(argv=None) -> int:
         "worst_case_all_differ": {k: worst[k] for k in WORST_CASE_FIGURES},
         "goal": {"seconds": 1.0, "memory_ratio": 3.0},
         "meets_goal": typical["seconds"] <= 1.0 and typical["memory_ratio"] <= 3.0,
+        "fold": fold_figures,
     }
     print(json.dumps(figures))
     return 0

@@ -21,20 +21,11 @@ DIFF_CONTEXT = 3
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@$")
 
 
-class OutputGroup(Record, frozen=True, eq=False):
-    """Results whose output is identical, shown once under a folded label.
+class MemberSet:
+    """The header side of a group (its members, label, status), shared by exact and folded groups.
 
-    Compared and hashed by identity: its fields can hold megabytes of text.
+    Needs ``kind``, ``members``, ``keys``, ``status`` and ``exit_code`` on the instance.
     """
-
-    kind: str                     # "ranks" or "hosts"
-    members: tuple                # the RankResult / HostResult objects, in key order
-    keys: tuple                   # their ranks (int) or host names (str)
-    stdout: str
-    stderr: str
-    status: str
-    error: str = ""               # traceback text (ranks only)
-    exit_code: int | None = None  # remote exit status (hosts only)
 
     @property
     def count(self) -> int:
@@ -71,6 +62,22 @@ class OutputGroup(Record, frozen=True, eq=False):
     def truncated(self) -> bool:
         """True when any member's display was capped upstream (the log holds everything)."""
         return any(getattr(m, "truncated", False) for m in self.members)
+
+
+class OutputGroup(MemberSet, Record, frozen=True, eq=False):
+    """Results whose output is identical, shown once under a folded label.
+
+    Compared and hashed by identity: its fields can hold megabytes of text.
+    """
+
+    kind: str                     # "ranks" or "hosts"
+    members: tuple                # the RankResult / HostResult objects, in key order
+    keys: tuple                   # their ranks (int) or host names (str)
+    stdout: str
+    stderr: str
+    status: str
+    error: str = ""               # traceback text (ranks only)
+    exit_code: int | None = None  # remote exit status (hosts only)
 
     @property
     def text_pieces(self) -> list[str]:

@@ -8,8 +8,10 @@ from __future__ import annotations
 from html import escape
 from typing import Sequence
 
+from .fold import FoldedGroup
 from .grouping import OutputGroup
-from .render_text import diff_reference, group_body, is_diff
+from .render_fold import folded_html
+from .render_text import CAPPED_NOTE, diff_reference, group_body, is_diff
 
 # Accent colour per status; failures not listed here use the error colour.
 _ACCENTS = {
@@ -37,7 +39,7 @@ _SUMMARY = "padding:2px 8px;cursor:pointer;color:var(--jp-content-font-color2,#5
 _DIFF_COLORS = {"+": "#2e7d32", "-": "#c62828", "@": "#00838f"}
 
 
-def render_groups_html(groups: Sequence[OutputGroup], *, diff: bool = False,
+def render_groups_html(groups: Sequence[OutputGroup | FoldedGroup], *, diff: bool = False,
                        max_chars_per_group: int | None = 1_000_000) -> str:
     """All groups as one HTML fragment; with ``diff`` minority groups show a diff against the majority."""
     reference = diff_reference(groups, diff)
@@ -48,15 +50,21 @@ def render_groups_html(groups: Sequence[OutputGroup], *, diff: bool = False,
     return "".join(pieces)
 
 
-def _group_block(group: OutputGroup, reference: OutputGroup | None, max_chars: int | None) -> list[str]:
+def _group_block(group, reference: OutputGroup | None, max_chars: int | None) -> list[str]:
     accent = _ACCENTS.get(group.status, _ACCENTS["error"])
-    body = group_body(group, reference, max_chars)
-    to_html = _diff_html if is_diff(group, reference) else _plain_html
+    if isinstance(group, FoldedGroup):
+        body = folded_html(group, expand_budget=(max_chars or 1_000_000) // 2)
+        if group.truncated:
+            body.append(f'<div style="{_SUMMARY}">{escape(CAPPED_NOTE)}</div>')
+    else:
+        to_html = _diff_html if is_diff(group, reference) else _plain_html
+        body = _body_html(group_body(group, reference, max_chars), to_html)
     status = escape(group.status)
+    folded = ' data-folded="1"' if isinstance(group, FoldedGroup) else ""   # attributes in nbconvert's order
     return [
-        f'<div class="mlp-magic-group" data-status="{status}" style="{_BOX.format(accent=accent)}">',
+        f'<div class="mlp-magic-group"{folded} data-status="{status}" style="{_BOX.format(accent=accent)}">',
         _header(group, accent),
-        *_body_html(body, to_html),
+        *body,
         "</div>",
     ]
 

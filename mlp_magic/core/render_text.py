@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .fold import FoldedGroup
 from .grouping import OutputGroup, diff_against_majority, majority
+from .render_fold import folded_text
 
 RULE = "-" * 16
 _RED, _GREEN, _CYAN, _BOLD, _RESET = "\x1b[31m", "\x1b[32m", "\x1b[36m", "\x1b[1m", "\x1b[0m"
@@ -16,15 +18,17 @@ CAPPED_NOTE = "[display capped; the log has every byte]"
 NO_OUTPUT = "(no output)"
 
 
-def render_groups_text(groups: Sequence[OutputGroup], *, color: bool = False, diff: bool = False,
-                       max_chars_per_group: int | None = 1_000_000) -> str:
-    """All groups as one string; with ``diff`` minority groups show a diff against the majority."""
+def render_groups_text(groups: Sequence[OutputGroup | FoldedGroup], *, color: bool = False,
+                       diff: bool = False, max_chars_per_group: int | None = 1_000_000) -> str:
+    """All groups as one string; with ``diff`` minority groups show a diff against the majority.
+
+    Exact groups (OutputGroup) show their text; folded ones (core/fold) their folded lines."""
     reference = diff_reference(groups, diff)
     pieces: list[str] = []
     for group in groups:
         pieces.append(header_line(group, color=color))
         pieces.append("\n")
-        body = group_body(group, reference, max_chars_per_group)
+        body = group_body(group, reference, max_chars_per_group, color=color)
         if color and is_diff(group, reference):
             body = [_color_diff("".join(body))]
         pieces.extend(body)
@@ -42,21 +46,28 @@ def header_line(group: OutputGroup, *, color: bool = False) -> str:
     return f"{_BOLD}{_GREEN if group.ok else _RED}{line}{_RESET}"
 
 
-def diff_reference(groups: Sequence[OutputGroup], diff: bool) -> OutputGroup | None:
-    """The group others are diffed against: the majority, when diffs are asked for and useful."""
-    return majority(groups) if diff and len(groups) > 1 else None
+def diff_reference(groups: Sequence[OutputGroup | FoldedGroup], diff: bool) -> OutputGroup | None:
+    """The group others are diffed against: the majority, when diffs are asked for and useful
+    (exact groups only: a folded group is not a text to diff)."""
+    exact = [g for g in groups if isinstance(g, OutputGroup)]
+    return majority(exact) if diff and len(exact) > 1 else None
 
 
-def is_diff(group: OutputGroup, reference: OutputGroup | None) -> bool:
-    return reference is not None and group is not reference
+def is_diff(group, reference: OutputGroup | None) -> bool:
+    return reference is not None and group is not reference and isinstance(group, OutputGroup)
 
 
-def group_body(group: OutputGroup, reference: OutputGroup | None, max_chars: int | None) -> list[str]:
-    """The pieces shown under the header: the text, or the diff against ``reference``; capped.
+def group_body(group: OutputGroup | FoldedGroup, reference: OutputGroup | None, max_chars: int | None,
+               color: bool = False) -> list[str]:
+    """The pieces shown under the header: the text, the diff against ``reference``, or the folded
+    lines (coloured with ``color``); capped.
 
     Never empty; the last piece is non-empty.
     """
-    pieces = _diff_pieces(group, reference) if is_diff(group, reference) else group.text_pieces
+    if isinstance(group, FoldedGroup):
+        pieces = [folded_text(group, color=color)]
+    else:
+        pieces = _diff_pieces(group, reference) if is_diff(group, reference) else group.text_pieces
     size = sum(len(p) for p in pieces)
     if not size:
         pieces = [NO_OUTPUT]

@@ -68,6 +68,7 @@ def _mpirun_parser() -> LineParser:
     parser.add_argument("--timeout", type=_positive_float)
     parser.add_argument("--no-group", dest="group", action="store_false")
     parser.add_argument("--diff", action="store_true")
+    parser.add_argument("--no-fold", dest="fold", action="store_false")
     parser.add_argument("--all-outputs", dest="all_outputs", action="store_true",
                         help="show rich outputs (display, plots, last value) of every rank, not only rank 0")
     parser.add_argument("-o", "--out", dest="out", type=_identifier)
@@ -110,6 +111,7 @@ class MpirunArgs:
     timeout: float | None = None
     group: bool = True
     diff: bool = False
+    fold: bool = True
     all_outputs: bool = False
     out: str | None = None
     log_dir: str | None = None

@@ -135,7 +135,7 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
     world = ensure_world(spec, restart=args.restart, notice=notice)
     refuse_if_stuck(world)
     cell_dir = logs.new_cell_dir(args.log_dir)
-    live = display.LiveOutput()
+    live = display.LiveOutput(fold=args.fold and args.group and not args.diff)
     run = CellRun(world, code, ranks, cell_dir)
     world.active_run = run  # from now on, a later cell is refused while this one's ranks run
     run.outcome = _follow(run, world, live, args.timeout)
@@ -146,7 +146,8 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
     summary = logs.write_summary(cell_dir, code, results, {"outcome": run.outcome.value})
     footer = display.footer(results, cell_dir, _outcome_note(run))
     bundle = display.summary(results, group=args.group, diff=args.diff, footer=footer,
-                             html_too=live.notebook, stack_report=stacks)
+                             html_too=live.notebook, stack_report=stacks, fold=args.fold,
+                             follows=display.rank_maps(world.layout))
     live.finish(bundle)
     display.publish_rich_outputs(results, args.all_outputs)
     result = MpirunResult(results, cell_dir, summary, bundle["text/plain"], bundle.get("text/html", ""))

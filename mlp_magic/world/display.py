@@ -2,8 +2,12 @@
 
 In a notebook the live tail (the last lines, tagged by rank) sits in one display area that
 is updated at most every ``interval`` seconds and finally replaced by the grouped output (text,
-and HTML). In a terminal, lines are printed as they come and the summary follows. The rich
-outputs of the ranks (``display()``, plots, the last value) are published after it.
+and HTML). In a terminal, lines are printed as they come and the summary follows. With ``fold``
+(``%%mpirun``'s default) lines are folded by template as they come (core/fold_live): the
+notebook shows one line per template, a terminal the first line of each template and then its
+repeats at most every 2 s, so 512 ranks stream a bounded number of lines. The summary folds
+outputs that differ only in numbers (core/fold). The rich outputs of the ranks (``display()``,
+plots, the last value) are published after it.
 """
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ from collections import deque
 from IPython import get_ipython
 from IPython.display import display, publish_display_data
 
+from ..core.fold import fold_groups
+from ..core.fold_live import LiveFold
 from ..core.grouping import fold_hosts_shown, group_results, ranks_label
 from ..core.render_html import render_groups_html
 from ..core.render_stacks import merged_html, merged_text
@@ -31,7 +37,7 @@ def in_notebook() -> bool:
 
 
 class LiveOutput:
-    def __init__(self, max_lines: int = 40, interval: float = 0.25):
+    def __init__(self, max_lines: int = 40, interval: float = 0.25, fold: bool = False):
         self.notebook = in_notebook()
         self.lines: deque = deque(maxlen=max_lines)
         self.interval = interval
@@ -39,13 +45,27 @@ class LiveOutput:
         self._last_update = 0.0
         self._dirty = False
         self._partial: dict = {}
+        self.folded = LiveFold() if fold else None
 
     def add(self, chunks: list) -> None:
         for rank, stream, text in chunks:
             for line in self._complete_lines(rank, stream, text):
+                if self.folded is not None:
+                    self._fold(rank, stream, line)
+                    continue
                 tag = f"[{rank}]" if stream == "stdout" else f"[{rank}:err]"
                 self._emit(f"{tag} {line}")
+        if self.folded is not None and not self.notebook:
+            for shown in self.folded.due(time.monotonic()):
+                self._emit(shown)
         self._refresh()
+
+    def _fold(self, rank: int, stream: str, line: str) -> None:
+        for shown in self.folded.add(rank, stream, line, time.monotonic()):
+            if not self.notebook:
+                self._emit(shown)
+        if self.notebook:
+            self._dirty = True
 
     def _complete_lines(self, rank: int, stream: str, text: str) -> list:
         """Whole lines only; a partial line waits for its end (per rank and stream)."""
@@ -68,7 +88,8 @@ class LiveOutput:
         now = time.monotonic()
         if not force and now - self._last_update < self.interval:
             return
-        bundle = {"text/plain": "\n".join(self.lines)}
+        shown = self.folded.view(self.lines.maxlen) if self.folded is not None else self.lines
+        bundle = {"text/plain": "\n".join(shown)}
         if self.handle is None:
             self.handle = display(bundle, raw=True, display_id=True)
         else:
@@ -87,10 +108,16 @@ class LiveOutput:
 
 
 def summary(results: list, *, group: bool, diff: bool, footer: str, html_too: bool,
-            stack_report: tuple | None = None) -> dict:
+            stack_report: tuple | None = None, fold: bool = False, follows: dict | None = None) -> dict:
     """The grouped output as a mime bundle: text always, HTML for a notebook; ``stack_report``
-    (text, html) follows the groups."""
-    groups = [group_results(results)] if group else [group_results([r]) for r in results]
+    (text, html) follows the groups. ``fold`` folds outputs that differ in numbers (not with
+    ``diff``, which compares exact texts, nor without ``group``); ``follows``: fold_groups'."""
+    if not group:
+        groups = [group_results([r]) for r in results]
+    elif fold and not diff:
+        groups = [fold_groups(group_results(results), follows=follows)]
+    else:
+        groups = [group_results(results)]
     text = "".join(render_groups_text(g, diff=diff) for g in groups)
     if stack_report:
         text = f"{text.rstrip()}\n{stack_report[0]}"
@@ -100,6 +127,12 @@ def summary(results: list, *, group: bool, diff: bool, footer: str, html_too: bo
         markup += stack_report[1] if stack_report else ""
         bundle["text/html"] = f"{markup}{footnote_html(footer)}"
     return bundle
+
+
+def rank_maps(layout: list) -> dict:
+    """What a folded field may follow besides the rank: {"local_rank": {rank: n}, "node_rank": ...}."""
+    return {"local_rank": {row.rank: row.local_rank for row in layout},
+            "node_rank": {row.rank: row.node_rank for row in layout}}
 
 
 def footer(results: list, cell_dir: str, note: str) -> str:

@@ -38,7 +38,10 @@ print(socket.gethostname(), rank, local_rank, node_rank, os.environ["MASTER_ADDR
     world = command.current_world()
     assert world.controller_ip == "10.77.0.1"  # the bridge, not every interface
     out = capsys.readouterr().out
-    assert "---------------- rank 2 on worker1 ----------------" in out  # each rank's line differs
+    # each rank's line differs only in numbers: one folded line, host names and ranks recognised
+    assert "---------------- ranks 0-3 (4) on worker[0-1] ----------------" in out
+    folded = f"worker{{node_rank}} {{rank}} {{local_rank}} {{node_rank}} {bed.hosts[0].address}"
+    assert folded in out.splitlines(), out
 
 
 def test_mpi4py_and_torch_gloo_across_hosts(two_hosts):

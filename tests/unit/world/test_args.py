@@ -83,6 +83,7 @@ def test_defaults():
     ("--timeout=1e3", "timeout", 1000.0),
     ("--no-group", "group", False),
     ("--diff", "diff", True),
+    ("--no-fold", "fold", False),
     ("--all-outputs", "all_outputs", True),
     ("-o res", "out", "res"),
     ("--out r\u00e9sultat", "out", "r\u00e9sultat"),

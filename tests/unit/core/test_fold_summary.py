@@ -1,0 +1,140 @@
+"""One field's summary across ranks: constants, rank-following ints, ranges, medians, outliers."""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from mlp_magic.core import fold_summary
+from mlp_magic.core.fold_summary import Outlier, summarise
+
+
+def keys(count: int) -> tuple:
+    return tuple(range(count))
+
+
+def follows_rank(count: int) -> list:
+    return [("rank", tuple(map(str, range(count))))]
+
+
+def test_the_same_token_everywhere_is_shown_as_it_is():
+    summary = summarise(("3.0e-04",) * 8, keys(8))
+    assert (summary.text, summary.varies, summary.outliers, summary.bad) == ("3.0e-04", False, (), False)
+    assert summarise(("nan",) * 4, keys(4)).bad  # nothing differs, but it is still a problem
+
+
+def test_ints_that_follow_the_rank_or_a_supplied_map():
+    tokens = tuple(str(r) for r in range(16))
+    assert summarise(tokens, keys(16), follows=follows_rank(16)).text == "{rank}"
+    local = tuple(str(r % 8) for r in range(16))
+    follows = [*follows_rank(16), ("local_rank", local), ("node_rank", tuple(str(r // 8) for r in range(16)))]
+    assert summarise(local, keys(16), follows=follows).text == "{local_rank}"
+    assert summarise(tuple(str(r // 8) for r in range(16)), keys(16), follows=follows).text == "{node_rank}"
+    # a float column never "follows": 0.0 is not rank 0
+    assert summarise(tuple(f"{r}.0" for r in range(16)), keys(16), follows=follows_rank(16)).text != "{rank}"
+
+
+def test_other_ints_are_a_range_and_floats_a_range_with_median():
+    assert summarise(tuple(str(r * 2) for r in range(256)), keys(256)).text == "{0..510}"
+    tokens = tuple(f"{0.5 + r / 1000:.4f}" for r in range(64))
+    assert summarise(tokens, keys(64)).text == "{0.5000..0.5630 ~0.5310}"
+    assert summarise(tuple(reversed(tokens)), keys(64)).text == "{0.5000..0.5630 ~0.5310}"
+
+
+def test_hex_ids_are_a_range():
+    assert summarise(("0x7f10", "0x7f0a", "0x7fff"), keys(3)).text == "{0x7f0a..0x7fff}"
+    assert summarise(("0x10", "16"), keys(2)).varies
+
+
+def test_nan_and_inf_are_always_named():
+    tokens = [f"{0.5 + r / 1000:.4f}" for r in range(16)]
+    tokens[7], tokens[9], tokens[11] = "nan", "inf", "nan"
+    summary = summarise(tuple(tokens), keys(16))
+    assert summary.outliers == (Outlier((7, 11), "nan"), Outlier((9,), "inf"))
+    assert summary.text == "{0.5000..0.5150 ~0.5060}"   # over the finite values
+    assert summarise(("nan", "inf"), keys(2)).outliers == (Outlier((0,), "nan"), Outlier((1,), "inf"))
+
+
+def test_a_value_far_from_the_rest_is_named_and_noise_is_not():
+    rnd = random.Random(3)
+    noise = [f"{rnd.gauss(0.5, 0.01):.5f}" for _ in range(512)]
+    assert summarise(tuple(noise), keys(512)).outliers == ()
+    noise[37] = "0.90000"
+    assert summarise(tuple(noise), keys(512)).outliers == (Outlier((37,), "0.90000"),)
+    uniform = tuple(str(r) for r in range(512))   # spread evenly: nothing is far
+    assert summarise(uniform, keys(512)).outliers == ()
+
+
+def test_when_most_values_agree_exactly_a_lone_different_one_is_named():
+    steps = ["100"] * 16
+    steps[5] = "99"        # the MAD is 0; the mean absolute deviation decides
+    assert summarise(tuple(steps), keys(16)).outliers == (Outlier((5,), "99"),)
+    half = ["0.12"] * 8 + ["0.13"] * 8   # two common values are not outliers
+    assert summarise(tuple(half), keys(16)).outliers == ()
+
+
+def test_too_few_values_have_no_outliers_but_nan():
+    assert summarise(("1", "1", "1000"), keys(3)).outliers == ()
+    assert summarise(("1", "nan", "1000"), keys(3)).outliers == (Outlier((1,), "nan"),)
+
+
+def test_huge_integers_do_not_break_the_rule():
+    tokens = tuple(str(10 ** 400 + r) for r in range(8))
+    assert summarise(tokens, keys(8)).text.startswith("{1000")
+
+
+# ---------------------------------------------------------------- the rule against brute force
+def brute_outliers(values: list) -> set:
+    """The module docstring's rule, computed the plain way: indices of far finite values."""
+    finite = sorted(v for v in values if math.isfinite(v))
+    if len(finite) < fold_summary.MIN_VALUES_FOR_OUTLIERS:
+        return set()
+    median = statistics.median(finite)
+    mad = statistics.median(abs(v - median) for v in finite)
+    sigma = fold_summary.MAD_TO_SIGMA * mad
+    if sigma == 0:
+        sigma = fold_summary.MEAN_AD_TO_SIGMA * math.fsum(abs(v - median) for v in finite) / len(finite)
+    if sigma == 0:
+        return set()
+    reach = fold_summary.SIGMAS * sigma
+    return {i for i, v in enumerate(values) if math.isfinite(v) and abs(v - median) > reach}
+
+
+VALUES = st.lists(st.one_of(st.integers(-50, 50), st.sampled_from([0, 0, 1000, -1000])),
+                  min_size=1, max_size=40)
+
+
+@given(VALUES)
+@settings(max_examples=500)
+def test_outliers_match_the_rule_computed_by_brute_force(ints):
+    values = [v / 4 for v in ints]
+    tokens = tuple(repr(v) for v in values)
+    summary = summarise(tokens, keys(len(tokens)))
+    found = {k for o in summary.outliers for k in o.keys}
+    expected = brute_outliers(values) if len(set(tokens)) > 1 else set()
+    assert found == expected
+
+
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=60))
+@settings(max_examples=500)
+def test_mad_from_sorted_values_equals_the_plain_computation(values):
+    ranked = sorted(values)
+    value = lambda i: ranked[i]  # noqa: E731
+    median = fold_summary._median(value, len(ranked))
+    expected = statistics.median(abs(v - median) for v in ranked)
+    assert math.isclose(fold_summary._mad(value, len(ranked), median), expected, rel_tol=1e-9, abs_tol=1e-9)
+
+
+@given(st.lists(st.integers(0, 9999), min_size=2, max_size=80), st.integers(2, 4))
+@settings(max_examples=300)
+def test_the_sorted_string_shortcut_gives_the_general_answer(ints, decimals):
+    """Plain decimals of one width sort as strings: the fast path must agree with the float path."""
+    tokens = tuple(f"{v / 10 ** decimals:.{decimals}f}".zfill(8) for v in ints)
+    assume(len({len(t) for t in tokens}) == 1)
+    fast = summarise(tokens, keys(len(tokens)), sortable=True)
+    general = summarise(tokens, keys(len(tokens)))
+    assert fast.text == general.text
+    assert {k for o in fast.outliers for k in o.keys} == {k for o in general.outliers for k in o.keys}
