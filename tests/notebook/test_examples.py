@@ -113,3 +113,26 @@ def test_debug_a_rank():
     left = [p.pid for p in psutil.process_iter(["cmdline"])
             if "hang_demo.py" in " ".join(p.info["cmdline"] or [])]
     assert left == [], "the example's job left ranks behind"
+
+
+def test_many_ranks():
+    nb = run_notebook(os.path.join(EXAMPLES, "05-many-ranks.ipynb"))
+    losses = _cell(nb, "print('=== epoch 1 ===')")
+    body = losses[losses.index("----------------"):].splitlines()
+    assert body[:4] == ["---------------- ranks 0-15 (16) on localhost ----------------",
+                        "[rank 0] === epoch 1 ===",
+                        "step 10 loss {0.5000..0.5150 ~0.5070} rank {rank}",
+                        "  ! rank 11: loss nan"]
+    assert body[4].startswith("16 ranks | ")   # the 16-rank loss print in 4 lines
+    exact = _cell(nb, "--no-fold --ranks 0-3")
+    assert exact.count("---------------- rank ") == 4 and "step 10 loss 0.5030 rank 3" in exact
+    error = _cell(nb, "shape mismatch")
+    assert "ranks 0-15 (16) on localhost [error]" in error
+    assert "RuntimeError: shape mismatch on rank {rank}: got {0..120} expected 128" in error
+    compare = _cell(nb, "%mpirun --compare model.state_dict()")
+    assert "ranks 0-6,8-15 (15 of 16) equal" in compare
+    assert "rank 7 (1 of 16) differs in 1 of 4 keys" in compare
+    assert re.search(r"1\.weight: max \|diff\| 0\.001\d* at \[1, 2\]", compare), compare
+    assert "([(0, 0.5), (1, 0.501), (2, 0.502)], nan)" in _cell(nb, "losses = %mpirun --pull loss")
+    assert "pushed lr (float, 23 B) to ranks 0-1" in _cell(nb, "%mpirun --push lr")
+    assert "lr on this rank: 0.25" in _cell(nb, "print('lr on this rank:', lr)")
