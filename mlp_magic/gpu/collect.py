@@ -12,7 +12,6 @@ this machine is probed in-process meanwhile, and one deadline bounds the whole c
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import sys
@@ -182,7 +181,7 @@ def _start_remote(targets: Sequence[Any], ssh: Any, env: Optional[Mapping[str, s
                   timeout: float, connect_timeout: float, fanout: int) -> Callable:
     """Run the topo command on every target over ssh (in a thread with its own event loop); the
     returned function takes a deadline and gives {host: HostGpus}."""
-    from ..fanout.ssh.runner import HostRunner, RunOptions
+    from ..fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
 
     names = [t.name for t in targets]
     try:
@@ -193,16 +192,10 @@ def _start_remote(targets: Sequence[Any], ssh: Any, env: Optional[Mapping[str, s
     except MlpMagicError as exc:  # no ssh client, or an --ssh that cannot be split: each remote host says
         why = str(exc)
         return lambda deadline: {name: _failed(name, why) for name in names}
-    pending = in_background(lambda: asyncio.run(runner.run()), "mlp-gpu-collect")
+    pending = BackgroundRun(runner, "mlp-gpu-collect")
 
     def finish(deadline: float) -> Dict[str, HostGpus]:
-        try:
-            done = pending.wait(deadline)
-        except KeyboardInterrupt:
-            runner.request_interrupt()  # kills the remote probes; the thread ends by itself
-            raise
-        if not done:
-            runner.request_interrupt()  # late hosts: stop them in the background, report "timeout"
+        pending.wait(deadline)   # late hosts are stopped in the background and report "timeout"
         if pending.error is not None:
             return {name: _failed(name, "ssh transport: %s" % _one_line(pending.error)) for name in names}
         return {r.host: inventory_from_result(r, timeout) for r in list(runner.results)}

@@ -79,7 +79,7 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None):
         raise MlpMagicError(f"stacks --ssh: {err}") from None
     launch.start_all()
     try:
-        from ..fanout.ssh.runner import HostRunner, RunOptions
+        from ..fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
 
         run_options = RunOptions(ssh=launch.ssh, fanout=len(targets), timeout=options.timeout, local=False,
                                  max_bytes=MAX_ANSWER_BYTES, connect_timeout=connect)
@@ -87,19 +87,10 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None):
     except BaseException:
         launch.stop_unclaimed()
         raise
-    import asyncio
-
-    pending = in_background(lambda: asyncio.run(runner.run()), "mlp-stacks-ssh")
+    pending = BackgroundRun(runner, "mlp-stacks-ssh")
 
     def finish(deadline: float) -> list:
-        try:
-            done = pending.wait(deadline)
-        except KeyboardInterrupt:
-            runner.request_interrupt()   # kills the remote scans; the thread ends by itself
-            raise
-        if not done:
-            runner.request_interrupt()
-            pending.wait(time.monotonic() + 5.0)   # the results then say "interrupted": a timeout
+        pending.wait(deadline, linger=5.0)   # the late hosts' results then say "interrupted"
         if pending.error is not None:
             return [HostScan(name, error=f"ssh transport: {pending.error}") for name in names]
         found = []

@@ -287,6 +287,36 @@ class HostRunner:
             await killer.wait()
 
 
+class BackgroundRun:
+    """A HostRunner running in a thread of its own (its own event loop), for callers without
+    one: ``wait(deadline)`` returns when every host answered or the deadline passed; Ctrl-C or
+    the deadline stops the remote commands still running (``linger``: seconds then allowed for
+    them to be reported as interrupted)."""
+
+    def __init__(self, runner: HostRunner, name: str):
+        from ...core.deadline import in_background
+
+        self.runner = runner
+        self._pending = in_background(lambda: asyncio.run(runner.run()), name)
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the transport itself failed (not a host: those are in ``runner.results``)."""
+        return self._pending.error
+
+    def wait(self, deadline: float, linger: float = 0.0) -> bool:
+        try:
+            done = self._pending.wait(deadline)
+        except KeyboardInterrupt:
+            self.runner.request_interrupt()   # kills the remote commands; the thread ends by itself
+            raise
+        if not done:
+            self.runner.request_interrupt()   # late hosts: stopped, reported as timed out
+            if linger:
+                self._pending.wait(time.monotonic() + linger)
+        return done
+
+
 def _launch(targets: list, command: str, options: RunOptions) -> Launch:
     return Launch(targets, command, ssh=options.ssh, connect_timeout=options.connect_timeout,
                   control=options.control, local=options.local, stdin_path=options.stdin_path,
