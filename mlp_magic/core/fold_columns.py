@@ -14,7 +14,7 @@ from itertools import chain, repeat
 from .fold_numbers import FLOAT, HEX, INT, MASK, SPECIAL, shape, token_kind
 from .fold_summary import FieldSummary, summarise
 
-CHUNK_TOKENS = 1 << 18       # tokens cut at once (bounds the memory of a summary pass)
+CHUNK_TOKENS = 1 << 14       # tokens cut at once: small enough that a chunk's tokens stay in cache
 _PLAIN = re.compile(r"[0-9.]*")
 
 
