@@ -20,7 +20,7 @@ ERROR_LIMIT = 300         # characters of the error line
 LOCALS_PER_FRAME = 30     # more are counted, not listed
 LIBRARY_RUN_SHOWN = 3     # a run of library frames longer than this shows its two ends
 # "<function f at 0x7f3a...>": the address differs from rank to rank and would split the groups
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+\b")   # an object's address differs between ranks
 
 
 class LocalSummary(Record, frozen=True):

@@ -7,6 +7,7 @@ the folders the caller adds (mlp_magic's own package, whose frames run the cells
 """
 from __future__ import annotations
 
+import os
 import re
 
 # Cell code as IPython/ipykernel names it (ipykernel: <tmp>/ipykernel_<pid>/<hash>.py; the pid
@@ -17,6 +18,9 @@ _CELL_FILE = re.compile(r"^(.*/ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-\w+>|
 _LIBRARY = re.compile(r"(site-packages|dist-packages)/|/lib/python3\.\d+/(?!site-packages)"
                       r"|\.so(\.[\d.]+)?$")   # the last: a native frame's shared object
 _PACKAGE_PATH = re.compile(r"(?:site-packages|dist-packages)/(.*)$")
+_COMPILED_SOURCE = re.compile(r"\.(pyx|pxi|pxd)$")   # Cython: numpy, mpi4py, pandas internals
+# mlp_magic's own folder: its frames run the cells and scripts, they are not the user's code
+OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _STDLIB_PATH = re.compile(r"/lib/python3\.\d+/(.*)$")
 
 
@@ -29,12 +33,14 @@ def is_kernel_cell(path: str) -> bool:
     return bool(_KERNEL_CELL.match(path))
 
 
-def is_user_code(path: str, library_dirs=()) -> bool:
+def is_user_code(path: str, library_dirs=(OWN_PACKAGE,)) -> bool:
     """Cells and files outside the Python installation, site-packages and ``library_dirs``.
-    Other names in angle brackets (``<frozen importlib._bootstrap>``) are Python's own."""
+    Other names in angle brackets (``<frozen importlib._bootstrap>``) are Python's own; so are
+    Cython sources (``numpy/random/_generator.pyx``, ``mpi4py/MPI.pyx``: compiled modules report
+    the relative path they were built from)."""
     if is_cell(path):
         return True
-    if path.startswith("<") or _LIBRARY.search(path):
+    if path.startswith("<") or _LIBRARY.search(path) or _COMPILED_SOURCE.search(path):
         return False
     return not any(_inside(path, folder) for folder in library_dirs)
 

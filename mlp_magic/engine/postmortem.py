@@ -61,13 +61,19 @@ def _frames(failure: BaseException) -> list:
     found, tb = [], failure.__traceback__
     while tb is not None:
         path = tb.tb_frame.f_code.co_filename
-        found.append((tb, is_user_code(path, (_OWN_PACKAGE,)) and not _is_generated(path)))
+        # "<string>": code made by exec (a dataclass's __init__, a namedtuple), not the user's
+        found.append((tb, path != "<string>" and is_user_code(path, (_OWN_PACKAGE,))
+                      and not _is_generated(path)))
         tb = tb.tb_next
     return found
 
 
 def _error_line(failure: BaseException) -> str:
-    text = f"{type(failure).__name__}: {failure}" if str(failure) else type(failure).__name__
+    try:
+        message = str(failure)
+    except Exception as error:   # a broken __str__ must not break every later --where
+        message = f"<str() failed: {type(error).__name__}>"
+    text = f"{type(failure).__name__}: {message}" if message else type(failure).__name__
     return text if not isinstance(failure, KeyboardInterrupt) else f"{text} (interrupted here)"
 
 

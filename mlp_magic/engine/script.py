@@ -36,9 +36,10 @@ def run_script(path: str, argv: list) -> None:
     with open(path, "rb") as handle:
         code = compile(handle.read(), path, "exec", dont_inherit=True)
     folder = os.path.dirname(path)
-    if sys.path[:1] != [folder]:
-        sys.path.insert(0, folder)
-    saved_argv, saved_name = sys.argv, namespace.get("__name__")
+    if folder in sys.path:   # first, and only once: scripts run one after another stay bounded
+        sys.path.remove(folder)
+    sys.path.insert(0, folder)
+    saved_argv, saved_name, saved_file = sys.argv, namespace.get("__name__"), namespace.get("__file__")
     sys.argv = list(argv)
     namespace.update(__name__="__main__", __file__=path)
     try:
@@ -54,3 +55,8 @@ def run_script(path: str, argv: list) -> None:
     finally:
         sys.argv = saved_argv
         namespace["__name__"] = saved_name
+        # a later cell is `python -c` again: multiprocessing's spawn would re-run a __file__ it saw
+        if saved_file is None:
+            namespace.pop("__file__", None)
+        else:
+            namespace["__file__"] = saved_file

@@ -137,11 +137,19 @@ _AFTER_COMPARE = re.compile(rf"\s+{_OPTION}\s*$")
 _BEFORE_EXPR = re.compile(rf"^\s*{_OPTION}\s+(?=\S)")
 
 
+def _script_before(head: str) -> bool:
+    """Is there a script among the words before --compare (which then is the script's)?"""
+    try:
+        return bool(split_script(split_line(head, "%mpirun"), _mpirun_parser())[1])
+    except MlpMagicError:   # unbalanced quotes...: the full parse says so
+        return False
+
+
 def split_compare(line: str) -> tuple:
     """"-o c --compare m.w[0] --ranks 1-3" -> ("-o c --ranks 1-3", "m.w[0]"); (line, None) without
     --compare. A quoted expression ("'a + b'") loses its quotes."""
     found = _COMPARE.search(line)
-    if found is None:
+    if found is None or _script_before(line[:found.start()]):
         return line, None
     head, expr, tail = line[:found.start()], " " + line[found.end():], ""
     while (before := _BEFORE_EXPR.match(expr)) is not None:

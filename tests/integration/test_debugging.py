@@ -94,6 +94,12 @@ def test_a_script_runs_on_every_rank_as_mpiexec_would(ip, tmp_path, monkeypatch)
     # its globals stay for inspection; the next plain cell sees argv as before
     assert run(ip, "%%mpirun -o after\nprint(steps_done, args.lr, sys.argv, __name__)") is None
     assert outputs(ip, "after") == ["50 0.5 ['-c'] __main__\n"] * 4
+    # a plain cell is `python -c` again: no __file__ (multiprocessing's spawn would re-run it), and
+    # running the script again does not grow sys.path
+    assert run(ip, "%mpirun job/train.py --lr 0.5") is None
+    assert run(ip, "%%mpirun -o after\nimport sys\nprint('__file__' in dir(), sys.path.count("
+                   f"{str(folder)!r}))") is None
+    assert outputs(ip, "after") == ["False 1\n"] * 4
 
 
 def test_script_exit_statuses(ip, tmp_path):

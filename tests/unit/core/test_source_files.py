@@ -26,10 +26,20 @@ def test_cells(path):
     ("/opt/conda/lib/python3.12/asyncio/events.py", False),
     ("<frozen importlib._bootstrap>", False),
     ("<frozen runpy>", False),
+    ("numpy/random/_generator.pyx", False),   # compiled Cython reports its build-relative source
+    ("mpi4py/MPI.pyx", False),
+    ("/src/pandas/_libs/index.pyx", False),
     ("/tmp/ipykernel_1/x.py", True),          # not a cell name, but a file outside any library
 ])
 def test_user_code(path, user):
     assert is_user_code(path) is user
+
+
+def test_mlp_magic_itself_is_not_user_code_by_default():
+    from mlp_magic.core.source_files import OWN_PACKAGE
+    from mlp_magic.engine import script
+
+    assert not is_user_code(script.__file__) and script.__file__.startswith(OWN_PACKAGE + "/")
 
 
 def test_library_dirs_are_not_user_code():

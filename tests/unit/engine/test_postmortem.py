@@ -141,3 +141,43 @@ def test_script_problems(tmp_path):
     assert script_problem(str(script)) == ""
     assert script_problem(str(tmp_path / "nope.py")) == "no such file"
     assert script_problem(str(tmp_path)) == "is a folder, not a script"
+
+
+class BrokenMessage(Exception):
+    def __str__(self):
+        raise RuntimeError("broken str")
+
+
+def test_an_exception_whose_str_raises_is_still_inspectable():
+    try:
+        raise BrokenMessage()
+    except BrokenMessage as caught:
+        postmortem._after_cell(failed_cell(error=caught))
+    summary = postmortem.failure_summary()
+    assert summary["error"] == "BrokenMessage: <str() failed: RuntimeError>"
+    assert "BrokenMessage: <str() failed: RuntimeError>" in postmortem.where_text()
+
+
+def test_exec_made_code_and_cython_sources_get_no_frame_number():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Batch:
+        size: int
+
+        def __post_init__(self):
+            raise ValueError(f"bad size {self.size}")
+
+    def make(size):
+        return Batch(size)
+
+    try:
+        make(3)
+    except ValueError as caught:
+        postmortem._after_cell(failed_cell(error=caught))
+    # __post_init__ (frame 0) is called from the dataclass's exec-made __init__ ("<string>"),
+    # which has no number: frame 1 is make(), the user's caller
+    text = postmortem.where_text()
+    assert "[frame 0] " in text and text.split("[frame 0] ")[1].split("\n")[0].endswith("in __post_init__")
+    assert text.split("[frame 1] ")[1].split("\n")[0].endswith("in make"), text
+    assert postmortem.run_in_frame("size", frame=1) == 3

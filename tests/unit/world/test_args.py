@@ -222,6 +222,8 @@ def test_the_parser_is_a_subclass_of_argparse():
     ("-- -odd-name.py -x", "-odd-name.py", ("-x",), {}),
     ("'my script.py' 'an arg'", "my script.py", ("an arg",), {}),
     ("--restart t.py", "t.py", (), {"restart": True}),
+    ("eval.py --compare baseline", "eval.py", ("--compare", "baseline"), {}),   # the script's option
+    ("-np 2 eval.py --compare=a --pull", "eval.py", ("--compare=a", "--pull"), {"np": 2}),
 ])
 def test_a_script_and_its_arguments(line, script, script_args, fields):
     args = parse(line)
