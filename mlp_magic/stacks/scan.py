@@ -146,21 +146,26 @@ def _finish_dump(process, pid: int, deadline: float, timeout: float) -> dict:
 
 
 def dump_all(pids: list, pyspy: str, native: bool, timeout: float) -> list:
-    """One result of ``_finish_dump`` per pid, ``PARALLEL`` py-spy processes at a time, each
-    within ``timeout`` of its start."""
-    results = []
-    for first in range(0, len(pids), PARALLEL):
-        batch = pids[first:first + PARALLEL]
-        deadline = time.monotonic() + timeout
-        started = []
-        for pid in batch:
-            try:
-                started.append(_start_dump(pid, pyspy, native))
-            except OSError as err:
-                started.append({"fault": NO_PYSPY, "error": f"cannot run {pyspy}: {err.strerror or err}"})
-        results += [p if isinstance(p, dict) else _finish_dump(p, pid, deadline, timeout)
-                    for p, pid in zip(started, batch)]
-    return results
+    """One result of ``_finish_dump`` per pid, ``PARALLEL`` py-spy processes at a time (a new
+    one as soon as one ends), all within ``timeout`` of the first start: one deadline for the
+    host, so 40 stuck processes cannot spend the host's whole answer time batch after batch."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    deadline = time.monotonic() + timeout
+
+    def dump(pid: int) -> dict:
+        if time.monotonic() >= deadline:
+            return {"fault": TIMEOUT, "error": f"not dumped: the {timeout:g} s for this host had passed"}
+        try:
+            process = _start_dump(pid, pyspy, native)
+        except OSError as err:
+            return {"fault": NO_PYSPY, "error": f"cannot run {pyspy}: {err.strerror or err}"}
+        return _finish_dump(process, pid, deadline, timeout)
+
+    if not pids:
+        return []
+    with ThreadPoolExecutor(max_workers=min(PARALLEL, len(pids))) as pool:
+        return list(pool.map(dump, pids))
 
 
 def _line(info: dict) -> dict:

@@ -50,3 +50,18 @@ def test_bad_input_is_one_line_naming_it(line, says):
 def test_the_command_refuses_the_same_way():
     with pytest.raises(MlpMagicError, match="--pid.*'x' is not one"):
         from_cli("--pid", "1,x")
+
+
+def test_dumps_share_one_deadline_per_host(tmp_path):
+    """33 py-spys that never answer (3 rounds of 16 at a time) cost the host one timeout, not three."""
+    import time
+
+    from mlp_magic.stacks.scan import TIMEOUT, dump_all
+
+    hung = tmp_path / "py-spy"
+    hung.write_text("#!/bin/sh\nexec sleep 30\n")
+    hung.chmod(0o755)
+    started = time.monotonic()
+    results = dump_all(list(range(1, 34)), str(hung), native=False, timeout=1.0)
+    assert time.monotonic() - started < 2.5
+    assert len(results) == 33 and {r["fault"] for r in results} == {TIMEOUT}
