@@ -58,6 +58,11 @@ def is_array(obj) -> bool:
     return numpy is not None and isinstance(obj, numpy.ndarray) and obj.dtype.kind != "O"
 
 
+def _is_object_array(obj) -> bool:
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(obj, numpy.ndarray) and obj.dtype.kind == "O"
+
+
 def _is_number(obj) -> bool:
     if isinstance(obj, (bool, int, float, complex)):
         return True
@@ -82,7 +87,23 @@ def walk(value) -> tuple:
     return containers, leaves
 
 
+def _state_of(value):
+    """A module's or an optimizer's state_dict (their repr shows the structure, not the weights:
+    two models with other weights would compare equal by it); None for anything else."""
+    if isinstance(value, (dict, list, tuple)) or not callable(getattr(type(value), "state_dict", None)):
+        return None
+    try:
+        state = value.state_dict()
+    except Exception:   # not the torch kind of state_dict: compared by repr
+        return None
+    return state if isinstance(state, dict) else None
+
+
 def _walk(value, path: str, depth: int, open_ids: set, containers: list, leaves: list) -> None:
+    state = _state_of(value) if depth < MAX_DEPTH else None
+    if state is not None:
+        containers.append(f"{path}|{type_name(value)}.state_dict()|{len(state)}")
+        value = state
     if not isinstance(value, (dict, list, tuple)) or depth >= MAX_DEPTH or id(value) in open_ids:
         leaves.append((path, value))
         if len(leaves) > MAX_LEAVES:
@@ -127,7 +148,8 @@ def _number_leaf(path: str, obj) -> Leaf:
 
 def _object_leaf(path: str, obj) -> Leaf:
     try:
-        text = repr(obj)
+        # an object array's repr elides its middle ("..."): the digest reads every element
+        text = repr(obj.tolist()) if _is_object_array(obj) else repr(obj)
     except Exception as exc:   # a broken __repr__ still gets compared, by its failure
         text = f"<repr failed: {type(exc).__name__}>"
     digest = hashlib.sha256(f"object|{type_name(obj)}|{text}".encode(errors="replace")).hexdigest()

@@ -171,3 +171,29 @@ def test_nan_alone_is_the_difference_where_it_is():
         assert math.isnan(largest) and flat == 2 and note == "nan where the other has a number"
     finally:
         values.release()
+
+
+def test_a_module_or_optimizer_is_compared_by_its_weights_not_its_repr():
+    torch.manual_seed(0)
+    a = torch.nn.Linear(4, 4)
+    torch.manual_seed(0)
+    b = torch.nn.Linear(4, 4)
+    torch.manual_seed(1)
+    c = torch.nn.Linear(4, 4)
+    assert repr(a) == repr(c)   # the repr shows only the structure
+    assert summary(a)["digest"] == summary(b)["digest"] != summary(c)["digest"]
+    assert summary(a)["counts"] == {"tensor": 2}
+    with torch.no_grad():
+        b.weight[1, 2] += 1e-3
+    assert summary(a)["digest"] != summary(b)["digest"]
+    step = torch.optim.SGD(a.parameters(), lr=0.1, momentum=0.9)
+    other = torch.optim.SGD(a.parameters(), lr=0.2, momentum=0.9)
+    assert summary(step)["digest"] != summary(other)["digest"]
+
+
+def test_an_object_array_is_compared_element_by_element():
+    a = np.array(list(range(5000)), dtype=object)
+    b = a.copy()
+    b[2500] = -1   # in the middle that numpy's repr elides
+    assert summary(a)["digest"] != summary(b)["digest"]
+    assert summary(a)["digest"] == summary(a.copy())["digest"]
