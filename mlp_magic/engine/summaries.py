@@ -87,7 +87,7 @@ def walk(value) -> tuple:
     return containers, leaves
 
 
-def _state_of(value):
+def state_of(value):
     """A module's or an optimizer's state_dict (their repr shows the structure, not the weights:
     two models with other weights would compare equal by it); None for anything else."""
     if isinstance(value, (dict, list, tuple)) or not callable(getattr(type(value), "state_dict", None)):
@@ -100,7 +100,7 @@ def _state_of(value):
 
 
 def _walk(value, path: str, depth: int, open_ids: set, containers: list, leaves: list) -> None:
-    state = _state_of(value) if depth < MAX_DEPTH else None
+    state = state_of(value) if depth < MAX_DEPTH else None
     if state is not None:
         containers.append(f"{path}|{type_name(value)}.state_dict()|{len(state)}")
         value = state

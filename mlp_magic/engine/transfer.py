@@ -15,7 +15,7 @@ import copy
 
 from ..core.compare import size_text
 from .bootstrap import engine_shell
-from .summaries import MAX_DEPTH, is_array, is_tensor, type_name
+from .summaries import MAX_DEPTH, is_array, is_tensor, state_of, type_name
 from .values import error_line
 
 
@@ -68,10 +68,25 @@ def data_bytes(value, depth: int = 0) -> int:
         return value.numel() * value.element_size()
     if is_array(value):
         return value.nbytes
+    state = state_of(value) if depth < MAX_DEPTH else None
+    if state is not None:   # a module: its parameters and buffers
+        return data_bytes(state, depth + 1)
     if depth >= MAX_DEPTH or not isinstance(value, (dict, list, tuple)):
         return 0
     items = value.values() if isinstance(value, dict) else value
     return sum(data_bytes(v, depth + 1) for v in items)
+
+
+def _module_device(value):
+    """The device of a module's tensors that are not on the CPU, or None: a module is pickled
+    with its tensors where they are, and moving it here would change the rank's own model."""
+    state = state_of(value)
+    if state is None or isinstance(value, dict):
+        return None
+    for tensor in state.values():
+        if is_tensor(tensor) and tensor.device.type != "cpu":
+            return str(tensor.device)
+    return None
 
 
 def _over_cap(name: str, size: int, cap: int) -> Refused:
@@ -89,6 +104,11 @@ def fetch(name: str, cap: int):
         return Refused(f"NameError: name {name!r} is not defined")
     if data_bytes(namespace[name]) > cap:       # refused before copying anything
         return _over_cap(name, data_bytes(namespace[name]), cap)
+    device = _module_device(namespace[name])
+    if device is not None:
+        return Refused(f"{name} is a {type_name(namespace[name])} on {device}, which would come back on "
+                       f"{device}: pull its weights instead (a cell: `{name}_sd = {{k: v.cpu() for k, v in "
+                       f"{name}.state_dict().items()}}`, then %mpirun --pull {name}_sd)")
     try:
         buffers = serialize_object((on_cpu(namespace[name]),))
     except Exception as exc:

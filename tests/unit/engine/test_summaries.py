@@ -197,3 +197,12 @@ def test_an_object_array_is_compared_element_by_element():
     b[2500] = -1   # in the middle that numpy's repr elides
     assert summary(a)["digest"] != summary(b)["digest"]
     assert summary(a)["digest"] == summary(a.copy())["digest"]
+
+
+def test_a_pulled_module_counts_its_weights_and_one_off_the_cpu_is_refused():
+    model = torch.nn.Linear(1000, 1000)
+    assert transfer.data_bytes(model) == 1000 * 1000 * 4 + 1000 * 4   # checked against the cap first
+    assert transfer.data_bytes({"model": model}) == transfer.data_bytes(model)
+    assert transfer._module_device(model) is None
+    # a device other than the CPU (here "meta": no GPU on this machine) would come back as such
+    assert transfer._module_device(torch.nn.Linear(4, 4, device="meta")) == "meta"
