@@ -13,9 +13,12 @@ outlier when |x - median| > 5 sigma, sigma estimated robustly from the finite va
 1.4826 * MAD (the median absolute deviation from the median), or, where the MAD is 0 (more than
 half of the values are equal), 1.2533 * the mean absolute deviation from the median. Both
 estimate a normal distribution's sigma, so on noisy values (timings) a false alarm is
-about 1 in 2 million values; a field needs at least 5 finite values to have outliers. Values
-that follow the rank have none. The MAD comes from the sorted values in O(log n) steps
-(the k-th smallest of two sorted runs), so a field costs a sort, not a pass in Python.
+about 1 in 2 million values. For floats, sigma is at least one unit of the median's last printed
+digit (0.01 for "0.12"): where most ranks print the same value, the mean deviation alone would
+name a value one rounding step away (integers are exact: no floor). A field needs at least 5
+finite values to have outliers. Values that follow the rank have none. The MAD comes from the
+sorted values in O(log n) steps (the k-th smallest of two sorted runs), so a field costs a sort,
+not a pass in Python.
 """
 from __future__ import annotations
 
@@ -133,6 +136,7 @@ def _far_outliers(tokens, keys, ranked, parse) -> list:
         sigma = MAD_TO_SIGMA * _mad(value, count, median)
         if sigma == 0:
             sigma = MEAN_AD_TO_SIGMA * _mean_absolute_deviation(ranked, parse, median)
+        sigma = max(sigma, print_unit(ranked[(count - 1) // 2]))   # the median token, as printed
         low, high = median - SIGMAS * sigma, median + SIGMAS * sigma
         if sigma == 0 or not (math.isfinite(low) and math.isfinite(high)):
             return []
@@ -144,6 +148,20 @@ def _far_outliers(tokens, keys, ranked, parse) -> list:
     except OverflowError:   # integers beyond a float's range: no rule applies
         return []
     return _keys_of(tokens, keys, far) if far else []
+
+
+def print_unit(token: str) -> float:
+    """One unit of a float token's last printed digit: "0.12" -> 0.01, "2.5e-3" -> 1e-4; 0 for
+    an integer, which is exact (a step counter one behind is news, a rounded float is not)."""
+    mantissa, _, exponent = token.lower().partition("e")
+    if "." not in mantissa and not exponent or mantissa.startswith(("0x", "-0x")):
+        return 0.0
+    decimals = len(mantissa.split(".", 1)[1]) if "." in mantissa else 0
+    try:
+        power = int(exponent) if exponent else 0
+    except ValueError:
+        power = 0
+    return 10.0 ** max(min(power - decimals, 300), -300)
 
 
 def _surely_none(value, count: int, median: float) -> bool:

@@ -76,6 +76,17 @@ def test_when_most_values_agree_exactly_a_lone_different_one_is_named():
     assert summarise(tuple(half), keys(16)).outliers == ()
 
 
+def test_a_float_one_printed_digit_away_is_rounding_not_an_outlier():
+    took = ["0.12"] * 499 + ["0.13"] * 13
+    assert summarise(tuple(took), keys(512)).outliers == ()
+    losses = ["0.5000"] * 62 + ["0.5001"] * 2
+    assert summarise(tuple(losses), keys(64)).outliers == ()
+    losses[9] = "0.5100"   # a hundred printed units away: named
+    assert summarise(tuple(losses), keys(64)).outliers == (Outlier((9,), "0.5100"),)
+    assert [fold_summary.print_unit(t) for t in ("0.12", "2.5e-3", "1e5", "7", "0x1f")] == \
+        [0.01, 1e-4, 1e5, 0.0, 0.0]
+
+
 def test_too_few_values_have_no_outliers_but_nan():
     assert summarise(("1", "1", "1000"), keys(3)).outliers == ()
     assert summarise(("1", "nan", "1000"), keys(3)).outliers == (Outlier((1,), "nan"),)
@@ -99,6 +110,7 @@ def brute_outliers(values: list) -> set:
         sigma = fold_summary.MEAN_AD_TO_SIGMA * math.fsum(abs(v - median) for v in finite) / len(finite)
     if sigma == 0:
         return set()
+    sigma = max(sigma, fold_summary.print_unit(repr(finite[(len(finite) - 1) // 2])))   # floats' floor
     reach = fold_summary.SIGMAS * sigma
     return {i for i, v in enumerate(values) if math.isfinite(v) and abs(v - median) > reach}
 
