@@ -185,7 +185,27 @@ def parse_mpirun_args(line: str, env: Mapping, user_ns: Mapping | None = None) -
         raise MlpMagicError("%mpirun: --compare, --pull and --push go alone "
                             "(not with each other, nor with --status, --stop, --restart or --stacks)")
     _refuse_mixed_debugging(args)
+    if any(moving):
+        _refuse_beside_values(args)
     return args
+
+
+# what --compare, --pull and --push do not use: given, it would be silently ignored
+_NOT_FOR_VALUES = {"np": "-np", "hostfile": "--hostfile", "hosts": "-H", "oversubscribe": "--oversubscribe",
+                   "diff": "--diff", "all_outputs": "--all-outputs", "log_dir": "--log-dir"}
+
+
+def _refuse_beside_values(args: MpirunArgs) -> None:
+    given = [flag for name, flag in _NOT_FOR_VALUES.items() if getattr(args, name)]
+    given += ["--no-group"] * (not args.group) + ["--no-fold"] * (not args.fold)
+    if given:
+        raise MlpMagicError(f"%mpirun: {given[0]} does not go with --compare, --pull or --push, which use "
+                            "the running World (only --ranks, -o and --timeout do)")
+    words = set(args.compare.split()) if args.compare else set()
+    ours = sorted(words & set(_mpirun_parser()._option_string_actions))
+    if ours:
+        raise MlpMagicError(f"%mpirun: --compare takes the rest of the line, {ours[0]} included; "
+                            "put it before --compare, or drop it")
 
 
 _WORLD_OPTIONS = ("np", "hostfile", "hosts", "oversubscribe", "restart")

@@ -159,6 +159,10 @@ def test_a_full_line():
     ("--stop --compare x", ["--compare, --pull and --push go alone"]),
     ("--compare", ["%mpirun: --compare: give an expression, the rest of the line"]),
     ("--compare -o c", ["--compare: give an expression"]),
+    ("--compare x --no-group", ["%mpirun: --compare takes the rest of the line, --no-group included"]),
+    ("-np 4 --compare x", ["%mpirun: -np does not go with --compare, --pull or --push"]),
+    ("--pull w --diff", ["--diff does not go with --compare, --pull or --push"]),
+    ("--push w --no-fold", ["--no-fold does not go with"]),
 ])
 def test_bad_values_give_one_error_naming_the_value(line, parts, capsys):
     message = error_of(parse, line)
