@@ -58,8 +58,8 @@ def _start_local(names: list, options: StacksOptions):
         if lines is None:
             why = (f"local scan: {pending.error!r}" if pending.error is not None
                    else f"timeout: no answer within {options.timeout:g} s")
-            return [HostScan(name, error=why) for name in names]
-        return [scan_from_lines(name, lines) for name in names]
+            return [HostScan(names[0], error=why)]
+        return [scan_from_lines(names[0], lines)]
 
     return finish
 
@@ -104,7 +104,9 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None):
 
 
 def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None) -> list:
-    """[HostScan] for every host (names, or topology Hosts), in the order given."""
+    """[HostScan] for every host (names, or topology Hosts), in the order given; this machine
+    once, under the first of its names given (``-H localhost,$(hostname)``: one scan, not two
+    copies of it counting each process twice)."""
     from ..fanout.ssh.argv import as_targets
 
     deadline = time.monotonic() + options.timeout + 1.0
@@ -120,4 +122,4 @@ def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None)
     found = {}
     for finish in finishers:
         found.update({s.host: s for s in finish(deadline)})
-    return [found[t.name] for t in targets]
+    return [found[t.name] for t in targets if t.name in found]

@@ -45,6 +45,16 @@ def test_ranks_come_from_each_process_own_variable(mpi_job):
     assert child["pid"] == mpi_job.ranks[0]["child"] and child["child_of"] == mpi_job.ranks[0]["pid"]
 
 
+def test_two_names_of_this_machine_are_one_scan(mpi_job):
+    import socket
+
+    done = stacks("--json", "-H", f"localhost,{socket.gethostname()}")
+    hosts = json.loads(done.stdout)["hosts"]
+    assert [h["host"] for h in hosts] == ["localhost"]   # once, not each process twice
+    ranks = [p["rank"] for p in hosts[0]["processes"] if p["job"] == mpi_job.job and not p["child_of"]]
+    assert sorted(ranks) == [0, 1, 2, 3]
+
+
 def test_pid_and_match_choose_other_processes(mpi_job):
     one = mpi_job.ranks[2]["pid"]
     done = stacks("--pid", f"{one},999999999")
