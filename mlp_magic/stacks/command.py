@@ -72,7 +72,10 @@ def gather(options: StacksOptions, env: Mapping | None = None) -> StacksReport:
     from ..core.topology import topology_from_environment
 
     env = os.environ if env is None else env
-    topology = topology_from_environment(env, hostfile=options.hostfile, hosts=options.hosts)
+    # --pid names processes of this machine (a pid means nothing elsewhere) unless hosts are given
+    pids_here = options.pids is not None and not (options.hostfile or options.hosts)
+    topology = topology_from_environment({} if pids_here else env, hostfile=options.hostfile,
+                                         hosts=options.hosts)
     scans = collect(topology.hosts, options, env)
     report = StacksReport(scans, options)
     fault = fault_only(scans, report.sections)

@@ -55,6 +55,17 @@ def test_two_names_of_this_machine_are_one_scan(mpi_job):
     assert sorted(ranks) == [0, 1, 2, 3]
 
 
+def test_pid_means_this_machine_even_in_a_platform_job(mpi_job):
+    pid = mpi_job.ranks[1]["pid"]
+    # MLP_* variables name other hosts: a bare --pid still asks only this machine
+    platform = {"MLP_WORKER_NUM": "2", "MLP_WORKER_0_HOST": "localhost",
+                "MLP_WORKER_1_HOST": "unreachable-worker-1.invalid"}
+    done = stacks("--json", "--pid", str(pid), env=platform)
+    hosts = json.loads(done.stdout)["hosts"]
+    assert [h["host"] for h in hosts] == ["localhost"] and done.returncode == 0, done.stdout
+    assert [p["pid"] for p in hosts[0]["processes"]] == [pid]
+
+
 def test_pid_and_match_choose_other_processes(mpi_job):
     one = mpi_job.ranks[2]["pid"]
     done = stacks("--pid", f"{one},999999999")
