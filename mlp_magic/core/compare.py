@@ -16,7 +16,7 @@ structure have their leaves in the same order, so they can be compared leaf by l
 """
 from __future__ import annotations
 
-from .ranges import fold_ranks
+from .ranges import rank_words
 from .records import Record, fresh
 
 KEYS_SHOWN = 8          # differing keys listed per minority group
@@ -142,10 +142,6 @@ def unravel(flat: int, shape) -> tuple:
 
 
 # ------------------------------------------------------------------------------ text
-def ranks_label(ranks: list) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {fold_ranks(ranks)}"
-
-
 def size_text(nbytes: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if nbytes >= scale:
@@ -229,7 +225,7 @@ def _minority_lines(group: ValueGroup, major: ValueGroup, total: int) -> list:
     relayed = f"; {size_text(group.relayed)} relayed" if group.relayed else ""
     checksum = f"checksum {summary['digest'][:DIGEST_SHOWN]}"
     verb = "differs" if len(group.ranks) == 1 else "differ"
-    head = f"{ranks_label(group.ranks)} ({len(group.ranks)} of {total}) {verb}"
+    head = f"{rank_words(group.ranks)} ({len(group.ranks)} of {total}) {verb}"
     if summary.get("leaf") is not None and major.summary.get("leaf") is not None:
         detail = diff_text(group.diffs[0]) if group.diffs else describe(summary)
         if summary["leaf"]["kind"] in ("number", "object"):
@@ -255,12 +251,12 @@ def render(comparison: Comparison) -> str:
         if comparison.equal and total > 1:
             label = f"all {total} ranks equal"
         elif len(major.ranks) == 1:
-            label = ranks_label(major.ranks)
+            label = rank_words(major.ranks)
         else:
-            label = f"{ranks_label(major.ranks)} ({len(major.ranks)} of {total}) equal"
+            label = f"{rank_words(major.ranks)} ({len(major.ranks)} of {total}) equal"
         lines.append(f"{label}: {describe(major.summary)}")
         for group in comparison.groups[1:]:
             lines += _minority_lines(group, major, total)
     for error in comparison.errors:
-        lines.append(f"{ranks_label(error.ranks)} ({len(error.ranks)} of {total}): {error.message}")
+        lines.append(f"{rank_words(error.ranks)} ({len(error.ranks)} of {total}): {error.message}")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..errors import MlpMagicError
-from .ranges import fold_ranks
+from .ranges import rank_words
 from .records import Record
 from .source_files import display_name
 
@@ -119,15 +119,12 @@ def choose_ranks(option: str, requested, frame_counts: dict, frame: int | None =
     chosen = sorted(set(requested)) if requested else failed
     clean = [rank for rank in chosen if frame_counts.get(rank) is None]
     if clean:
-        raise MlpMagicError(f"{option}: {_ranks(clean)} {'has' if len(clean) == 1 else 'have'} no failure "
-                            f"to inspect (with one: {_ranks(failed)})")
+        verb = "has" if len(clean) == 1 else "have"
+        raise MlpMagicError(f"{option}: {rank_words(clean)} {verb} no failure "
+                            f"to inspect (with one: {rank_words(failed)})")
     if frame is not None:
         _check_frame(option, frame, {rank: frame_counts[rank] for rank in chosen})
     return chosen
-
-
-def _ranks(ranks: list) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {fold_ranks(ranks)}"
 
 
 def _check_frame(option: str, frame: int, counts: dict) -> None:
@@ -137,7 +134,7 @@ def _check_frame(option: str, frame: int, counts: dict) -> None:
             short.setdefault(count, []).append(rank)
     if not short:
         return
-    parts = [f"{_ranks(ranks)} {'has' if len(ranks) == 1 else 'have'} "
+    parts = [f"{rank_words(ranks)} {'has' if len(ranks) == 1 else 'have'} "
              + (f"{count} frame{'s' if count > 1 else ''} of user code (--frame 0-{count - 1})" if count
                 else "no frame of user code")
              for count, ranks in sorted(short.items())]

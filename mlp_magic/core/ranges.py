@@ -38,6 +38,12 @@ def fold_ranks(ranks: Iterable[int]) -> str:
     return ",".join(_fold_sorted_numbers(values, width=0))
 
 
+def rank_words(ranks) -> str:
+    """ "rank 3" for one rank, "ranks 0-2,7" for more: how a message names a set of ranks."""
+    ranks = list(ranks)
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {fold_ranks(ranks)}"
+
+
 def parse_ranks(spec: str, world_size: int | None = None, *, option: str = "--ranks") -> list[int]:
     """ "0,2-3" -> [0, 2, 3]; "all" needs ``world_size``. Sorted, duplicates dropped."""
     if not isinstance(spec, str):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 
 from .fold import FoldedGroup, FoldedLine
-from .ranges import fold_hosts, fold_ranks
+from .ranges import fold_hosts, fold_ranks, rank_words
 
 MAX_OUTLIERS_SHOWN = 6     # per line; the rest are counted
 PREVIEW_LINES = 20         # HTML: a longer group shows these, the rest behind <details>
@@ -33,7 +33,7 @@ def who(keys, kind: str) -> str:
     """ "rank 3", "ranks 0-2,7", "worker1", "worker[1-2]"."""
     if kind == "hosts":
         return fold_hosts(keys)
-    return f"rank {keys[0]}" if len(keys) == 1 else f"ranks {fold_ranks(keys)}"
+    return rank_words(keys)
 
 
 def outlier_lines(line: FoldedLine, kind: str) -> list[str]:

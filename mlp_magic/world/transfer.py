@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..core.compare import ranks_label, size_text
-from ..core.ranges import fold_ranks
+from ..core.compare import size_text
+from ..core.ranges import fold_ranks, rank_words
 from ..engine import transfer as on_rank
 from ..errors import MlpMagicError
 from .rank_calls import Failed, call
@@ -22,7 +22,7 @@ def _grouped(problems: dict) -> str:
     by_message: dict = {}
     for rank, message in sorted(problems.items()):
         by_message.setdefault(message, []).append(rank)
-    return "; ".join(f"{ranks_label(ranks)}: {message}" for message, ranks in by_message.items())
+    return "; ".join(f"{rank_words(ranks)}: {message}" for message, ranks in by_message.items())
 
 
 def pull(world, name: str, ranks: list, cap: int, timeout: float | None = None) -> dict:

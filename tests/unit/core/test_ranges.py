@@ -256,3 +256,10 @@ def test_fold_hosts_raises_only_mlp_magic_error(names):
         fold_hosts(names)
     except MlpMagicError as error:
         assert str(error).startswith("host name")
+
+
+def test_rank_words():
+    from mlp_magic.core.ranges import rank_words
+
+    assert rank_words([3]) == "rank 3" and rank_words([0, 1, 2, 7]) == "ranks 0-2,7"
+    assert rank_words(iter([5])) == "rank 5"
