@@ -5,24 +5,22 @@ Per cell, the client appends a trailing comment ``# mlp_magic cell: <log dir>`` 
 ``pre_run_cell`` hook sees it and tees sys.stdout/sys.stderr into ``<log dir>/rank<N>.stdout``
 and ``.stderr``, forwarding at most ``display_cap`` bytes per stream to the notebook. What is
 written below Python, to fd 1 and 2 (C code such as NCCL's logs, child processes, ``!cmd``),
-reaches the notebook through ipykernel's fd-watching thread; it is routed through the same tee.
+is read by engine/fd_watch.py and routed through the same tee, drained at the cell's end.
 So every byte is on disk, and a rank that floods cannot flood the client's memory.
 """
 from __future__ import annotations
 
-import array
-import fcntl
 import os
 import socket
 import sys
-import termios
 import threading
 import time
 import traceback
 
+from .fd_watch import take_over
+
 CELL_TAG = "# mlp_magic cell: "
 FLUSH_SECONDS = 0.5
-FD_DRAIN_SECONDS = 0.5   # at a cell's end, at most this long for fd output still in the pipe
 # This engine's cell hooks (module state, kept out of the user's namespace).
 _STATE: dict = {}
 
@@ -156,7 +154,8 @@ class CellCapture:
         if not self.active:
             return
         log_dir, saved, tees = self.active
-        _wait_for_fd_watchers(saved)   # the cell's last fd output still goes to its tees
+        for watcher in _STATE.get("fd_watchers", ()):
+            watcher.drain()   # the cell's last fd output still goes to its tees
         self.active = None
         sys.stdout, sys.stderr = saved
         error = getattr(result, "error_in_exec", None)
@@ -178,59 +177,20 @@ class CellCapture:
 
 
 def _plain_write(stream):
-    """The stream's own class-level write: the fd routing below replaces ``write`` on the
-    engine's streams, and a tee forwarding to one must not come back through it."""
+    """The stream's own class-level write, whatever an instance attribute says."""
     return type(stream).write.__get__(stream)
 
 
-def _active_tee(index: int):
-    capture = _STATE.get("capture")
-    active = capture.active if capture is not None else None
-    return active[2][index] if active else None
-
-
-def _route_fd_output(stream, index: int) -> None:
-    """ipykernel's thread that watches fd 1 or 2 passes what it reads to ``stream.write``:
-    while a tagged cell runs, send that through the cell's tee too (rank log, display cap)."""
-    watcher = getattr(stream, "watch_fd_thread", None)
-    if watcher is None or getattr(stream, "_mlp_fd_routed", False):
-        return  # no fd watching in this ipykernel (fd output then goes to the launcher's log)
+def _fd_route(stream, index: int):
+    """Where fd 1 or 2 output goes: while a tagged cell runs, its tee (rank log, display cap);
+    otherwise the engine's stream, as ipykernel would."""
     plain = _plain_write(stream)
 
-    def write(text):
-        if threading.current_thread() is watcher:
-            try:
-                tee = _active_tee(index)
-                if tee is not None:
-                    return tee.write(text)
-            except Exception:  # the watcher thread must never die: it would stop reading the pipe
-                pass
-        return plain(text)
-
-    stream.write = write
-    stream._mlp_fd_routed = True
-
-
-def _wait_for_fd_watchers(streams) -> None:
-    """Until the fd watchers have read what the cell wrote below Python (bounded): it then
-    lands in this cell's log. One ioctl per stream when there is nothing, the usual case."""
-    deadline = None
-    for stream in streams:
-        fid = getattr(stream, "_fid", None) if getattr(stream, "_mlp_fd_routed", False) else None
-        while fid is not None and _pipe_bytes(fid):
-            deadline = deadline or time.monotonic() + FD_DRAIN_SECONDS
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(0.002)
-
-
-def _pipe_bytes(fid: int) -> int:
-    waiting = array.array("i", [0])
-    try:
-        fcntl.ioctl(fid, termios.FIONREAD, waiting)
-    except OSError:
-        return 0
-    return waiting[0]
+    def route(text: str) -> None:
+        capture = _STATE.get("capture")
+        active = capture.active if capture is not None else None
+        (active[2][index].write if active else plain)(text)
+    return route
 
 
 def install_capture(shell, rank: int, display_cap: int) -> None:
@@ -239,7 +199,8 @@ def install_capture(shell, rank: int, display_cap: int) -> None:
         shell.events.unregister("pre_run_cell", _STATE["capture"].pre_run_cell)
         shell.events.unregister("post_run_cell", _STATE["capture"].post_run_cell)
     capture = _STATE["capture"] = CellCapture(rank, display_cap)
-    for index, stream in enumerate((sys.stdout, sys.stderr)):
-        _route_fd_output(stream, index)
+    watchers = [take_over(stream, _fd_route(stream, index))
+                for index, stream in enumerate((sys.stdout, sys.stderr))]
+    _STATE["fd_watchers"] = [watcher for watcher in watchers if watcher is not None]
     shell.events.register("pre_run_cell", capture.pre_run_cell)
     shell.events.register("post_run_cell", capture.post_run_cell)

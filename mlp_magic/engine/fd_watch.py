@@ -1,0 +1,120 @@
+"""Output written below Python (fd 1 and 2: C code such as NCCL's logs, child processes, ``!cmd``).
+
+ipykernel points fd 1 and 2 at pipes and reads them in a thread, 1,000 bytes at a time, with no
+way to tell when what is in the pipe has been passed on. At a cell's end the engine must know
+that: the cell's last fd output belongs in that cell's log and reply. So this module takes over
+the reading: one thread per pipe reads and delivers each chunk while holding a lock, which makes
+"the pipe is empty, under the lock" mean "everything written so far has been delivered".
+"""
+from __future__ import annotations
+
+import array
+import codecs
+import fcntl
+import os
+import select
+import termios
+import threading
+import time
+
+READ_BYTES = 1 << 16
+STALL_SECONDS = 2.0      # a drain gives up after this long with no byte delivered
+HANDOVER_SECONDS = 5.0   # at most this long for ipykernel's thread to step aside
+
+
+class FdWatcher:
+    """Reads one of ipykernel's fd pipes; ``route(text)`` receives what was written, decoded."""
+
+    def __init__(self, fid: int, echo_fd: int, route):
+        self.fid = fid
+        self.echo_fd = echo_fd   # the original fd 1 / 2 (the launcher's log), as ipykernel does
+        self.route = route
+        self.delivered = 0
+        self._lock = threading.Lock()
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.thread = threading.Thread(target=self._run, name="mlp-fd-watch", daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                select.select([self.fid], [], [])
+            except (OSError, ValueError):
+                return
+            with self._lock:
+                try:
+                    data = os.read(self.fid, READ_BYTES)   # readable, and we are its one reader
+                except OSError:
+                    return
+                if not data:
+                    return
+                self._deliver(data)
+
+    def _deliver(self, data: bytes) -> None:
+        try:
+            self.route(self._decoder.decode(data))
+        except Exception:  # this thread must never die: the pipe would fill and block the rank
+            pass
+        _write_all(self.echo_fd, data)
+        self.delivered += len(data)
+
+    def drain(self) -> bool:
+        """Wait until what is in the pipe now has been delivered. Gives up (False) only when
+        nothing moves for STALL_SECONDS; a child still writing in the background does not hold
+        the cell, since only the bytes present at the start are waited for."""
+        if not self._lock.acquire(timeout=STALL_SECONDS):
+            return False   # a route stuck on one chunk (a full disk, a blocked launcher pipe)
+        try:
+            target = self.delivered + pipe_bytes(self.fid)
+        finally:
+            self._lock.release()
+        last, moved_at = self.delivered, time.monotonic()
+        while self.delivered < target:
+            if self.delivered != last:
+                last, moved_at = self.delivered, time.monotonic()
+            elif time.monotonic() - moved_at > STALL_SECONDS:
+                return False
+            time.sleep(0.002)
+        return True   # delivered is counted after route() returns: the last chunk is through
+
+
+def take_over(stream, route) -> FdWatcher | None:
+    """Replace ipykernel's reader of ``stream``'s fd pipe with an FdWatcher (once per stream).
+    None when this ipykernel watches no fd (fd output then goes to the launcher's log)."""
+    existing = getattr(stream, "_mlp_fd_watcher", None)
+    if existing is not None:
+        existing.route = route
+        return existing
+    old = getattr(stream, "watch_fd_thread", None)
+    fid, echo_fd = getattr(stream, "_fid", None), getattr(stream, "_original_stdstream_copy", None)
+    if old is None or fid is None or echo_fd is None or not old.is_alive():
+        return None
+    # ipykernel's loop ends when it reads with _should_watch off; the byte wakes it, unechoed.
+    stream._should_watch = False
+    os.write(stream._original_stdstream_fd, b"\0")
+    old.join(HANDOVER_SECONDS)
+    if old.is_alive():
+        stream._should_watch = True
+        return None
+    watcher = FdWatcher(fid, echo_fd, route)
+    watcher.thread.start()
+    stream._mlp_fd_watcher = watcher
+    return watcher
+
+
+def pipe_bytes(fid: int) -> int:
+    """Bytes waiting in a pipe (0 if it cannot be asked)."""
+    waiting = array.array("i", [0])
+    try:
+        fcntl.ioctl(fid, termios.FIONREAD, waiting)
+    except OSError:
+        return 0
+    return waiting[0]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except OSError:
+            return
