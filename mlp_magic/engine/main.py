@@ -19,6 +19,7 @@ import socket
 import sys
 
 from .identity import launcher_rank
+from .quiet import quieten
 
 PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
 LOG_FORMAT = "%(asctime)s.%(msecs).03d [rank {rank}] [%(name)s]%(highlevel)s %(message)s"
@@ -87,23 +88,6 @@ def _free_slot(handles: list, first: int):
             continue   # taken: another rank is starting on that core
         return handle
     return None
-
-
-def quieten(kernel) -> None:
-    """Publish only the iopub messages the client reads: per cell and rank, ipykernel sends
-    'busy', the code back ('execute_input') and 'idle' around the output. The kernel ignores the
-    first two (it sent the code, and only 'idle' completes a rank's output), yet the controller
-    relays and inspects each, and the client parses each: at 128 ranks, 256 messages a cell."""
-    if kernel is None:
-        return
-    publish_status = kernel._publish_status
-
-    def idle_only(status, channel, parent=None):
-        if status != "busy":
-            publish_status(status, channel, parent)
-
-    kernel._publish_status = idle_only
-    kernel._publish_execute_input = lambda code, parent, execution_count: None
 
 
 def main() -> None:

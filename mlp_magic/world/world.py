@@ -29,6 +29,7 @@ from . import published
 from .launch import start_processes
 from .mpi import MpiInfo
 from .processes import kill_tree, wait_for_file
+from .quiet_replies import complete_quiet_outputs
 from .registration import Waiting, wait_for_engines
 
 DISPLAY_CAP = 1_000_000  # characters per rank and stream shown in the notebook; the log has all
@@ -110,6 +111,7 @@ class World:
         controller = self.processes[0]
         info = wait_for_file(self.client_file, controller, self.budget.stall_s)
         self.client = ipyparallel.Client(info, timeout=self.budget.stall_s)
+        complete_quiet_outputs(self.client)
         _quiet_ipyparallel()
         waiting = Waiting([row.host for row in self.layout], self.processes, self.launcher_log,
                           self._advice(), self.workdir)

@@ -45,11 +45,7 @@ def test_128_ranks_start_reduce_interrupt_and_stop(ip, capsys):
     assert child_pids() - before == set(), "processes left behind"
 
 
-def test_a_cell_costs_the_kernel_one_request_and_two_messages_per_rank(ip):
-    """The per-cell cost that grows with ranks: the request leaves the kernel once (broadcast
-    scheduler), and each rank answers with its reply and 'idle' only (no 'busy', no code echo)."""
-    assert run(ip, "%%mpirun -np 4\npass") is None
-    session = command.current_world().client.session
+def _count_messages(session) -> dict:
     counts = {"sent": 0, "received": 0}
     send, deserialize = session.send, session.deserialize
 
@@ -62,12 +58,32 @@ def test_a_cell_costs_the_kernel_one_request_and_two_messages_per_rank(ip):
         return deserialize(*args, **kwargs)
 
     session.send, session.deserialize = counted_send, counted_deserialize
+    return counts
+
+
+def test_a_cell_costs_the_kernel_one_request_and_one_message_per_quiet_rank(ip):
+    """The per-cell cost that grows with ranks: the request leaves the kernel once (broadcast
+    scheduler); a rank that printed nothing answers with its reply only (no 'busy', no code
+    echo, no 'idle': engine/quiet), one that printed adds its output and 'idle'."""
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    session = command.current_world().client.session
+    counts = _count_messages(session)
     try:
         for _ in range(5):
             assert run(ip, "%%mpirun\npass") is None
+        assert counts == {"sent": 5, "received": 5 * 4}
+        counts.update(sent=0, received=0)
+        for step in range(5):
+            assert run(ip, f"%%mpirun -o printed\nprint('step', {step}, rank)") is None
+            assert [r.stdout for r in ip.user_ns["printed"]] == [f"step {step} {r}\n" for r in range(4)]
+        assert counts == {"sent": 5, "received": 5 * 4 * 3}   # reply, the stream, 'idle'
+        counts.update(sent=0, received=0)
+        assert run(ip, "%%mpirun -o quiet_but_valued\nrank * 10") is None
+        values = [r.displays[-1]["data"]["text/plain"] for r in ip.user_ns["quiet_but_valued"]]
+        assert values == ["0", "10", "20", "30"]
+        assert counts == {"sent": 1, "received": 4 * 3}       # reply, execute_result, 'idle'
     finally:
         del session.send, session.deserialize
-    assert counts == {"sent": 5, "received": 5 * 4 * 2}
 
 
 def test_the_kernel_forgets_finished_cells(ip):

@@ -1,0 +1,63 @@
+"""Publish only the iopub messages the client needs.
+
+Per request, ipykernel publishes 'busy', the code back ('execute_input') and 'idle' around the
+output; the controller relays and inspects each, and the client parses each. The client sent the
+code and ignores 'busy'; it needs 'idle' only to know that a rank's output is complete (iopub and
+the reply travel on different sockets). A request that published nothing has no output to
+wait for, so its reply says so (``QUIET_KEY`` in the reply's metadata) and its 'idle' is not
+sent: a quiet cell costs one message per rank instead of two. A request that published anything
+(a print, a display, an error) keeps its 'idle', after that output.
+"""
+from __future__ import annotations
+
+from jupyter_client.session import extract_header
+
+QUIET_KEY = "mlp_no_output"   # reply metadata: this request published nothing on iopub
+
+
+def _msg_type(msg_or_type) -> str:
+    return msg_or_type if isinstance(msg_or_type, str) else msg_or_type["header"]["msg_type"]
+
+
+def _parent_id(parent) -> str | None:
+    return extract_header(parent).get("msg_id") if parent else None
+
+
+def quieten(kernel) -> None:
+    if kernel is None:
+        return
+    published: set = set()   # ids of requests that published on iopub since the last reply
+    quiet: set = set()       # ids of requests whose reply said "no output": no 'idle' for them
+    session, send = kernel.session, kernel.session.send
+    publish_status, finish_metadata = kernel._publish_status, kernel.finish_metadata
+
+    def send_noting_output(stream, msg_or_type, content=None, parent=None, *args, **kwargs):
+        kind = _msg_type(msg_or_type)
+        if kind != "status" and not kind.endswith("_reply"):
+            published.add(_parent_id(parent if parent is not None or isinstance(msg_or_type, str)
+                                     else msg_or_type.get("parent_header")))
+        return send(stream, msg_or_type, content, parent, *args, **kwargs)
+
+    def finish_noting_quiet(parent, metadata, reply_content):
+        metadata = finish_metadata(parent, metadata, reply_content)
+        msg_id = _parent_id(parent)
+        if msg_id not in published:
+            metadata[QUIET_KEY] = True
+            quiet.add(msg_id)
+        published.clear()   # one request at a time; late output of older ones needs no entry
+        return metadata
+
+    def status_without_noise(status, channel, parent=None):
+        if status == "busy":
+            return
+        if status == "idle":
+            msg_id = _parent_id(parent or kernel.get_parent(channel))
+            if msg_id in quiet:
+                quiet.discard(msg_id)
+                return
+        publish_status(status, channel, parent)
+
+    session.send = send_noting_output
+    kernel.finish_metadata = finish_noting_quiet
+    kernel._publish_status = status_without_noise
+    kernel._publish_execute_input = lambda code, parent, execution_count: None

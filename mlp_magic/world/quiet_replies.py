@@ -1,0 +1,24 @@
+"""The client's half of engine/quiet: a reply that says its request published nothing completes
+that request's output at once (no 'idle' will come for it)."""
+from __future__ import annotations
+
+from ..engine.quiet import QUIET_KEY
+
+
+def complete_quiet_outputs(client) -> None:
+    """Wrap the client's reply handlers (they run on its IO thread) once."""
+    handlers = client._queue_handlers
+    for kind in ("execute_reply", "apply_reply"):
+        handle = handlers[kind]
+        if getattr(handle, "_mlp_quiet", False):
+            continue
+
+        def handle_then_complete(msg, handle=handle):
+            handle(msg)
+            if msg["metadata"].get(QUIET_KEY):
+                future = client._output_futures.get(msg["parent_header"]["msg_id"])
+                if future is not None and not future.done():
+                    future.set_result(None)
+
+        handle_then_complete._mlp_quiet = True
+        handlers[kind] = handle_then_complete
