@@ -11,12 +11,13 @@ import concurrent.futures
 import enum
 import os
 import re
+import threading
 import time
-from datetime import datetime, timezone
 
 from ..core import results as status
 from ..core.results import RankResult
 from ..engine.capture import CELL_TAG
+from ..engine.quiet import SECONDS_KEY
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CELL_NUMBER = re.compile(r"(Cell |Input )?In ?\[\d*\]")
@@ -74,6 +75,13 @@ class CellRun:
         self.async_result = view.execute(tagged, silent=False, block=False)
         # One (reply, output-complete) pair of futures per rank, in rank order.
         self._children = list(self.async_result._children)
+        # One event for the whole cell, counted down by each future as it completes (on the
+        # client's IO thread): waiting then costs nothing per rank, poll after poll.
+        self._all_done, self._left_lock = threading.Event(), threading.Lock()
+        self._left = 2 * len(self._children)
+        for child in self._children:
+            child.add_done_callback(self._count_down)
+            child.output.add_done_callback(self._count_down)
         self._seen = {rank: {"stdout": 0, "stderr": 0} for rank in self.ranks}
         self.outcome: Outcome | None = None   # None while it runs
         self.interrupted = False              # SIGINT was sent to its unfinished ranks
@@ -101,10 +109,14 @@ class CellRun:
         Waking once per poll (not once per finished rank) keeps a 512-rank cell cheap; live
         output is forwarded between polls anyway.
         """
-        pending = [f for child in self._children for f in (child, child.output) if not f.done()]
-        if pending:
-            concurrent.futures.wait(pending, timeout=seconds)
+        self._all_done.wait(seconds)
         return self.done()
+
+    def _count_down(self, _future) -> None:
+        with self._left_lock:
+            self._left -= 1
+            if self._left == 0:
+                self._all_done.set()
 
     def new_output(self) -> list:
         """[(rank, stream name, text)] written since the last call."""
@@ -187,7 +199,7 @@ class CellRun:
         result.displays = list(metadata.get("outputs") or [])
         if metadata.get("execute_result"):
             result.displays.append(metadata["execute_result"])
-        result.duration = _seconds_between(metadata.get("started"), metadata.get("completed"))
+        result.duration = metadata.get(SECONDS_KEY)
         return result
 
 
@@ -215,23 +227,6 @@ def forget_results(client, async_result) -> None:
         pass
     for method in ("__len__", "_count_chunks"):
         getattr(getattr(type(async_result), method, None), "cache_clear", lambda: None)()
-
-
-def _as_datetime(value):
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    if isinstance(value, datetime) and value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value if isinstance(value, datetime) else None
-
-
-def _seconds_between(started, completed) -> float | None:
-    """ipyparallel's timestamps come as datetimes or ISO strings, depending on the path."""
-    start, end = _as_datetime(started), _as_datetime(completed)
-    return (end - start).total_seconds() if start and end else None
 
 
 def _child_exception(child):

@@ -10,7 +10,7 @@ from ..core.ranges import fold_ranks, parse_ranks
 from ..core.results import MpirunResult
 from ..core.topology import topology_from_environment
 from ..errors import MlpMagicError, RankFailure
-from . import display, logs
+from . import collector, display, logs
 from .args import MpirunArgs
 from .cell import CellRun, Outcome
 from .stacks import stack_snapshot
@@ -134,6 +134,13 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
     ranks = parse_ranks(args.ranks, spec.np) if args.ranks else list(range(spec.np))
     world = ensure_world(spec, restart=args.restart, notice=notice)
     refuse_if_stuck(world)
+    with collector.cell_objects_only():
+        result = _run_on(world, ranks, args, code)
+    _raise_for_failures(result)
+    return result
+
+
+def _run_on(world: World, ranks: list, args: MpirunArgs, code: str) -> MpirunResult:
     cell_dir = logs.new_cell_dir(args.log_dir)
     live = display.LiveOutput(fold=args.fold and args.group and not args.diff)
     run = CellRun(world, code, ranks, cell_dir)
@@ -150,9 +157,7 @@ def run_cell(args: MpirunArgs, code: str, env, notice=print) -> MpirunResult:
                              follows=display.rank_maps(world.layout))
     live.finish(bundle)
     display.publish_rich_outputs(results, args.all_outputs)
-    result = MpirunResult(results, cell_dir, summary, bundle["text/plain"], bundle.get("text/html", ""))
-    _raise_for_failures(result)
-    return result
+    return MpirunResult(results, cell_dir, summary, bundle["text/plain"], bundle.get("text/html", ""))
 
 
 def refuse_if_stuck(world: World) -> None:

@@ -1,8 +1,9 @@
 """The client's half of engine/quiet: a reply that says its request published nothing completes
-that request's output at once (no 'idle' will come for it)."""
+that request's output at once (no 'idle' will come for it); the rank's run time is kept in the
+request's metadata under ``SECONDS_KEY`` (ipyparallel's own extraction keeps known keys only)."""
 from __future__ import annotations
 
-from ..engine.quiet import QUIET_KEY
+from ..engine.quiet import QUIET_KEY, SECONDS_KEY
 
 
 def complete_quiet_outputs(client) -> None:
@@ -15,8 +16,12 @@ def complete_quiet_outputs(client) -> None:
 
         def handle_then_complete(msg, handle=handle):
             handle(msg)
-            if msg["metadata"].get(QUIET_KEY):
-                future = client._output_futures.get(msg["parent_header"]["msg_id"])
+            msg_id, extra = msg["parent_header"]["msg_id"], msg["metadata"]
+            if SECONDS_KEY in extra and msg_id in client.metadata:
+                # ipyparallel's Metadata refuses unknown keys through its own __setitem__
+                dict.__setitem__(client.metadata[msg_id], SECONDS_KEY, extra[SECONDS_KEY])
+            if extra.get(QUIET_KEY):
+                future = client._output_futures.get(msg_id)
                 if future is not None and not future.done():
                     future.set_result(None)
 

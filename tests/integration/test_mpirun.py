@@ -87,6 +87,14 @@ def test_ranks_option_targets_a_subset(ip):
     assert [r.rank for r in ip.user_ns["sub"]] == [0, 2, 3]
 
 
+def test_each_rank_reports_how_long_it_ran(ip):
+    """Measured on the rank (engine/quiet sends seconds, not a date the client must parse)."""
+    assert run(ip, "%%mpirun -np 4 -o timed\nimport time\ntime.sleep(0.6 if rank == 1 else 0)") is None
+    durations = [r.duration for r in ip.user_ns["timed"]]
+    assert all(isinstance(d, float) for d in durations), durations
+    assert durations[1] >= 0.6 and max(durations[0], durations[2], durations[3]) < 0.5, durations
+
+
 def test_rank_zero_rich_output_is_displayed(ip, capsys):
     run(ip, "%%mpirun -o values\nrank + 100")
     out = capsys.readouterr().out.splitlines()
