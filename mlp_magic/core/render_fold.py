@@ -16,6 +16,10 @@ from .ranges import fold_hosts, fold_ranks, rank_words
 MAX_OUTLIERS_SHOWN = 6     # per line; the rest are counted
 PREVIEW_LINES = 20         # HTML: a longer group shows these, the rest behind <details>
 COLLAPSE_OVER_LINES = 40
+# HTML: at most this many folded lines. A notebook keeps every output's HTML in its file and the
+# browser lays it all out; 64 ranks x 20,000 lines differing in numbers were 5 MB of HTML. The
+# text view, -o NAME and the logs keep every line.
+MAX_HTML_LINES = 2000
 _CYAN, _RED, _RESET = "\x1b[36m", "\x1b[31m", "\x1b[0m"
 
 _BODY = ("margin:0;padding:4px 8px;white-space:pre;overflow-x:auto;line-height:1.3;"
@@ -73,7 +77,7 @@ def _colored(field) -> str:
 def folded_html(group: FoldedGroup, expand_budget: int) -> list[str]:
     """The body as HTML pieces; per-rank versions while ``expand_budget`` characters last."""
     rows, left, expanded = [], expand_budget, 0
-    for line in group.lines:
+    for line in group.lines[:MAX_HTML_LINES]:
         versions = None
         if left > 0 and any(f.varies for f in line.fields):
             versions = _versions(group, line)
@@ -84,9 +88,13 @@ def folded_html(group: FoldedGroup, expand_budget: int) -> list[str]:
         rest = len(rows) - PREVIEW_LINES
         rows[PREVIEW_LINES:] = [f'<details><summary style="{_SUMMARY};{_MUTED}">{rest:,} more folded lines'
                                 f'</summary>{"".join(rows[PREVIEW_LINES:])}</details>']
-    varying = sum(1 for line in group.lines if any(f.varies for f in line.fields))
+    varying = sum(1 for line in group.lines[:MAX_HTML_LINES] if any(f.varies for f in line.fields))
     note = ""
-    if expanded < varying:
+    if len(group.lines) > MAX_HTML_LINES:
+        hidden = len(group.lines) - MAX_HTML_LINES
+        note = (f'<div style="{_MUTED}">({hidden:,} more folded lines are not shown here: the text view, '
+                "-o NAME and the log have them)</div>")
+    elif expanded < varying:
         note = (f'<div style="{_MUTED}">(each rank\'s own line is shown for the first {expanded} of '
                 f"{varying} lines with varying numbers; -o NAME and the log have every rank's output)</div>")
     return [f'<div style="{_BODY}">', *rows, note, "</div>"]

@@ -8,7 +8,7 @@ from nbconvert import HTMLExporter
 
 from mlp_magic.core.fold import fold_groups
 from mlp_magic.core.grouping import group_results
-from mlp_magic.core.render_fold import MAX_OUTLIERS_SHOWN
+from mlp_magic.core.render_fold import MAX_HTML_LINES, MAX_OUTLIERS_SHOWN
 from mlp_magic.core.render_html import render_groups_html
 from mlp_magic.core.render_text import render_groups_text
 from mlp_magic.core.results import RankResult
@@ -89,6 +89,17 @@ def test_html_long_folded_groups_show_a_preview():
     html = render_groups_html(groups)
     parse(html)
     assert "40 more folded lines</summary>" in html
+
+
+def test_html_of_a_huge_folded_group_is_bounded_and_says_what_it_left_out():
+    """64 ranks x 5,000 lines differing in numbers: HTML for the first MAX_HTML_LINES only."""
+    groups = losses(64, lines=MAX_HTML_LINES + 3000)
+    html = render_groups_html(groups)
+    parse(html)
+    assert "3,000 more folded lines are not shown here" in html
+    assert f"step {MAX_HTML_LINES - 1} loss" in html and f"step {MAX_HTML_LINES} loss" not in html
+    assert len(html) < 3_000_000
+    assert len(render_groups_text(groups).splitlines()) > MAX_HTML_LINES + 3000   # the text keeps all
 
 
 def test_folded_html_survives_nbconvert():
