@@ -122,12 +122,13 @@ def align_paths(reference: list, own: list) -> tuple:
     return pairs, missing, extra
 
 
-def number_difference(ref: dict, own: dict) -> float | None:
+def number_difference(ref: dict, own: dict) -> float | int | None:
     """|a - b| of two number leaves, else None."""
     if ref.get("kind") != "number" or own.get("kind") != "number":
         return None
     try:
-        return float(abs(own["value"] - ref["value"]))
+        diff = abs(own["value"] - ref["value"])
+        return diff if isinstance(diff, int) else float(diff)   # ints exactly, however large
     except (TypeError, ValueError, OverflowError):
         return None
 

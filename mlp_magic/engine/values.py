@@ -166,6 +166,8 @@ def _max_difference(obj, pieces: list) -> tuple:
     """(largest |a - b| over the pieces, its flat index, note); nan against a number is noted,
     and is the answer (nan, at its first place) when nothing else differs."""
     numpy, triples = _as_numbers(obj, pieces)
+    if triples and triples[0][1].dtype.kind in "iu":
+        return _max_int_difference(numpy, triples)
     best, where, first_nan = 0.0, None, None
     for start, own, theirs in triples:
         same = (own == theirs) | (numpy.isnan(own) & numpy.isnan(theirs))
@@ -184,15 +186,35 @@ def _max_difference(obj, pieces: list) -> tuple:
     return (best if where is not None else None), where, note
 
 
+def _max_int_difference(numpy, triples: list) -> tuple:
+    """Integers exactly (float64 would round above 2**53): |a - b| as uint64, where the wrapped
+    subtraction of the larger minus the smaller is the true difference (always below 2**64)."""
+    best, where = 0, None
+    for start, own, theirs in triples:
+        a, b = own.view(numpy.uint64), theirs.view(numpy.uint64)
+        diff = numpy.where(own >= theirs, a - b, b - a)
+        if diff.size and int(diff.max()) > best:
+            best, where = int(diff.max()), start + int(diff.argmax())
+    return (best if where is not None else None), where, ""
+
+
+def _wide(numpy_or_torch, kind: str):
+    """What a leaf is widened to: complex128, float64, or (integers, booleans) 64-bit integers."""
+    name = {"c": "complex128", "f": "float64", "u": "uint64"}.get(kind, "int64")
+    return getattr(numpy_or_torch, name)
+
+
 def _as_numbers(obj, pieces: list) -> tuple:
-    """(numpy, [(first element, own values, their values)]), widened to float64 or complex128."""
+    """(numpy, [(first element, own values, their values)]), widened to complex128, float64 or
+    64-bit integers."""
     import numpy
 
     if summaries.is_tensor(obj):
         import torch
 
         flat = summaries.tensor_flat(obj)
-        wide = torch.complex128 if flat.is_complex() else torch.float64
+        kind = "c" if flat.is_complex() else "f" if flat.is_floating_point() else "i"
+        wide = _wide(torch, kind)
         size, dtype = flat.element_size(), flat.dtype
 
         def own(start, count):
@@ -202,7 +224,7 @@ def _as_numbers(obj, pieces: list) -> tuple:
             return torch.frombuffer(bytearray(data), dtype=dtype).to(wide).numpy()
     else:
         flat = summaries.array_flat(obj)
-        wide = numpy.complex128 if flat.dtype.kind == "c" else numpy.float64
+        wide = _wide(numpy, flat.dtype.kind)
         size, dtype = flat.dtype.itemsize, flat.dtype
 
         def own(start, count):

@@ -186,3 +186,9 @@ def test_describe_mixed_and_empty_containers():
     assert describe(mixed) == "dict of 3 numbers, 1 object, finite, checksum 11111111"
     empty = dict(mixed, counts={}, leaves=0, finite=None)
     assert describe(empty) == "empty dict, checksum 11111111"
+
+
+def test_number_differences_of_big_integers_are_exact():
+    ref, own = {"kind": "number", "value": 2 ** 60}, {"kind": "number", "value": 2 ** 60 + 1}
+    assert number_difference(ref, own) == 1 and isinstance(number_difference(ref, own), int)
+    assert number_difference({"kind": "number", "value": 0.5}, {"kind": "number", "value": 0.25}) == 0.25

@@ -206,3 +206,41 @@ def test_a_pulled_module_counts_its_weights_and_one_off_the_cpu_is_refused():
     assert transfer._module_device(model) is None
     # a device other than the CPU (here "meta": no GPU on this machine) would come back as such
     assert transfer._module_device(torch.nn.Linear(4, 4, device="meta")) == "meta"
+
+
+@pytest.mark.parametrize("make", [
+    lambda xs: np.array(xs, dtype=np.int64),
+    lambda xs: torch.tensor(xs, dtype=torch.int64),
+])
+def test_integer_differences_are_exact_beyond_two_to_the_53(make):
+    """float64 would round: 2**62 + 1 against 2**62 was 'no difference', and extremes overflowed."""
+    big = 2 ** 62
+    keep("major", make([big, -(2 ** 63), 7]))
+    keep("minor", make([big + 1, 2 ** 63 - 1, 7]))
+    try:
+        _, pieces, _ = values.leaf_details("major", {0: (0, values._kept["minor"][1][0].chunks)})[0]
+        sent, _ = values.differing_pieces("minor", {0: pieces}, budget=1 << 20)
+        largest, flat, note = values.max_differences("major", {0: (0, sent[0])})[0]
+        assert (largest, flat, note) == (2 ** 64 - 1, 1, "")
+        assert isinstance(largest, int)
+    finally:
+        values.release()
+
+
+def test_unsigned_and_boolean_differences():
+    keep("major", np.array([0, 2 ** 64 - 1], dtype=np.uint64))
+    keep("minor", np.array([3, 0], dtype=np.uint64))
+    try:
+        _, pieces, _ = values.leaf_details("major", {0: (0, values._kept["minor"][1][0].chunks)})[0]
+        sent, _ = values.differing_pieces("minor", {0: pieces}, budget=1 << 20)
+        assert values.max_differences("major", {0: (0, sent[0])})[0] == (2 ** 64 - 1, 1, "")
+    finally:
+        values.release()
+    keep("major", np.array([True, False, True]))
+    keep("minor", np.array([True, True, True]))
+    try:
+        _, pieces, _ = values.leaf_details("major", {0: (0, values._kept["minor"][1][0].chunks)})[0]
+        sent, _ = values.differing_pieces("minor", {0: pieces}, budget=1 << 20)
+        assert values.max_differences("major", {0: (0, sent[0])})[0] == (1, 1, "")
+    finally:
+        values.release()
