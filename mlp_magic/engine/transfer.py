@@ -94,6 +94,13 @@ def _over_cap(name: str, size: int, cap: int) -> Refused:
                    "(MLP_MAGIC_PULL_CAP)")
 
 
+def size_of(name: str) -> int | None:
+    """The bytes of ``name``'s tensors and arrays on this rank (None: not defined), for the
+    kernel's check of the total before anything is sent."""
+    namespace = engine_shell().user_ns
+    return data_bytes(namespace[name]) if name in namespace else None
+
+
 def fetch(name: str, cap: int):
     """The rank's ``name``, serialised (Packed), or Refused: not defined, over ``cap`` bytes, or
     not serialisable."""

@@ -2,6 +2,8 @@
 
 Pull: each rank serialises its value (GPU tensors copied to the CPU first, ``engine/transfer``)
 and checks the size against the cap before anything is sent; the notebook gets ``{rank: value}``.
+When the ranks could send more than half of the machine's available memory in all, their sizes
+are asked first and a total that does not fit is refused.
 Push: the notebook serialises once, checks the same cap, and one broadcast request carries the
 value to every rank (the controller fans it out). Both use ipyparallel's serialisation, so what
 ``view.pull`` / ``view.push`` can move, these can.
@@ -25,9 +27,31 @@ def _grouped(problems: dict) -> str:
     return "; ".join(f"{rank_words(ranks)}: {message}" for message, ranks in by_message.items())
 
 
+def memory_budget() -> int:
+    """What a pull may bring into the kernel in all: half of this machine's available memory."""
+    import psutil
+
+    return psutil.virtual_memory().available // 2
+
+
+def _refuse_beyond_memory(world, name: str, ranks: list, cap: int, timeout: float | None) -> None:
+    """Where every rank sending up to the cap could exhaust the kernel's memory (128 ranks x
+    64 MB = 8 GB), ask the ranks for their sizes first: one small round trip, nothing sent."""
+    budget = memory_budget()
+    if len(ranks) * cap <= budget:
+        return
+    sizes = call(world, ranks, on_rank.size_of, name, timeout=timeout, what=f"%mpirun --pull {name}")
+    total = sum(size for size in sizes.values() if isinstance(size, int))
+    if total > budget:
+        raise MlpMagicError(f"%mpirun --pull {name}: nothing pulled: {len(ranks)} ranks hold "
+                            f"{size_text(total)} of it in all, over half of this machine's available memory "
+                            f"({size_text(budget)}): pull fewer ranks (--ranks) or a part of the value")
+
+
 def pull(world, name: str, ranks: list, cap: int, timeout: float | None = None) -> dict:
     """{rank: value} of ``name`` on ``ranks``; one MlpMagicError naming every rank that refused
-    or whose value cannot be loaded here."""
+    or whose value cannot be loaded here, or the total when it would not fit in memory."""
+    _refuse_beyond_memory(world, name, ranks, cap, timeout)
     answers = call(world, ranks, on_rank.fetch, name, cap, timeout=timeout, what=f"%mpirun --pull {name}")
     values, problems = {}, {}
     for rank, answer in sorted(answers.items()):

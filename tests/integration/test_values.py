@@ -150,6 +150,21 @@ def test_pull_refuses_what_is_over_the_cap_or_cannot_be_pickled(values_world, mo
     assert "nothing pulled: rank 1: NameError: name 'only_some' is not defined" in str(error)
 
 
+def test_pull_refuses_a_total_beyond_the_kernels_memory_before_anything_moves(values_world, monkeypatch):
+    from mlp_magic.world import transfer
+
+    asked = []
+    monkeypatch.setattr(transfer, "memory_budget", lambda: asked.append(1) or 50_000_000)
+    error = run(values_world, "%mpirun --pull big")   # 4 x 22.9 MiB, each under the 64 MiB cap
+    assert str(error) == ("%mpirun --pull big: nothing pulled: 4 ranks hold 91.6 MiB of it in all, over "
+                          "half of this machine's available memory (47.7 MiB): pull fewer ranks (--ranks) or "
+                          "a part of the value")
+    assert asked and "pulled_big" not in values_world.user_ns
+    # two ranks' 45.8 MiB fit
+    assert run(values_world, "pulled_big = %mpirun --pull big --ranks 0,1") is None
+    assert sorted(values_world.user_ns["pulled_big"]) == [0, 1]
+
+
 def test_push_sends_the_notebooks_value_to_the_ranks(values_world, capsys):
     values_world.user_ns["settings"] = {"lr": 3e-4, "layers": [1, 2]}
     assert run(values_world, "%mpirun --push settings --ranks 1,3") is None
