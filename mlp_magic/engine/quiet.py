@@ -6,7 +6,9 @@ code and ignores 'busy'; it needs 'idle' only to know that a rank's output is co
 the reply travel on different sockets). A request that published nothing has no output to
 wait for, so its reply says so (``QUIET_KEY`` in the reply's metadata) and its 'idle' is not
 sent: a quiet cell costs one message per rank instead of two. A request that published anything
-(a print, a display, an error) keeps its 'idle', after that output.
+(a print, a display, an error) keeps its 'idle', after that output. Output still buffered in
+the streams counts: an apply request's metadata is built before ipyparallel flushes them, so the
+streams are flushed first there.
 
 The reply's 'started' date goes too: the client parses it with dateutil's general parser, the
 largest single cost of a reply in the kernel (9% at 64 ranks). The rank's own run time travels
@@ -14,6 +16,7 @@ instead, as seconds (``SECONDS_KEY``).
 """
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 
 from jupyter_client.session import extract_header
@@ -47,6 +50,11 @@ def quieten(kernel) -> None:
 
     def finish_noting_quiet(parent, metadata, reply_content):
         metadata = finish_metadata(parent, metadata, reply_content)
+        if parent["header"]["msg_type"] != "execute_request":
+            # ipyparallel's apply_request builds the reply's metadata before it flushes the
+            # streams (execute_request flushes first): what is still buffered is output too.
+            sys.stdout.flush()
+            sys.stderr.flush()
         started = metadata.pop("started", None)
         if isinstance(started, datetime):
             metadata[SECONDS_KEY] = max(0.0, (datetime.now(started.tzinfo) - started).total_seconds())

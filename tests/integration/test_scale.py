@@ -86,6 +86,31 @@ def test_a_cell_costs_the_kernel_one_request_and_one_message_per_quiet_rank(ip):
         del session.send, session.deserialize
 
 
+def test_output_still_buffered_when_an_apply_request_ends_is_not_lost(ip):
+    """ipyparallel builds an apply reply's metadata before flushing the streams: a request whose
+    only output is still buffered then (printed by a thread, as allrun's pumps do) must not be
+    reported as quiet, or its output arrives after the request was complete (seen on a host of
+    the multi-host test bed: allrun's output of worker1 was empty)."""
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    world = command.current_world()
+
+    def printed_by_a_thread():
+        import sys
+        import threading
+
+        thread = threading.Thread(target=sys.stdout.write, args=("from a thread\n",))
+        thread.start()
+        thread.join()
+        return 1
+
+    for _ in range(5):
+        engines = world.rank_to_engine.values()
+        calls = [world.client[engine].apply_async(printed_by_a_thread) for engine in engines]
+        for call in calls:
+            assert call.get(timeout=30) == 1
+            assert call.stdout == "from a thread\n"
+
+
 def test_the_kernel_forgets_finished_cells(ip):
     """Kernel memory stays flat cell after cell: ipyparallel's client would keep every cell's
     results, its broadcast request's futures, and (lru_cache) the last 128 AsyncResults."""
