@@ -55,7 +55,11 @@ class WorldTransport:
     @staticmethod
     def _wait(pending: dict, seen: dict, on_output) -> None:
         while True:
-            futures = [f for ar in pending.values() for f in ar._children if not f.done()]
+            # The reply and the output travel on different sockets: a host is done when both
+            # arrived (the output future completes on the rank's 'idle', or on its reply when
+            # it published nothing: engine/quiet), else its last lines can come after.
+            futures = [f for ar in pending.values() for child in ar._children for f in (child, child.output)
+                       if not f.done()]
             if futures:
                 concurrent.futures.wait(futures, timeout=POLL_SECONDS)
             if on_output is not None:

@@ -103,11 +103,12 @@ def test_output_still_buffered_when_an_apply_request_ends_is_not_lost(ip):
         thread.join()
         return 1
 
-    for _ in range(5):
+    for _ in range(20):   # the old code lost the output in a race: most rounds, not all
         engines = world.rank_to_engine.values()
         calls = [world.client[engine].apply_async(printed_by_a_thread) for engine in engines]
         for call in calls:
             assert call.get(timeout=30) == 1
+            call.wait_for_output(timeout=30)   # what every caller of ours waits for, not get()
             assert call.stdout == "from a thread\n"
 
 
