@@ -10,6 +10,7 @@ import time
 
 from ..core.results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
 from ..engine.shell import run_shell
+from ..world.quiet_replies import request_futures
 
 POLL_SECONDS = 0.1
 INTERRUPT_GRACE = 2.0
@@ -55,11 +56,8 @@ class WorldTransport:
     @staticmethod
     def _wait(pending: dict, seen: dict, on_output) -> None:
         while True:
-            # The reply and the output travel on different sockets: a host is done when both
-            # arrived (the output future completes on the rank's 'idle', or on its reply when
-            # it published nothing: engine/quiet), else its last lines can come after.
-            futures = [f for ar in pending.values() for child in ar._children for f in (child, child.output)
-                       if not f.done()]
+            # reply and output both: else a host's last lines can come after its reply
+            futures = [f for ar in pending.values() for f in request_futures(ar) if not f.done()]
             if futures:
                 concurrent.futures.wait(futures, timeout=POLL_SECONDS)
             if on_output is not None:

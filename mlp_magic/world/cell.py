@@ -18,6 +18,7 @@ from ..core import results as status
 from ..core.results import RankResult
 from ..engine.capture import CELL_TAG
 from ..engine.quiet import SECONDS_KEY
+from .quiet_replies import request_futures
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CELL_NUMBER = re.compile(r"(Cell |Input )?In ?\[\d*\]")
@@ -77,11 +78,10 @@ class CellRun:
         self._children = list(self.async_result._children)
         # One event for the whole cell, counted down by each future as it completes (on the
         # client's IO thread): waiting then costs nothing per rank, poll after poll.
-        self._all_done, self._left_lock = threading.Event(), threading.Lock()
-        self._left = 2 * len(self._children)
-        for child in self._children:
-            child.add_done_callback(self._count_down)
-            child.output.add_done_callback(self._count_down)
+        futures = request_futures(self.async_result)
+        self._all_done, self._left_lock, self._left = threading.Event(), threading.Lock(), len(futures)
+        for future in futures:
+            future.add_done_callback(self._count_down)
         self._seen = {rank: {"stdout": 0, "stderr": 0} for rank in self.ranks}
         self.outcome: Outcome | None = None   # None while it runs
         self.interrupted = False              # SIGINT was sent to its unfinished ranks

@@ -34,7 +34,7 @@ def memory_budget() -> int:
     return psutil.virtual_memory().available // 2
 
 
-def _refuse_beyond_memory(world, name: str, ranks: list, cap: int, timeout: float | None) -> None:
+def _refuse_total_over_memory(world, name: str, ranks: list, cap: int, timeout: float | None) -> None:
     """Where every rank sending up to the cap could exhaust the kernel's memory (128 ranks x
     64 MB = 8 GB), ask the ranks for their sizes first: one small round trip, nothing sent."""
     budget = memory_budget()
@@ -51,7 +51,7 @@ def _refuse_beyond_memory(world, name: str, ranks: list, cap: int, timeout: floa
 def pull(world, name: str, ranks: list, cap: int, timeout: float | None = None) -> dict:
     """{rank: value} of ``name`` on ``ranks``; one MlpMagicError naming every rank that refused
     or whose value cannot be loaded here, or the total when it would not fit in memory."""
-    _refuse_beyond_memory(world, name, ranks, cap, timeout)
+    _refuse_total_over_memory(world, name, ranks, cap, timeout)
     answers = call(world, ranks, on_rank.fetch, name, cap, timeout=timeout, what=f"%mpirun --pull {name}")
     values, problems = {}, {}
     for rank, answer in sorted(answers.items()):
