@@ -1,4 +1,5 @@
-"""How long a World may take to start, and whether this machine can hold it (pure).
+"""How long a World may take to start or to answer an interrupt, and whether this machine can
+hold it (pure).
 
 Starting is CPU-bound on the busiest host: each rank's Python imports ipyparallel and ipykernel
 and builds an IPython shell, about 0.5 s of CPU. Measured on 2 cores, 128 oversubscribed ranks
@@ -12,10 +13,16 @@ Two deadlines, both from the World's size:
 ipyparallel's own patience (the controller's registration window, the engines' wait for its
 reply and their heartbeat tolerance) is set to ``total_s``: during a start the kernel decides,
 with one deadline it can explain, instead of a controller quietly dropping a starved engine.
+
+An interrupt's grace (how long to wait while ranks keep stopping after a SIGINT): Python code
+stops at once, a rank stuck in C never will; but each interrupted rank then builds IPython's
+traceback (the first time, importing what that needs: ~0.1 s of CPU), so 128 ranks on 2 cores
+take seconds to answer, all at about the same time. The grace grows with the ranks each core
+of the busiest host must serve.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from .records import Record
 
@@ -29,6 +36,8 @@ TOTAL_PER_RANK_S = 0.05          # the controller registers every rank, whatever
 # plus its share of the libraries all ranks map), 77 MiB RSS. User code adds to it (torch: ~300 MiB).
 RANK_MEMORY_BYTES = 60 * 2**20
 MEMORY_HEADROOM = 0.8            # leave a fifth of what is available to the user's own code
+INTERRUPT_GRACE_S = 1.0
+GRACE_PER_RANK_PER_CORE_S = 0.1
 
 
 class StartBudget(Record, frozen=True):
@@ -61,3 +70,20 @@ def memory_shortfall(ranks_here: int, available_bytes: int,
 
 def _gib(size: int) -> str:
     return f"{size / 2**30:.1f} GiB"
+
+
+def busiest_ranks_per_cpu(ranks: Iterable[tuple[str, Iterable[int]]]) -> float:
+    """From each rank's (host, the CPUs it may run on): the busiest host's ranks per CPU, a
+    host's CPUs being those of all its ranks together (ranks bound to a core each still share
+    the host's cores); a host that named none counts one."""
+    count: dict = {}
+    cpus: dict = {}
+    for host, allowed in ranks:
+        count[host] = count.get(host, 0) + 1
+        cpus.setdefault(host, set()).update(allowed)
+    return max((n / max(len(cpus[host]), 1) for host, n in count.items()), default=0.0)
+
+
+def interrupt_grace(ranks_per_cpu: float) -> float:
+    """Seconds to keep waiting after the last rank stopped, before the others count as stuck."""
+    return INTERRUPT_GRACE_S + GRACE_PER_RANK_PER_CORE_S * max(ranks_per_cpu, 0.0)

@@ -40,7 +40,17 @@ def identify(controller_ip: str = "127.0.0.1") -> dict:
         "addr": route_source_ip(controller_ip) or socket.gethostname(),
         "stacks_path": stacks_path(),
         "create_time": _create_time(),
+        "cpus": usable_cpus(),
     }
+
+
+def usable_cpus() -> list:
+    """The CPUs this process may run on (its affinity: a container's or a launcher's binding),
+    else all of the machine's."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
 
 
 def stacks_path(pid: int | None = None) -> str:

@@ -18,7 +18,7 @@ import os
 import socket
 import sys
 
-from .identity import launcher_rank
+from .identity import launcher_rank, usable_cpus
 from .quiet import quieten
 
 PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
@@ -35,10 +35,7 @@ def engine_argv(argv: list, rank: int | None) -> list:
 def slot_names() -> list:
     """One slot per CPU this rank may run on: ranks bound to distinct cores never wait for each
     other, ranks sharing the machine's CPUs share their slots."""
-    try:
-        return [f"cpu{cpu}" for cpu in sorted(os.sched_getaffinity(0))]
-    except (AttributeError, OSError):
-        return [f"cpu{cpu}" for cpu in range(os.cpu_count() or 1)]
+    return [f"cpu{cpu}" for cpu in usable_cpus()]
 
 
 def slot_folder() -> str:

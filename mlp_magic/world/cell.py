@@ -9,28 +9,19 @@ from __future__ import annotations
 
 import concurrent.futures
 import enum
-import os
 import re
 import threading
 import time
 
 from ..core import results as status
 from ..core.results import RankResult
+from ..core.start_budget import interrupt_grace
 from ..engine.capture import CELL_TAG
 from ..engine.quiet import SECONDS_KEY
 from .quiet_replies import request_futures
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CELL_NUMBER = re.compile(r"(Cell |Input )?In ?\[\d*\]")
-INTERRUPT_GRACE = 1.0  # SIGINT stops Python code at once; a rank stuck in C never will
-# ... but each interrupted rank then builds IPython's traceback (the first time, importing what
-# that needs: ~0.1 s of CPU), so 128 ranks on 2 cores take seconds to answer, all at about the
-# same time. The grace grows with the ranks each core of the busiest host must serve.
-GRACE_PER_RANK_PER_CORE = 0.1
-
-
-def interrupt_grace(ranks_on_busiest_host: int, cores: int) -> float:
-    return INTERRUPT_GRACE + GRACE_PER_RANK_PER_CORE * ranks_on_busiest_host / max(cores, 1)
 
 
 def plain_traceback(remote_error) -> str:
@@ -162,7 +153,7 @@ class CellRun:
             self._wait_while_ranks_stop(self._grace())
 
     def _grace(self) -> float:
-        return interrupt_grace(self.world.busiest_host_ranks, os.cpu_count() or 1)
+        return interrupt_grace(self.world.ranks_per_cpu)
 
     def _msg_ids(self, ranks: list) -> list:
         index = {rank: i for i, rank in enumerate(self.ranks)}

@@ -8,12 +8,12 @@ so that a later cell is refused instead of queueing behind it, as after a cell t
 from __future__ import annotations
 
 import concurrent.futures
-import os
 import time
 
 from ..core.ranges import fold_ranks
+from ..core.start_budget import interrupt_grace
 from ..errors import MlpMagicError
-from .cell import forget_results, interrupt_grace, wait_while_ranks_stop
+from .cell import forget_results, wait_while_ranks_stop
 
 POLL_SECONDS = 0.1
 
@@ -103,7 +103,7 @@ class RankCall:
             self.release()
 
     def _wait_while_stopping(self) -> None:
-        wait_while_ranks_stop(self, interrupt_grace(self.world.busiest_host_ranks, os.cpu_count() or 1))
+        wait_while_ranks_stop(self, interrupt_grace(self.world.ranks_per_cpu))
 
     def _stuck_note(self) -> str:
         stuck = self.unfinished_ranks()

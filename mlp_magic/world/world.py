@@ -20,7 +20,7 @@ import psutil
 from .. import config
 from ..core.local_names import LOOPBACK, is_this_machine
 from ..core.ranges import fold_hosts, fold_ranks
-from ..core.start_budget import memory_shortfall, start_budget
+from ..core.start_budget import busiest_ranks_per_cpu, memory_shortfall, start_budget
 from ..core.topology import Topology
 from ..engine import bootstrap as engine_bootstrap
 from ..engine import identity as engine_identity
@@ -59,7 +59,9 @@ class World:
         self.notice = notice
         self.progress = progress or (lambda line, registered, np: None)
         ranks_per_host = spec.topology.ranks_per_host(spec.np, spec.oversubscribe)
-        self.busiest_host_ranks = max(ranks_per_host, default=0)  # sets start and interrupt pace
+        self.busiest_host_ranks = max(ranks_per_host, default=0)  # sets the start's pace
+        # sets the interrupt's pace: a CPU each until the ranks say what their hosts have
+        self.ranks_per_cpu = float(self.busiest_host_ranks)
         self.budget = start_budget(ranks_per_host)
         self.processes: list = []
         self.client = None
@@ -121,7 +123,7 @@ class World:
         if not self.spec.topology.is_local:
             return ["check that every missing host accepts ssh from here (`allrun -H HOSTS hostname`) "
                     f"and can reach the controller at {self.controller_ip} (no firewall between them)"]
-        cores = os.cpu_count() or 1
+        cores = len(engine_identity.usable_cpus())
         if self.spec.np > cores:
             return [f"fewer ranks (-np): {self.spec.np} ranks on {cores} cores start slowly, "
                     "and a busy machine slower still"]
@@ -142,6 +144,8 @@ class World:
             raise MlpMagicError(f"engines reported ranks {sorted(by_rank)}, expected 0-{self.spec.np - 1}")
         self.rank_to_engine = by_rank
         self.identities = {rank: identities[eid] for rank, eid in by_rank.items()}
+        self.ranks_per_cpu = busiest_ranks_per_cpu((i["host"], i.get("cpus") or ())
+                                                   for i in identities.values())
         check_placement(self.layout, self.identities)
         self._bootstrap()
 

@@ -30,6 +30,12 @@ print(os.environ["MASTER_PORT"])
         assert ids[r].status == "ok"
     ports = {ids[r].stdout.splitlines()[2] for r in range(4)}
     assert len(ports) == 1 and 0 < int(ports.pop()) < 65536  # one MASTER_PORT for all ranks
+    # each rank says which CPUs it may run on; an interrupt's grace follows the busiest host's
+    # ranks per CPU (here, all on this machine)
+    identities = command.current_world().identities.values()
+    allowed = set().union(*(identity["cpus"] for identity in identities))
+    assert allowed and allowed <= os.sched_getaffinity(0)
+    assert command.current_world().ranks_per_cpu == 4 / len(allowed)
 
 
 def test_identical_output_is_shown_once_under_folded_ranks(ip, capsys):

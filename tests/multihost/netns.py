@@ -5,7 +5,8 @@ sits in the bridge ``mlpt-br0`` (10.77.0.1 in the root namespace). Each host run
 Debian sshd, started as ``ip netns exec NS unshare --uts sh -c 'hostname workerN; exec sshd -D'``
 so ``hostname`` differs per host, listening on that address only, key-only, root by key, with
 its config, host key, pid file and log in a private temporary directory. The namespaces have no
-default route: nothing but 10.77.0.0/24 is reachable from them.
+default route: nothing but 10.77.0.0/24 is reachable from them. The hosts share this machine's
+files, except one folder (``Testbed.local_mount``) where each sees its own, as on a node-local disk.
 
 ``ssh -F <testbed.ssh_config> workerN`` reaches host N. Needs root. Only one test bed exists at a
 time on a machine (names and addresses are fixed), so ``up`` takes an exclusive lock file and
@@ -74,6 +75,11 @@ class NamespaceHost:
         return os.path.join(self.workdir, "home")
 
     @property
+    def local(self) -> str:
+        """This host's own files at the bed's ``local_mount`` (a node-local disk)."""
+        return os.path.join(self.workdir, "local")
+
+    @property
     def veth(self) -> str:
         return f"{PREFIX}v{self.index}"
 
@@ -110,6 +116,12 @@ class Testbed:
 
     def __exit__(self, *exc) -> None:
         self.down()
+
+    @property
+    def local_mount(self) -> str:
+        """One path that shows each host its own files (``NamespaceHost.local``), as a node-local
+        disk does; empty here, in the root namespace."""
+        return os.path.join(self.workdir, "local")
 
     def host_names(self) -> list[str]:
         return [h.name for h in self.hosts]
@@ -194,7 +206,9 @@ class Testbed:
     def start_sshd(self, index: int, wait: float = 10.0) -> None:
         host = self.hosts[index]
         log = open(os.path.join(host.workdir, "sshd.log"), "ab")
-        script = f"hostname {host.name} && exec {SSHD} -D -e -f {host.workdir}/sshd_config"
+        # `ip netns exec` gives the host a mount namespace of its own: the bind mount stays there
+        script = (f"hostname {host.name} && mount --bind {host.local} {self.local_mount} && "
+                  f"exec {SSHD} -D -e -f {host.workdir}/sshd_config")
         proc = subprocess.Popen(
             ["ip", "netns", "exec", host.netns, "unshare", "--uts", "sh", "-c", script],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
@@ -306,6 +320,8 @@ class Testbed:
 
     def _make_sshd_files(self, host: NamespaceHost) -> None:
         os.makedirs(host.workdir, mode=0o700, exist_ok=True)
+        os.makedirs(host.local, exist_ok=True)
+        os.makedirs(self.local_mount, exist_ok=True)
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation dir
         key = os.path.join(host.workdir, "host_ed25519")
         _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", host.name, "-f", key])

@@ -143,10 +143,20 @@ def test_allrun_through_the_engines_of_a_world_across_hosts(two_hosts, monkeypat
 
 def test_a_script_across_hosts_and_a_post_mortem(two_hosts, tmp_path):
     """The ranks check the script on their own hosts; the failure each keeps is inspected there."""
-    ip, hostfile, _ = two_hosts
+    ip, hostfile, bed = two_hosts
     missing = ip.run_cell(f"%mpirun --hostfile {hostfile} -np 4 /nonexistent/train.py --lr 1").error_in_exec
     assert str(missing) == ("%mpirun: script /nonexistent/train.py: no such file on ranks 0-3 (worker[0-1]); "
                             "nothing was run")
+    # on worker0's own disk only (and not on this machine's): worker1's ranks are named, none ran it
+    on_one = os.path.join(bed.local_mount, "local_train.py")
+    with open(os.path.join(bed.hosts[0].local, "local_train.py"), "w") as handle:
+        handle.write(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    assert not os.path.exists(on_one)
+    partly = ip.run_cell(f"%mpirun --hostfile {hostfile} -np 4 {on_one}").error_in_exec
+    assert str(partly) == f"%mpirun: script {on_one}: no such file on ranks 2-3 (worker1); nothing was run"
+    assert not (tmp_path / "ran").exists()
+    assert ip.run_cell(f"%mpirun --hostfile {hostfile} -np 4 --ranks 0-1 {on_one}").success   # where it is
+    assert (tmp_path / "ran").exists()
     script = tmp_path / "train.py"
     script.write_text("import argparse, socket, sys\nparser = argparse.ArgumentParser()\n"
                       "parser.add_argument('--lr', type=float)\nlr = parser.parse_args().lr\n"
