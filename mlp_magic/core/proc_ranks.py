@@ -6,7 +6,8 @@ with), never by pid order:
   (MPICH's Hydra, Intel MPI, Slurm's PMI);
 - torch: ``RANK`` together with ``LOCAL_RANK`` (torchrun and torch.distributed.launch set both);
   under a torchrun started by mpiexec, the worker's ``RANK`` is its rank, not the agent's MPI one;
-- ``MLP_MAGIC_RANK``: the plain engines a World starts without MPI.
+- ``MLP_MAGIC_RANK``: the plain engines a World starts without MPI (``MLP_MAGIC_WORLD_ID`` names
+  the World).
 The job a rank belongs to is told by its launcher's own id (``PMIX_NAMESPACE``,
 ``TORCHELASTIC_RUN_ID``...), so that two jobs on one host (a notebook's World and the training
 run) are shown apart. A process whose ancestor is a rank of the same job with the same number
@@ -27,7 +28,7 @@ _SIZE_VARIABLES = {"OMPI_COMM_WORLD_RANK": "OMPI_COMM_WORLD_SIZE", "PMIX_RANK": 
 _JOB_VARIABLES = {"mpi": ("PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "OMPI_MCA_ess_base_jobid",
                           "PMI_KVSNAME", "PMI_JOBID", "SLURM_JOB_ID"),
                   "torch": ("TORCHELASTIC_RUN_ID",),
-                  "mlp_magic": ()}   # plain engines: one World per kernel, all on this machine
+                  "mlp_magic": ("MLP_MAGIC_WORLD_ID",)}   # plain engines: the World's run folder
 _TORCH_WORKER = ("TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "GROUP_RANK")
 _PYTHON = re.compile(r"^(python|pypy)[0-9.]*[a-z]?$")
 # Launchers carry a job's variables too (or start it) but run no rank's code.

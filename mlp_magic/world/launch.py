@@ -105,6 +105,9 @@ def _plain_engines(spec, workdir: str, command: list) -> list:
     for rank in range(spec.np):
         env = _engine_env(spec, None)
         env["MLP_MAGIC_RANK"] = str(rank)   # read back by engine.identity
+        # what `mlp-magic stacks` reads of this job (core/proc_ranks): its size, and its name,
+        # so two kernels' plain Worlds on one machine are shown apart
+        env.update(MLP_MAGIC_WORLD_SIZE=str(spec.np), MLP_MAGIC_WORLD_ID=os.path.basename(workdir))
         log = os.path.join(workdir, f"engine{rank}.log")
         started.append(ManagedProcess(command, log, env, f"engine {rank}"))
     return started

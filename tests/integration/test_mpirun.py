@@ -208,6 +208,15 @@ def test_plain_engines_without_mpi(ip, monkeypatch, capsys):
         assert run(ip, "%%mpirun -np 2 -o plain\nimport os\nprint(rank, os.environ['WORLD_SIZE'])") is None
         assert "no MPI" in capsys.readouterr().out
         assert [r.stdout for r in ip.user_ns["plain"]] == ["0 2\n", "1 2\n"]
+        # `mlp-magic stacks` tells this World's ranks by their environment, as a job of its own
+        from mlp_magic.core.proc_ranks import parse_environ, rank_of
+
+        world = command.current_world()
+        for rank, identity in world.identities.items():
+            with open(f"/proc/{identity['pid']}/environ", "rb") as handle:
+                found = rank_of(parse_environ(handle.read()))
+            job = f"mlp_magic {os.path.basename(world.workdir)}"
+            assert (found.rank, found.size, found.job) == (rank, 2, job)
     finally:
         run(ip, "%mpirun --stop")
 

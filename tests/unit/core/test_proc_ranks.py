@@ -54,6 +54,8 @@ TORCHRUN = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "GROUP_RANK": "1"
      RankInfo(5, "OMPI_COMM_WORLD_RANK", "mpi prterun-worker0-1234@1", 16)),
     ({"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2"}, RankInfo(1, "RANK", "torch (size 2)", 2)),
     ({"MLP_MAGIC_RANK": "0"}, RankInfo(0, "MLP_MAGIC_RANK", "mlp_magic")),
+    ({"MLP_MAGIC_RANK": "1", "MLP_MAGIC_WORLD_SIZE": "2", "MLP_MAGIC_WORLD_ID": "world-a"},
+     RankInfo(1, "MLP_MAGIC_RANK", "mlp_magic world-a", 2)),
 ])
 def test_rank_of(env, expected):
     assert rank_of(env) == expected
@@ -81,6 +83,9 @@ def test_two_jobs_on_one_host_are_told_apart():
     world = rank_of({**OMPI, "PMIX_NAMESPACE": "prterun-vm-1@1"})
     training = rank_of({**OMPI, "PMIX_NAMESPACE": "prterun-vm-2@1"})
     assert world.rank == training.rank and world.job != training.job
+    # two kernels' plain Worlds (no MPI)
+    first, second = (rank_of({"MLP_MAGIC_RANK": "0", "MLP_MAGIC_WORLD_ID": name}) for name in ("w1", "w2"))
+    assert first.job != second.job
 
 
 @pytest.mark.parametrize("exe, argv, expected", [
