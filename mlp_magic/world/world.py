@@ -60,7 +60,7 @@ class World:
         self.progress = progress or (lambda line, registered, np: None)
         ranks_per_host = spec.topology.ranks_per_host(spec.np, spec.oversubscribe)
         self.busiest_host_ranks = max(ranks_per_host, default=0)  # sets the start's pace
-        # sets the interrupt's pace: a CPU each until the ranks say what their hosts have
+        # sets the interrupt's pace; until the ranks say what CPUs they have: one for the busiest host
         self.ranks_per_cpu = float(self.busiest_host_ranks)
         self.budget = start_budget(ranks_per_host)
         self.processes: list = []
