@@ -124,5 +124,6 @@ def test_the_kernel_forgets_finished_cells(ip):
         assert run(ip, "%%mpirun\nprint('step', rank)") is None
     gc.collect()
     client = command.current_world().client
-    assert len([o for o in gc.get_objects() if isinstance(o, AsyncResult)]) <= 2
+    # type(), not isinstance(): the latter asks each object for __class__ (torch warns on some)
+    assert len([o for o in gc.get_objects() if issubclass(type(o), AsyncResult)]) <= 2
     assert len(client._futures) <= 4 + 1 and len(client.metadata) <= 2 * (4 + 1)
