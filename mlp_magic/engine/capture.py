@@ -55,8 +55,8 @@ class TeeStream:
 
     def __init__(self, forward, log_path: str, cap: int):
         self._forward = forward
-        self._forward_write = _plain_write(forward)
-        self._lock = threading.Lock()   # the cell's thread and ipykernel's fd watcher both write
+        self._forward_write = forward.write
+        self._lock = threading.Lock()   # the cell's thread and the fd watcher (engine/fd_watch) both write
         self.log_path = log_path
         self.log_error = ""
         self._log = None
@@ -176,15 +176,10 @@ class CellCapture:
                 stream.flush()
 
 
-def _plain_write(stream):
-    """The stream's own class-level write, whatever an instance attribute says."""
-    return type(stream).write.__get__(stream)
-
-
 def _fd_route(stream, index: int):
     """Where fd 1 or 2 output goes: while a tagged cell runs, its tee (rank log, display cap);
     otherwise the engine's stream, as ipykernel would."""
-    plain = _plain_write(stream)
+    plain = stream.write
 
     def route(text: str) -> None:
         capture = _STATE.get("capture")

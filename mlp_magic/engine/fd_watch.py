@@ -15,7 +15,6 @@ import os
 import select
 import termios
 import threading
-import time
 
 READ_BYTES = 1 << 16
 STALL_SECONDS = 2.0      # a drain gives up after this long with no byte delivered
@@ -31,6 +30,7 @@ class FdWatcher:
         self.route = route
         self.delivered = 0
         self._lock = threading.Lock()
+        self._moved = threading.Condition(self._lock)   # notified after each delivered chunk
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.thread = threading.Thread(target=self._run, name="mlp-fd-watch", daemon=True)
 
@@ -56,6 +56,7 @@ class FdWatcher:
             pass
         _write_all(self.echo_fd, data)
         self.delivered += len(data)
+        self._moved.notify_all()
 
     def drain(self) -> bool:
         """Wait until what is in the pipe now has been delivered. Gives up (False) only when
@@ -65,16 +66,14 @@ class FdWatcher:
             return False   # a route stuck on one chunk (a full disk, a blocked launcher pipe)
         try:
             target = self.delivered + pipe_bytes(self.fid)
+            while self.delivered < target:
+                last = self.delivered
+                self._moved.wait(STALL_SECONDS)   # releases the lock: the reader delivers meanwhile
+                if self.delivered == last:
+                    return False
+            return True   # delivered is counted after route() returns: the last chunk is through
         finally:
             self._lock.release()
-        last, moved_at = self.delivered, time.monotonic()
-        while self.delivered < target:
-            if self.delivered != last:
-                last, moved_at = self.delivered, time.monotonic()
-            elif time.monotonic() - moved_at > STALL_SECONDS:
-                return False
-            time.sleep(0.002)
-        return True   # delivered is counted after route() returns: the last chunk is through
 
 
 def take_over(stream, route) -> FdWatcher | None:
