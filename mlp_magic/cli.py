@@ -90,5 +90,13 @@ def _host_probe_failed(exc: Exception) -> bool:
     return cluster_cli is not None and isinstance(exc, cluster_cli.HostProbeFailed)
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The console script (``mlp-magic``, ``python -m mlp_magic.cli``): ``main`` in a process of
+    its own, where ssl can stay out, as in allrun's: no subcommand opens TLS, yet asyncio (the
+    ssh transport) loads libssl and libcrypto just in case, a fifth of a stacks call's own CPU."""
+    sys.modules.setdefault("ssl", None)
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -1,8 +1,8 @@
 """Ask every host at once for its processes' stacks: the allrun transport for the others, an
 in-process scan (no ssh, no new Python) for this machine, one deadline for all.
 
-Each remote host runs ``python -m mlp_magic.stacks.scan`` with this Python and this copy of
-mlp_magic (its folder first on PYTHONPATH: the hosts run the same image, as for the GPU probes),
+Each remote host runs ``mlp_magic.stacks.scan`` with this Python and this copy of mlp_magic (its
+folder first on ``sys.path``: the hosts run the same image, as for the GPU probes),
 and prints JSON lines (``core/stack_jobs.parse_scan`` reads them). A host that cannot be reached,
 times out or answers nonsense becomes a HostScan with its ``error``: listed, never dropped.
 """
@@ -18,7 +18,6 @@ from .. import config
 from ..core.deadline import in_background
 from ..core.local_names import stays_here, this_machine_names
 from ..core.results import why_no_answer
-from ..core.stack_jobs import HostScan, parse_scan, scan_from_lines
 from ..errors import MlpMagicError
 from . import scan
 from .options import StacksOptions
@@ -28,12 +27,13 @@ from .options import StacksOptions
 DUMP_SHARE = 0.5
 CONNECT_SECONDS = 5.0
 MAX_ANSWER_BYTES = 64 << 20
+SCANNER = "mlp_magic.stacks.scan"
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def scan_command(options: StacksOptions, python: str | None = None, pyspy: str | None = None) -> str:
     """The shell command each remote host runs."""
-    args = ["-m", "mlp_magic.stacks.scan", "--timeout", "%g" % (options.timeout * DUMP_SHARE)]
+    args = ["--timeout", "%g" % (options.timeout * DUMP_SHARE)]
     if options.pids:
         args += ["--pid", ",".join(str(p) for p in options.pids)]
     if options.match:
@@ -42,10 +42,10 @@ def scan_command(options: StacksOptions, python: str | None = None, pyspy: str |
         args.append("--native")
     if pyspy:
         args += ["--pyspy", pyspy]
-    path = shlex.quote(PACKAGE_ROOT)
-    # -S: no site-packages processing (the scanner needs the standard library and this package only)
-    return (f"PYTHONPATH={path}${{PYTHONPATH:+:$PYTHONPATH}} exec {shlex.quote(python or sys.executable)} -S "
-            + " ".join(shlex.quote(a) for a in args))
+    # -I -S: none of the host's PYTHON* settings or site-packages (the scanner needs the standard
+    # library and this package only); -c, not -m: runpy's imports cost more than the scan's own.
+    start = f"import sys; sys.path.insert(0, {PACKAGE_ROOT!r}); from {SCANNER} import main; sys.exit(main())"
+    return shlex.join([python or sys.executable, "-I", "-S", "-c", start, *args])
 
 
 def _start_local(names: list, options: StacksOptions):
@@ -54,6 +54,8 @@ def _start_local(names: list, options: StacksOptions):
                             "mlp-stacks-local")
 
     def finish(deadline: float) -> list:
+        from ..core.stack_jobs import HostScan, scan_from_lines
+
         lines = pending.result(deadline)
         if lines is None:
             why = (f"local scan: {pending.error!r}" if pending.error is not None
@@ -90,6 +92,8 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None):
     pending = BackgroundRun(runner, "mlp-stacks-ssh")
 
     def finish(deadline: float) -> list:
+        from ..core.stack_jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)
+
         pending.wait(deadline, linger=5.0)   # the late hosts' results then say "interrupted"
         if pending.error is not None:
             return [HostScan(name, error=f"ssh transport: {pending.error}") for name in names]

@@ -15,18 +15,22 @@ import os
 import sys
 from collections.abc import Mapping
 
-from ..core.render_stacks import render_report_html, render_report_text
-from ..core.grouping import fold_hosts_shown
-from ..core.stack_jobs import fault_only, problems, sections
 from . import StacksFault
 from .collect import collect
 from .options import StacksOptions
+
+
+# The merging and rendering modules are imported once the hosts' ssh started (they are a third
+# of the command's imports): the handshakes run meanwhile.
 
 
 class StacksReport:
     """One collection: every host's scan, the merged sections, and what could not be shown."""
 
     def __init__(self, scans: list, options: StacksOptions):
+        from ..core.grouping import fold_hosts_shown
+        from ..core.stack_jobs import problems, sections
+
         self.scans, self.options = scans, options
         self.sections = sections(scans, options.threads)
         self.problems = problems(scans, self.sections, whole_jobs=not (options.pids or options.match))
@@ -42,10 +46,14 @@ class StacksReport:
 
     @property
     def text(self) -> str:
+        from ..core.render_stacks import render_report_text
+
         return render_report_text(self.sections, self.problems, self.heading)
 
     @property
     def html(self) -> str:
+        from ..core.render_stacks import render_report_html
+
         return render_report_html(self.sections, self.problems, self.heading)
 
     def to_json(self) -> dict:
@@ -78,6 +86,8 @@ def gather(options: StacksOptions, env: Mapping | None = None) -> StacksReport:
                                          hosts=options.hosts)
     scans = collect(topology.hosts, options, env)
     report = StacksReport(scans, options)
+    from ..core.stack_jobs import fault_only
+
     fault = fault_only(scans, report.sections)
     if fault:
         raise StacksFault(fault)

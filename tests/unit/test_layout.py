@@ -190,3 +190,23 @@ def test_allrun_start_up_imports_no_more_than_before(program, stdlib, ours_expec
     modules_now = loaded(program)
     assert {m for m in modules_now if not ours(m)} - stdlib == set()
     assert {m for m in modules_now if ours(m)} == ours_expected
+
+
+STACKS_AT_START = r"""
+import os, sys
+from mlp_magic.fanout.ssh import spawn
+def report(launch):   # where the first host's ssh would start: stop here
+    print(*sorted(sys.modules)); sys.stdout.flush(); os._exit(0)
+spawn.Launch.start_all = report
+from mlp_magic import cli
+cli.main(["stacks", "-H", "mlpt-nohost-a,mlpt-nohost-b"])
+"""
+
+
+def test_stacks_starts_its_ssh_before_the_merging_and_rendering_are_loaded():
+    """They are a third of the command's imports: they load while the handshakes run."""
+    modules_now = loaded(STACKS_AT_START)
+    assert "mlp_magic.stacks.collect" in modules_now
+    later = {"mlp_magic.core.stack_jobs", "mlp_magic.core.stack_report", "mlp_magic.core.render_stacks",
+             "mlp_magic.core.stack_tree", "dataclasses", "asyncio", "ssl"}
+    assert modules_now & later == set()
