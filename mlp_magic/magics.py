@@ -134,7 +134,7 @@ class MlpMagics(Magics):
         from .stacks.options import parse_stacks_line
 
         options = parse_stacks_line(line, os.environ, self.shell.user_ns)
-        report = gather(options)
+        report = gather(options, transport_for=_world_transport_for(mpirun.current_world()))
         if options.json:
             print(json.dumps(report.to_json(), indent=1))
         else:
@@ -144,6 +144,16 @@ class MlpMagics(Magics):
         """``-o NAME``: the run's Results in the notebook's namespace."""
         if name:
             self.shell.user_ns[name] = value
+
+
+def _world_transport_for(world):
+    """For ``%mlp_stacks``: the live World's engines reach the hosts it covers (no ssh), as for
+    ``%allrun``; None without a World."""
+    if world is None:
+        return None
+    from .fanout.via_engines import WorldTransport, covers
+
+    return lambda names: WorldTransport(world) if covers(world, names) else None
 
 
 def shutdown_worlds() -> None:

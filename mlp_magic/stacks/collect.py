@@ -78,7 +78,7 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None):
         launch = Launch(targets, command, ssh=config.ssh_command(options.ssh, env), connect_timeout=connect,
                         local=False)
     except MlpMagicError as err:   # no ssh client, or an --ssh that cannot be split
-        raise MlpMagicError(f"stacks --ssh: {err}") from None
+        raise MlpMagicError(f"stacks {err}") from None   # (its message starts with "--ssh:")
     launch.start_all()
     try:
         from ..fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
@@ -92,25 +92,44 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None):
     pending = BackgroundRun(runner, "mlp-stacks-ssh")
 
     def finish(deadline: float) -> list:
-        from ..core.stack_jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)
+        from ..core.stack_jobs import HostScan
 
         pending.wait(deadline, linger=5.0)   # the late hosts' results then say "interrupted"
         if pending.error is not None:
             return [HostScan(name, error=f"ssh transport: {pending.error}") for name in names]
-        found = []
-        for result in list(runner.results):
-            why = why_no_answer(result, options.timeout)
-            found.append(parse_scan(result.host, result.stdout) if why is None
-                         else HostScan(result.host, error=why))
-        return found
+        return _scans_of(list(runner.results), options)
 
     return finish
 
 
-def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None) -> list:
+def _start_via(targets: list, options: StacksOptions, transport):
+    """Through ``transport`` (a live World's engines, one per host: no ssh, a message round trip);
+    it runs when the caller finishes, after this machine's own scan started."""
+    command = scan_command(options, pyspy=scan.find_pyspy())
+
+    def finish(deadline: float) -> list:
+        return _scans_of(transport([t.name for t in targets], command, options.timeout, None), options)
+
+    return finish
+
+
+def _scans_of(results: list, options: StacksOptions) -> list:
+    """A HostScan per host's answer (core/results.HostResult): its scan, or why there is none."""
+    from ..core.stack_jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)
+
+    found = []
+    for result in results:
+        why = why_no_answer(result, options.timeout)
+        found.append(parse_scan(result.host, result.stdout) if why is None
+                     else HostScan(result.host, error=why))
+    return found
+
+
+def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None, transport_for=None) -> list:
     """[HostScan] for every host (names, or topology Hosts), in the order given; this machine
     once, under the first of its names given (``-H localhost,$(hostname)``: one scan, not two
-    copies of it counting each process twice)."""
+    copies of it counting each process twice). ``transport_for(names)``: a transport that reaches
+    those hosts without ssh (allrun's signature: ``fanout/via_engines.WorldTransport``), or None."""
     from ..fanout.ssh.argv import as_targets
 
     deadline = time.monotonic() + options.timeout + 1.0
@@ -119,7 +138,10 @@ def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None)
     local = [t.name for t in targets if stays_here(t.name, t.port, names)]
     remote = [t for t in targets if not stays_here(t.name, t.port, names)]
     finishers = []
-    if remote:
+    transport = transport_for([t.name for t in remote]) if remote and transport_for else None
+    if transport is not None:
+        finishers.append(_start_via(remote, options, transport))
+    elif remote:
         finishers.append(_start_remote(remote, options, env))
     if local:
         finishers.append(_start_local(local, options))

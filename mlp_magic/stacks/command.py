@@ -75,8 +75,9 @@ class StacksReport:
         return self.text
 
 
-def gather(options: StacksOptions, env: Mapping | None = None) -> StacksReport:
-    """Collect and merge; StacksFault when nothing could be read for a reason with a known fix."""
+def gather(options: StacksOptions, env: Mapping | None = None, transport_for=None) -> StacksReport:
+    """Collect and merge; StacksFault when nothing could be read for a reason with a known fix.
+    ``transport_for``: see ``collect`` (the magic's live World)."""
     from ..core.topology import topology_from_environment
 
     env = os.environ if env is None else env
@@ -84,7 +85,7 @@ def gather(options: StacksOptions, env: Mapping | None = None) -> StacksReport:
     pids_here = options.pids is not None and not (options.hostfile or options.hosts)
     topology = topology_from_environment({} if pids_here else env, hostfile=options.hostfile,
                                          hosts=options.hosts)
-    scans = collect(topology.hosts, options, env)
+    scans = collect(topology.hosts, options, env, transport_for)
     report = StacksReport(scans, options)
     from ..core.stack_jobs import fault_only
 

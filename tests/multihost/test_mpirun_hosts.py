@@ -1,5 +1,6 @@
 """%%mpirun across namespace hosts: mpiexec's ssh launcher, the controller on the bridge
 address, IPP_* forwarded, MASTER_ADDR = rank 0's host, mpi4py and torch gloo across hosts."""
+import json
 import os
 
 import pytest
@@ -139,6 +140,24 @@ def test_allrun_through_the_engines_of_a_world_across_hosts(two_hosts, monkeypat
     assert ip.run_cell(f"%allrun --hostfile {hostfile} -o names hostname").success
     names = ip.user_ns["names"]
     assert [(r.host, r.stdout) for r in names] == [("worker0", "worker0\n"), ("worker1", "worker1\n")]
+
+
+def test_mlp_stacks_through_the_engines_of_a_world_across_hosts(two_hosts, monkeypatch, capsys):
+    """With a World up on the hosts, %mlp_stacks asks its engines (no ssh handshake, as %allrun)."""
+    ip, hostfile, _ = two_hosts
+    assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\npass").success
+    monkeypatch.setenv("MLP_MAGIC_SSH", "/nonexistent/ssh")  # only the engines can answer now
+    capsys.readouterr()
+    ip.run_line_magic("mlp_stacks", f"--hostfile {hostfile} --json")
+    hosts = json.loads(capsys.readouterr().out)["hosts"]
+    assert [(h["host"], h["error"]) for h in hosts] == [("worker0", None), ("worker1", None)]
+    ranks = {p["rank"]: h["host"] for h in hosts for p in h["processes"] if p["rank"] is not None}
+    assert ranks == {0: "worker0", 1: "worker0", 2: "worker1", 3: "worker1"}   # the World's own engines
+    monkeypatch.setenv("MLP_MAGIC_SSH", " ".join(two_hosts[2].ssh_command()))
+    ip.run_line_magic("mpirun", "--stop")
+    monkeypatch.setenv("MLP_MAGIC_SSH", "/nonexistent/ssh")   # no World: ssh it is, and it fails
+    error = ip.run_cell(f"%mlp_stacks --hostfile {hostfile}").error_in_exec
+    assert str(error) == "stacks --ssh: cannot find the command '/nonexistent/ssh'"
 
 
 def test_a_script_across_hosts_and_a_post_mortem(two_hosts, tmp_path):
