@@ -12,6 +12,7 @@ import linecache
 import os
 import reprlib
 import sys
+from itertools import islice
 
 from ..core.postmortem import REPR_LIMIT, FrameSummary, LocalSummary, format_where, user_frames
 from ..core.source_files import is_user_code
@@ -21,8 +22,47 @@ GENERATED_TAG = "# mlp_magic generated: "   # the first line of a cell the kerne
 INSPECT_TAG = GENERATED_TAG + "inspect"
 _OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CO_NEWLOCALS = 0x0002   # a function's code (module and class bodies run in a given namespace)
+_BYTES_SHOWN = 24
+_VARIABLE_OPS = {"LOAD_NAME", "STORE_NAME", "DELETE_NAME",
+                 "LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"}   # not LOAD_ATTR, IMPORT_FROM, ...
 _STATE: dict = {}        # "failure": the last cell's exception; "hook": the registered callback
-_REPR = reprlib.Repr()
+
+
+class _BoundedRepr(reprlib.Repr):
+    """reprlib, bounded for big values too: it sorts every key of a dict or set before showing
+    a few, and it writes the whole ``repr`` of bytes or of a dict subclass (defaultdict, Counter)
+    before cutting it: time and memory in proportion to the value (a 300 MB shard: 3 s and a
+    1.2 GB string). Here only the items shown are read."""
+
+    def repr1(self, x, level):
+        if isinstance(x, (bytes, bytearray)) and len(x) > self.maxstring:
+            head = repr(bytes(x[:_BYTES_SHOWN]))[:-1] + "...'"   # short: its size must show too
+            return (head if type(x) is bytes else f"{type(x).__name__}({head})") + f" ({len(x):,} bytes)"
+        if isinstance(x, dict) and type(x) is not dict and len(x) > self.maxdict:
+            return f"{type(x).__name__}({self.repr_dict(x, level)})"
+        return super().repr1(x, level)
+
+    def repr_dict(self, x, level):
+        if not x or level <= 0:
+            return "{...}" if x else "{}"
+        pairs = [f"{self.repr1(key, level - 1)}: {self.repr1(value, level - 1)}"
+                 for key, value in islice(dict.items(x), self.maxdict)]   # no subclass __getitem__
+        return "{" + ", ".join(pairs) + (", ..." if len(x) > self.maxdict else "") + "}"
+
+    def repr_set(self, x, level):
+        return self._bounded_set(x, level, "{", "}") if x else "set()"
+
+    def repr_frozenset(self, x, level):
+        return self._bounded_set(x, level, "frozenset({", "})") if x else "frozenset()"
+
+    def _bounded_set(self, x, level, left: str, right: str) -> str:
+        if level <= 0:
+            return left + "..." + right
+        shown = [self.repr1(item, level - 1) for item in islice(x, self.maxset)]
+        return left + ", ".join(shown) + (", ..." if len(x) > self.maxset else "") + right
+
+
+_REPR = _BoundedRepr()
 _REPR.maxstring = _REPR.maxother = REPR_LIMIT * 2
 _REPR.maxlong = REPR_LIMIT
 
@@ -43,6 +83,20 @@ def _after_cell(result) -> None:
         _STATE["failure"] = result.error_in_exec
     elif result.error_before_exec is None:
         _STATE.pop("failure", None)   # a cell that succeeded: its frames are no longer interesting
+        _forget_last_failure()
+
+
+def _forget_last_failure() -> None:
+    """Let the failed cell's frames go (a CUDA out-of-memory's tensors among them): Python and
+    IPython keep the last exception too, which a local notebook only drops at the next error."""
+    sys.last_type = sys.last_value = sys.last_traceback = None
+    if hasattr(sys, "last_exc"):   # Python 3.12 on
+        sys.last_exc = None
+    from .bootstrap import engine_shell
+
+    formatter = getattr(engine_shell(), "InteractiveTB", None)
+    if getattr(formatter, "tb", None) is not None:
+        formatter.tb = None
 
 
 def _failure() -> BaseException:
@@ -127,11 +181,18 @@ def _local_names(frame) -> list:
     its code uses, but modules, functions and classes (not the whole namespace)."""
     values, code = frame.f_locals, frame.f_code
     in_function = code.co_flags & _CO_NEWLOCALS
-    names = list(values) if in_function else [n for n in dict.fromkeys(code.co_names + code.co_varnames)
-                                              if n in values]
+    names = list(values) if in_function else [n for n in _variable_names(code) if n in values]
     hidden = ("module",) if in_function else ("module", "function", "builtin_function_or_method")
     return [n for n in names if not n.startswith("__") and type(values[n]).__name__ not in hidden
             and (in_function or not isinstance(values[n], type))]
+
+
+def _variable_names(code) -> list:
+    """The names a module-level code reads or writes as variables: not ``co_names``, which holds
+    the attribute names too (``sys.exit(3)`` would list a namespace's ``exit``)."""
+    import dis
+
+    return list(dict.fromkeys(i.argval for i in dis.get_instructions(code) if i.opname in _VARIABLE_OPS))
 
 
 def _frame_summary(tb, user: bool) -> FrameSummary:

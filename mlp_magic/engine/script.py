@@ -1,17 +1,28 @@
 """``%mpirun script.py args``: run a script on a rank as ``mpiexec python script.py args`` would.
 
 ``sys.argv`` is the script and its arguments, ``__name__`` is ``"__main__"``, ``__file__`` the
-script's path, and its folder leads ``sys.path`` (and stays there: the script's functions may
-import its neighbours when called from a later cell). It runs in the rank's namespace, as
-``%run -i`` does, so its globals are there afterwards for inspection. ``sys.exit(0)`` is a
-success, any other status a failure.
+script's path, and its folder (a link's target's, as Python's) leads ``sys.path`` (and stays
+there: the script's functions may import its neighbours when called from a later cell). It runs
+in the rank's namespace, as ``%run -i`` does, so its globals are there afterwards for inspection.
+``sys.exit(0)`` is a success, any other status a failure.
+
+What a new process would give each run, a persistent rank gives too: the modules imported from
+a script's folder (this one's or an earlier one's) are imported afresh, so an edited neighbour
+or another folder's ``utils`` never runs stale; the working folder the script changed to is
+restored afterwards; and a run that ends well waits for the non-daemon threads it started, as
+Python does before it exits (their output is the script's, not the next cell's).
 """
 from __future__ import annotations
 
 import os
+import site
 import sys
+import threading
 
 from .bootstrap import engine_shell
+
+_SCRIPT_FOLDERS: list = []     # every folder a script ran from on this rank, in order
+_OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class ScriptExit(Exception):
@@ -35,23 +46,20 @@ def run_script(path: str, argv: list) -> None:
     namespace = engine_shell().user_ns
     with open(path, "rb") as handle:
         code = compile(handle.read(), path, "exec", dont_inherit=True)
-    folder = os.path.dirname(path)
+    folder = os.path.dirname(os.path.realpath(path))
+    if folder not in _SCRIPT_FOLDERS:
+        _SCRIPT_FOLDERS.append(folder)
+    _forget_modules_from(_SCRIPT_FOLDERS)
     if folder in sys.path:   # first, and only once: scripts run one after another stay bounded
         sys.path.remove(folder)
     sys.path.insert(0, folder)
     saved_argv, saved_name, saved_file = sys.argv, namespace.get("__name__"), namespace.get("__file__")
+    saved_cwd, threads_before = os.getcwd(), set(threading.enumerate())
     sys.argv = list(argv)
     namespace.update(__name__="__main__", __file__=path)
     try:
-        exec(code, namespace)
-    except SystemExit as done:
-        if done.code not in (None, 0):
-            status = done.code if isinstance(done.code, int) else 1
-            if not isinstance(done.code, int):
-                print(done.code, file=sys.stderr)   # as Python does with sys.exit("message")
-            # the script's frames stay on the traceback, for a post-mortem
-            failure = ScriptExit(f"{argv[0]} exited with status {status}")
-            raise failure.with_traceback(done.__traceback__) from None
+        _run(code, namespace, argv[0])
+        _wait_for_threads(threads_before)
     finally:
         sys.argv = saved_argv
         namespace["__name__"] = saved_name
@@ -60,3 +68,47 @@ def run_script(path: str, argv: list) -> None:
             namespace.pop("__file__", None)
         else:
             namespace["__file__"] = saved_file
+        _change_back(saved_cwd)
+
+
+def _run(code, namespace: dict, name: str) -> None:
+    __tracebackhide__ = True  # noqa: F841
+    try:
+        exec(code, namespace)
+    except SystemExit as done:
+        if done.code not in (None, 0):
+            status = done.code if isinstance(done.code, int) else 1
+            if not isinstance(done.code, int):
+                print(done.code, file=sys.stderr)   # as Python does with sys.exit("message")
+            # the script's frames stay on the traceback, for a post-mortem
+            failure = ScriptExit(f"{name} exited with status {status}")
+            raise failure.with_traceback(done.__traceback__) from None
+
+
+def _forget_modules_from(folders: list) -> None:
+    """Drop from sys.modules the plain Python modules loaded from these folders, so that the
+    script imports them afresh; never an installed package's (a folder may hold a virtualenv),
+    an extension module (those cannot be loaded twice) or mlp_magic's own."""
+    roots = [os.path.join(f, "") for f in folders if os.path.dirname(f) != f]   # not "/"
+    kept = [os.path.join(p, "") for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, _OWN_PACKAGE,
+                                          *site.getsitepackages(), site.getusersitepackages()}]
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if (isinstance(path, str) and path.endswith(".py") and path.startswith(tuple(roots))
+                and not path.startswith(tuple(kept)) and "-packages" + os.sep not in path):
+            del sys.modules[name]
+
+
+def _wait_for_threads(before: set) -> None:
+    """As Python waits before it exits: the non-daemon threads the script started end first."""
+    for thread in threading.enumerate():
+        if thread not in before and not thread.daemon:
+            while thread.is_alive():
+                thread.join(0.1)   # short waits: a Ctrl-C or a --timeout interrupt still lands
+
+
+def _change_back(folder: str) -> None:
+    try:
+        os.chdir(folder)
+    except OSError:   # the script removed it: stay where it left the rank
+        pass

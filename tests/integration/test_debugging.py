@@ -7,7 +7,7 @@ import pytest
 
 from mlp_magic.errors import MlpMagicError, RankFailure
 
-from .conftest import run
+from .conftest import run, timed_run
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -217,3 +217,55 @@ def test_post_mortem_in_a_failed_script(ip, tmp_path):
     assert f"  [frame 0] {script}, line 3, in step" in text and "loss: int = 2" in text
     assert f"  [frame 1] {script}, line 7, in <module>" in text and "batch: int = 1" in text
     assert "mlp_magic" not in text and "frame 2" not in text        # our own frames are not the user's
+
+
+def test_a_failed_cells_objects_are_freed_once_the_rank_moves_on(ip):
+    """A CUDA out-of-memory's tensors must go once the next cell succeeds: not only our kept
+    failure, Python's and IPython's last-exception references too."""
+    assert run(ip, "%%mpirun -np 4\nimport gc, weakref\nclass Big: pass\nrefs = {}") is None
+    failing = ("%%mpirun\ndef fill():\n    big = Big()\n    refs['big'] = weakref.ref(big)\n"
+               "    raise MemoryError\nfill()")
+    assert isinstance(run(ip, failing), RankFailure)
+    assert run(ip, "%%mpirun -o held\ngc.collect()\nprint(refs['big']() is not None)") is None
+    assert outputs(ip, "held") == ["True\n"] * 4      # kept for inspection until a cell succeeds...
+    assert run(ip, "%%mpirun -o held\ngc.collect()\nprint(refs['big']() is not None)") is None
+    assert outputs(ip, "held") == ["False\n"] * 4     # ...as that one did: all let go
+
+
+def test_where_stays_small_and_fast_for_big_values(ip):
+    cell = ("%%mpirun -np 4\nfrom collections import defaultdict\nimport sys\n"
+            "def load():\n    shard = b'x' * 200_000_000\n"
+            "    index = defaultdict(list, {i: [] for i in range(1_000_000)})\n"
+            "    seen = set(range(1_000_000))\n    sys.exit(3)\nif rank == 0:\n    load()")
+    assert isinstance(run(ip, cell), RankFailure)
+    error, seconds = timed_run(ip, "%mpirun --where -o where")
+    assert error is None
+    text = ip.user_ns["where"][0].stdout
+    assert "shard: bytes = b'xxxx" in text and "...' (200,000,000 bytes)" in text
+    assert "index: collections.defaultdict = defaultdict({0: [], 1: [], 2: [], 3: [], ...})" in text
+    assert "seen: set = {0, 1, 2, 3, 4, 5, ...}" in text
+    assert seconds < 10, seconds
+    # at a cell's top level, the variables its code uses: not the namespace's `exit` (an attribute name)
+    assert isinstance(run(ip, "%%mpirun\nimport sys\nsys.exit(3)"), RankFailure)
+    assert run(ip, "%mpirun --where -o top") is None
+    assert " exit: " not in ip.user_ns["top"][0].stdout
+
+
+def test_a_script_run_again_is_a_new_process_for_its_neighbours_cwd_and_threads(ip, tmp_path):
+    for name, value in (("a", 1), ("b", 2)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "utils.py").write_text(f"V = {value}\n")
+        (tmp_path / name / "main.py").write_text(
+            "import os, threading, time, utils\nprint('utils', utils.V)\nos.chdir('/')\n"
+            "threading.Thread(target=lambda: (time.sleep(0.5), print('thread done'))).start()\n")
+    os.symlink(tmp_path / "a" / "main.py", tmp_path / "linked.py")   # its folder is a's, as Python's
+    assert run(ip, "%%mpirun -np 4\nimport os\nstart = os.getcwd()") is None
+    assert run(ip, f"%mpirun -o first {tmp_path / 'linked.py'}") is None
+    assert outputs(ip, "first") == ["utils 1\nthread done\n"] * 4      # the thread's line is the script's
+    (tmp_path / "a" / "utils.py").write_text("V = 10\n")               # edited between two runs
+    assert run(ip, f"%mpirun -o edited {tmp_path / 'a' / 'main.py'}") is None
+    assert outputs(ip, "edited") == ["utils 10\nthread done\n"] * 4
+    assert run(ip, f"%mpirun -o other {tmp_path / 'b' / 'main.py'}") is None   # another folder's utils
+    assert outputs(ip, "other") == ["utils 2\nthread done\n"] * 4
+    assert run(ip, "%%mpirun -o cwd\nprint(os.getcwd() == start)") is None
+    assert outputs(ip, "cwd") == ["True\n"] * 4
