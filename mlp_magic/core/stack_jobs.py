@@ -227,9 +227,10 @@ def _missing(section: Section) -> list:
 
 def fault_only(scans: list, found: list) -> str | None:
     """One line when nothing could be dumped at all for one reason with a known fix (py-spy
-    missing, ptrace refused), else None."""
+    missing, ptrace refused), else None; never when a host did not answer (it is then listed
+    with the rest)."""
     processes = [p for s in scans for p in s.processes]
-    if not processes or any(p.threads for p in processes):
+    if not processes or any(p.threads for p in processes) or any(s.error for s in scans):
         return None
     faults = {p.fault for p in processes}
     hosts = fold_hosts_shown(p.host for p in processes)

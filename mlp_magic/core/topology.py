@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
 
 from ..errors import MlpMagicError
@@ -317,9 +318,19 @@ def count_local_gpus() -> int:
         return 0
 
 
+MAX_HOSTFILE_BYTES = 64 << 20   # ~1M hosts' lines: more is not a hostfile
+
+
 def _read_text_file(path: str) -> str:
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
+    """A hostfile's text; a pipe or a device (``/dev/zero``) is refused before it is opened
+    (opening a FIFO would wait for a writer; reading a device would never end)."""
+    if os.path.exists(path) and not os.path.isdir(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError("not a regular file (a pipe or a device)")
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_HOSTFILE_BYTES + 1)
+    if len(data) > MAX_HOSTFILE_BYTES:
+        raise ValueError(f"larger than {MAX_HOSTFILE_BYTES >> 20} MiB")
+    return data.decode("utf-8")
 
 
 def topology_from_environment(

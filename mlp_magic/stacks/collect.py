@@ -148,4 +148,7 @@ def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None,
     found = {}
     for finish in finishers:
         found.update({s.host: s for s in finish(deadline)})
-    return [found[t.name] for t in targets if t.name in found]
+    from ..core.stack_jobs import HostScan
+
+    return [found.get(t.name) or HostScan(t.name, error="no answer") for t in targets
+            if t.name in found or t.name not in local[1:]]   # this machine's other names: one scan

@@ -55,13 +55,17 @@ def _regex(text: str) -> str:
     return text
 
 
+MAX_TIMEOUT = 86400   # a day: beyond it, poll's and the thread waits' limits would be hit
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if not value > 0 or value > MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of seconds up to {MAX_TIMEOUT}, got {text!r}")
     return value
 
 

@@ -16,6 +16,7 @@ reports it, this one only counts it.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -163,8 +164,9 @@ def dump_all(pids: list, pyspy: str, native: bool, timeout: float) -> list:
             return {"fault": TIMEOUT, "error": f"not dumped: the {timeout:g} s for this host had passed"}
         try:
             process = _start_dump(pid, pyspy, native)
-        except OSError as err:
-            return {"fault": NO_PYSPY, "error": f"cannot run {pyspy}: {err.strerror or err}"}
+        except OSError as err:   # not there, or not runnable: the fix is py-spy's; else a plain failure
+            fault = NO_PYSPY if err.errno in (errno.ENOENT, errno.EACCES, errno.ENOEXEC) else "failed"
+            return {"fault": fault, "error": f"cannot run {pyspy}: {err.strerror or err}"}
         return _finish_dump(process, pid, deadline, timeout)
 
     def worker() -> None:
@@ -173,7 +175,10 @@ def dump_all(pids: list, pyspy: str, native: bool, timeout: float) -> list:
                 index = next(indices, None)
             if index is None:
                 return
-            results[index] = dump(pids[index])
+            try:
+                results[index] = dump(pids[index])
+            except Exception as err:   # one process's trouble stays that process's
+                results[index] = {"fault": "failed", "error": f"{type(err).__name__}: {err}"}
 
     workers = [threading.Thread(target=worker, name="mlp-stacks-dump", daemon=True)
                for _ in range(min(PARALLEL, len(pids)))]

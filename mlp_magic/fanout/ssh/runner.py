@@ -287,6 +287,9 @@ class HostRunner:
             await killer.wait()
 
 
+STOP_SECONDS = 5.0   # for the runner to stop its processes after a Ctrl-C
+
+
 class BackgroundRun:
     """A HostRunner running in a thread of its own (its own event loop), for callers without
     one: ``wait(deadline)`` returns when every host answered or the deadline passed; Ctrl-C or
@@ -308,8 +311,9 @@ class BackgroundRun:
         try:
             done = self._pending.wait(deadline)
         except KeyboardInterrupt:
-            self.runner.request_interrupt()   # kills the remote commands; the thread ends by itself
-            raise
+            self.runner.request_interrupt()   # kills the remote commands and the local clients:
+            self._pending.wait(time.monotonic() + STOP_SECONDS)   # before the caller exits (a
+            raise                             # second Ctrl-C cuts this short)
         if not done:
             self.runner.request_interrupt()   # late hosts: stopped, reported as timed out
             if linger:

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from mlp_magic.core.pyspy import NO_PYSPY, PTRACE
 from mlp_magic.core.render_stacks import render_report_html, render_report_text
-from mlp_magic.core.stack_jobs import fault_only, label_for, parse_scan, problems, scan_from_lines, sections
+from mlp_magic.core.stack_jobs import (HostScan, fault_only, label_for, parse_scan, problems,
+                                       scan_from_lines, sections)
 
 JOB = "mpi prterun-w0-1@1"
 BARRIER = [["/home/me/job.py", 12, "<module>"], ["/home/me/job.py", 6, "wait_all"]]
@@ -109,6 +110,9 @@ def test_nothing_readable_for_one_known_reason_is_one_error(fault, says):
     message = fault_only(scans, sections(scans))
     assert says in message and "worker[0-3]" in message and "\n" not in message
     assert ("CAP_SYS_PTRACE" in message and "kernel.yama.ptrace_scope" in message) or "pip install" in message
+    # a host that did not answer is not hidden behind that one line: the full report lists it
+    scans.append(HostScan("worker4", error="unreachable: no route to host"))
+    assert fault_only(scans, sections(scans)) is None
 
 
 def test_idle_threads_are_counted_busy_ones_shown():

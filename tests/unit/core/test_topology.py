@@ -90,6 +90,14 @@ def test_missing_hostfile_named_in_the_variable(tmp_path):
     assert error_of(topo, {"MLP_MPI_HOSTFILE": missing}) == f"$MLP_MPI_HOSTFILE: no such file {missing!r}"
 
 
+def test_a_pipe_or_a_device_as_hostfile_is_one_error_not_a_hang(tmp_path):
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)                       # opening it would wait for a writer
+    for path in (fifo, "/dev/zero"):      # reading this one would never end
+        assert error_of(topo, {}, hostfile=path) == (
+            f"--hostfile: cannot read {path!r}: not a regular file (a pipe or a device)")
+
+
 def test_missing_hostfile_option(tmp_path):
     missing = str(tmp_path / "nope")
     assert error_of(topo, {}, hostfile=missing) == f"--hostfile: no such file {missing!r}"

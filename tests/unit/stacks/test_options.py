@@ -36,6 +36,7 @@ def test_the_magic_expands_names():
     ("--pid 0", "--pid"), ("--pid 1,x", "'x' is not one"), ("--pid ''", "--pid"), ("--pid -3", "--pid"),
     ("--match '('", "not a regular expression"), ("--match ''", "empty pattern"),
     ("--timeout 0", "--timeout"), ("--timeout nan", "--timeout"), ("--timeout inf", "--timeout"),
+    ("--timeout 1e9", "up to 86400"),     # poll's and the threads' own limits are far below inf
     ("--pid 1 --match x", "not allowed with"), ("--hostfile a -H b", "not allowed with"),
     ("--bogus", "unrecognized"), ("-H", "expected one argument"), ("'unclosed", "cannot split"),
     ("-H $NOPE", "unknown variable $NOPE"),
@@ -65,3 +66,33 @@ def test_dumps_share_one_deadline_per_host(tmp_path):
     results = dump_all(list(range(1, 34)), str(hung), native=False, timeout=1.0)
     assert time.monotonic() - started < 2.5
     assert len(results) == 33 and {r["fault"] for r in results} == {TIMEOUT}
+
+
+def test_a_dump_that_cannot_start_is_that_processes_fault(monkeypatch, tmp_path):
+    """Only a py-spy that is not there (or not runnable) asks for an install; too many open files
+    is a plain failure, and any other trouble stays the one process's."""
+    import errno
+
+    from mlp_magic.core.pyspy import NO_PYSPY
+    from mlp_magic.stacks import scan
+
+    def start(pid, pyspy, native):
+        if pid == 1:
+            raise OSError(errno.EMFILE, "Too many open files")
+        if pid == 2:
+            raise OSError(errno.ENOENT, "No such file or directory")
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(scan, "_start_dump", start)
+    results = scan.dump_all([1, 2, 3], "/x/py-spy", native=False, timeout=5.0)
+    assert [r["fault"] for r in results] == ["failed", NO_PYSPY, "failed"]
+    assert "Too many open files" in results[0]["error"]
+    assert "RuntimeError: something else" in results[2]["error"]
+
+
+def test_a_host_the_transport_did_not_answer_for_is_listed(monkeypatch):
+    from mlp_magic.stacks.collect import collect
+    from mlp_magic.stacks.options import StacksOptions
+
+    scans = collect(["mlpt-nohost-a"], StacksOptions(timeout=2.0), transport_for=lambda names: lambda *a: [])
+    assert [(s.host, s.error) for s in scans] == [("mlpt-nohost-a", "no answer")]
