@@ -25,7 +25,7 @@ _CO_NEWLOCALS = 0x0002   # a function's code (module and class bodies run in a g
 _BYTES_SHOWN = 24
 _VARIABLE_OPS = {"LOAD_NAME", "STORE_NAME", "DELETE_NAME",
                  "LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"}   # not LOAD_ATTR, IMPORT_FROM, ...
-_STATE: dict = {}        # "failure": the last cell's exception; "hook": the registered callback
+_STATE: dict = {}        # "failure": the last cell's exception; "hook": the registered callback; "shell"
 
 
 class _BoundedRepr(reprlib.Repr):
@@ -71,7 +71,7 @@ def install(shell) -> None:
     """Keep each cell's failure from now on (again at a re-bootstrap: replaced, never stacked)."""
     if "hook" in _STATE:
         shell.events.unregister("post_run_cell", _STATE["hook"])
-    _STATE["hook"] = _after_cell
+    _STATE["hook"], _STATE["shell"] = _after_cell, shell
     shell.events.register("post_run_cell", _after_cell)
 
 
@@ -92,9 +92,7 @@ def _forget_last_failure() -> None:
     sys.last_type = sys.last_value = sys.last_traceback = None
     if hasattr(sys, "last_exc"):   # Python 3.12 on
         sys.last_exc = None
-    from .bootstrap import engine_shell
-
-    formatter = getattr(engine_shell(), "InteractiveTB", None)
+    formatter = getattr(_STATE.get("shell"), "InteractiveTB", None)
     if getattr(formatter, "tb", None) is not None:
         formatter.tb = None
 
