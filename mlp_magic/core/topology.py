@@ -324,7 +324,11 @@ MAX_HOSTFILE_BYTES = 64 << 20   # ~1M hosts' lines: more is not a hostfile
 def _read_text_file(path: str) -> str:
     """A hostfile's text; a pipe or a device (``/dev/zero``) is refused before it is opened
     (opening a FIFO would wait for a writer; reading a device would never end)."""
-    if os.path.exists(path) and not os.path.isdir(path) and not stat.S_ISREG(os.stat(path).st_mode):
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = stat.S_IFREG   # open() below names what is wrong
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise ValueError("not a regular file (a pipe or a device)")
     with open(path, "rb") as handle:
         data = handle.read(MAX_HOSTFILE_BYTES + 1)

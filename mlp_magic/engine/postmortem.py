@@ -9,7 +9,6 @@ succeeds. Cells that inspect (``%%mpirun --post-mortem``, ``%mpirun --where``) b
 from __future__ import annotations
 
 import linecache
-import os
 import reprlib
 import sys
 from itertools import islice
@@ -20,7 +19,6 @@ from ..errors import MlpMagicError
 
 GENERATED_TAG = "# mlp_magic generated: "   # the first line of a cell the kernel wrote
 INSPECT_TAG = GENERATED_TAG + "inspect"
-_OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CO_NEWLOCALS = 0x0002   # a function's code (module and class bodies run in a given namespace)
 _BYTES_SHOWN = 24
 _VARIABLE_OPS = {"LOAD_NAME", "STORE_NAME", "DELETE_NAME",
@@ -114,7 +112,7 @@ def _frames(failure: BaseException) -> list:
     while tb is not None:
         path = tb.tb_frame.f_code.co_filename
         # "<string>": code made by exec (a dataclass's __init__, a namedtuple), not the user's
-        found.append((tb, path != "<string>" and is_user_code(path, (_OWN_PACKAGE,))
+        found.append((tb, path != "<string>" and is_user_code(path)
                       and not _is_generated(path)))
         tb = tb.tb_next
     return found

@@ -15,14 +15,13 @@ Python does before it exits (their output is the script's, not the next cell's).
 from __future__ import annotations
 
 import os
-import site
 import sys
 import threading
 
+from ..core.source_files import is_user_code
 from .bootstrap import engine_shell
 
 _SCRIPT_FOLDERS: list = []     # every folder a script ran from on this rank, in order
-_OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class ScriptExit(Exception):
@@ -87,15 +86,13 @@ def _run(code, namespace: dict, name: str) -> None:
 
 def _forget_modules_from(folders: list) -> None:
     """Drop from sys.modules the plain Python modules loaded from these folders, so that the
-    script imports them afresh; never an installed package's (a folder may hold a virtualenv),
-    an extension module (those cannot be loaded twice) or mlp_magic's own."""
-    roots = [os.path.join(f, "") for f in folders if os.path.dirname(f) != f]   # not "/"
-    kept = [os.path.join(p, "") for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, _OWN_PACKAGE,
-                                          *site.getsitepackages(), site.getusersitepackages()}]
+    script imports them afresh: the user's code only (``core/source_files.is_user_code``: never
+    the standard library, an installed package (a folder may hold a virtualenv) or mlp_magic's
+    own), and no extension module (those cannot be loaded twice)."""
+    roots = tuple(os.path.join(f, "") for f in folders if os.path.dirname(f) != f)   # not "/"
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if (isinstance(path, str) and path.endswith(".py") and path.startswith(tuple(roots))
-                and not path.startswith(tuple(kept)) and "-packages" + os.sep not in path):
+        if isinstance(path, str) and path.endswith(".py") and path.startswith(roots) and is_user_code(path):
             del sys.modules[name]
 
 

@@ -150,5 +150,6 @@ def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None,
         found.update({s.host: s for s in finish(deadline)})
     from ..core.stack_jobs import HostScan
 
-    return [found.get(t.name) or HostScan(t.name, error="no answer") for t in targets
-            if t.name in found or t.name not in local[1:]]   # this machine's other names: one scan
+    also_here = set(local[1:])   # this machine's other names: its one scan is under the first
+    return [found.get(t.name) or HostScan(t.name, error="no answer")
+            for t in targets if t.name not in also_here]

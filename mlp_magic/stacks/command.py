@@ -7,6 +7,9 @@
 Exit status of the command: 0 when every host answered and every process was read, 1 when
 something is listed as not shown (or nothing matched), 2 for bad input, and 1 with one line when
 nothing could be read for a reason with a known fix (py-spy missing, ptrace refused).
+
+The merging and rendering modules are imported where they are used, once the hosts' ssh started
+(they are a third of the command's imports): the handshakes run meanwhile.
 """
 from __future__ import annotations
 
@@ -18,10 +21,6 @@ from collections.abc import Mapping
 from . import StacksFault
 from .collect import collect
 from .options import StacksOptions
-
-
-# The merging and rendering modules are imported once the hosts' ssh started (they are a third
-# of the command's imports): the handshakes run meanwhile.
 
 
 class StacksReport:

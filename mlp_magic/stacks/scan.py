@@ -25,7 +25,7 @@ import sys
 import time
 
 from ..core.proc_ranks import children_of_ranks, is_launcher, is_python, parse_cmdline, parse_environ, rank_of
-from ..core.pyspy import GONE, NO_PYSPY, TIMEOUT, DumpError, classify_failure, parse_dump_json
+from ..core.pyspy import GONE, NO_PYSPY, OTHER, TIMEOUT, DumpError, classify_failure, parse_dump_json
 
 # Kept light: every host starts it (with ``python -I -S``) for each call, so no argparse,
 # concurrent.futures or dataclasses; py-spy processes run side by side, read as each ends.
@@ -144,7 +144,7 @@ def _finish_dump(process, pid: int, deadline: float, timeout: float) -> dict:
     try:
         return {"threads": parse_dump_json(out.decode("utf-8", "replace"), pid)}
     except DumpError as error:
-        return {"fault": "failed", "error": str(error)}
+        return {"fault": OTHER, "error": str(error)}
 
 
 def dump_all(pids: list, pyspy: str, native: bool, timeout: float) -> list:
@@ -165,7 +165,7 @@ def dump_all(pids: list, pyspy: str, native: bool, timeout: float) -> list:
         try:
             process = _start_dump(pid, pyspy, native)
         except OSError as err:   # not there, or not runnable: the fix is py-spy's; else a plain failure
-            fault = NO_PYSPY if err.errno in (errno.ENOENT, errno.EACCES, errno.ENOEXEC) else "failed"
+            fault = NO_PYSPY if err.errno in (errno.ENOENT, errno.EACCES, errno.ENOEXEC) else OTHER
             return {"fault": fault, "error": f"cannot run {pyspy}: {err.strerror or err}"}
         return _finish_dump(process, pid, deadline, timeout)
 
@@ -178,7 +178,7 @@ def dump_all(pids: list, pyspy: str, native: bool, timeout: float) -> list:
             try:
                 results[index] = dump(pids[index])
             except Exception as err:   # one process's trouble stays that process's
-                results[index] = {"fault": "failed", "error": f"{type(err).__name__}: {err}"}
+                results[index] = {"fault": OTHER, "error": f"{type(err).__name__}: {err}"}
 
     workers = [threading.Thread(target=worker, name="mlp-stacks-dump", daemon=True)
                for _ in range(min(PARALLEL, len(pids)))]

@@ -311,9 +311,11 @@ class BackgroundRun:
         try:
             done = self._pending.wait(deadline)
         except KeyboardInterrupt:
-            self.runner.request_interrupt()   # kills the remote commands and the local clients:
-            self._pending.wait(time.monotonic() + STOP_SECONDS)   # before the caller exits (a
-            raise                             # second Ctrl-C cuts this short)
+            # kill the remote commands and the local clients before the caller exits (a second
+            # Ctrl-C cuts the wait short)
+            self.runner.request_interrupt()
+            self._pending.wait(time.monotonic() + STOP_SECONDS)
+            raise
         if not done:
             self.runner.request_interrupt()   # late hosts: stopped, reported as timed out
             if linger:
