@@ -72,7 +72,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except MlpMagicError as exc:
         print("%s: %s" % (PROG, exc), file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:   # Ctrl-C or SIGTERM (``run``): the hosts' commands were stopped
+        print("%s: interrupted" % PROG, file=sys.stderr)
         return 130
     except BrokenPipeError:  # `mlp-magic topo --json | head`: the reader left, nothing to say
         sys.stderr.close()
@@ -93,8 +94,12 @@ def _host_probe_failed(exc: Exception) -> bool:
 def run() -> None:
     """The console script (``mlp-magic``, ``python -m mlp_magic.cli``): ``main`` in a process of
     its own, where ssl can stay out, as in allrun's: no subcommand opens TLS, yet asyncio (the
-    ssh transport) loads libssl and libcrypto just in case, a fifth of a stacks call's own CPU."""
+    ssh transport) loads libssl and libcrypto just in case, a fifth of a stacks call's own CPU.
+    SIGTERM stops the command as a Ctrl-C does: its hosts' processes are stopped first."""
+    from .fanout.ssh.interrupts import terminate_as_interrupt
+
     sys.modules.setdefault("ssl", None)
+    terminate_as_interrupt()
     sys.exit(main())
 
 

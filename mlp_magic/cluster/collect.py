@@ -126,8 +126,14 @@ class StateCollector:
             return list(self.inventories)
         deadline = time.monotonic() + timeout + 1.0
         over_ssh = self._start_ssh_collect(world, topology, names) if mode == "all" else None
-        known = self.inventories + (self._engine_inventories(world, topology, names) if mode == "all" else [])
-        tried = over_ssh.result(deadline, []) if over_ssh is not None else []
+        try:
+            engines = self._engine_inventories(world, topology, names) if mode == "all" else []
+            known = self.inventories + engines
+            tried = list(over_ssh.finish(deadline).values()) if over_ssh is not None else []
+        except BaseException:   # Ctrl-C, SIGTERM: the hosts' ssh clients go too
+            if over_ssh is not None:
+                over_ssh.stop()
+            raise
         return known + tried + self._local_probe(topology, names, known, tried, deadline)
 
     def _engine_inventories(self, world: Any, topology: Any, names: frozenset) -> List[HostGpus]:
@@ -143,19 +149,18 @@ class StateCollector:
         return list(collect_from_world(world, self.options.timeout, skip=skip).values())
 
     def _start_ssh_collect(self, world: Any, topology: Any, names: frozenset):
-        """Probe the hosts no World engine and no given inventory covers, over ssh (this machine
-        in-process), while the engines answer; None when there are none."""
+        """Start probing the hosts no World engine and no given inventory covers, over ssh (this
+        machine in-process), while the engines answer: an Underway, or None when there are none."""
         given = {host_key(g.host, names) for g in self.inventories}
         covered = {host_key(row.host, names) for row in world.layout} if world is not None else set()
         hosts = [h for h in topology.hosts if host_key(h.name, names) not in given | covered]
         if not hosts:
             return None
-        from ..gpu.collect import collect_over_ssh
+        from ..gpu.collect import start_over_ssh
 
         options = self.options
-        return in_background(lambda: list(collect_over_ssh(
-            hosts, ssh=options.ssh, timeout=options.timeout, connect_timeout=options.timeout,
-            local_names=names, env=options.env).values()), "mlp-cluster-collect")
+        return start_over_ssh(hosts, ssh=options.ssh, timeout=options.timeout,
+                              connect_timeout=options.timeout, local_names=names, env=options.env)
 
     def _local_probe(self, topology: Any, names: frozenset, known: List[HostGpus], tried: List[HostGpus],
                      deadline: float) -> List[HostGpus]:

@@ -21,6 +21,9 @@ class Pending:
     def __init__(self, work: Callable, name: str):
         self._value = _MISSING
         self.error: BaseException | None = None
+        # Waited on, not the thread: a Ctrl-C that interrupts Thread.join() marks a live thread
+        # as ended in CPython 3.11 (gh-90882), and every later join returns at once.
+        self._ended = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(work,), name=name, daemon=True)
         self._thread.start()
 
@@ -29,11 +32,12 @@ class Pending:
             self._value = work()
         except BaseException as error:  # handed to the waiting thread, never lost in this one
             self.error = error
+        finally:
+            self._ended.set()
 
     def wait(self, deadline: float) -> bool:
         """Block until the work ended or ``deadline`` (``time.monotonic()``); True when it ended."""
-        self._thread.join(max(0.0, deadline - time.monotonic()))
-        return not self._thread.is_alive()
+        return self._ended.wait(max(0.0, deadline - time.monotonic()))
 
     def result(self, deadline: float, default=None):
         """The work's value, or ``default`` when it failed or had not ended by ``deadline``."""

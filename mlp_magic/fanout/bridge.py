@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable  # not typing: its import slows the allrun CLI's start
 
 from ..core.results import HostResult
-from .interrupts import InterruptsDeferred, dropped_interrupt
+from .ssh.interrupts import InterruptsDeferred, dropped_interrupt
 
 LIVE_BACKLOG = 20000   # live lines waiting for the display; more are not shown live
 

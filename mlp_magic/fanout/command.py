@@ -10,7 +10,7 @@ import signal
 import sys
 
 from ..errors import MlpMagicError
-from .interrupts import InterruptsDeferred, notice_dropped_interrupts
+from .ssh.interrupts import InterruptsDeferred, notice_dropped_interrupts, terminate_as_interrupt
 
 # Host prefix colours for live lines, cycled by host position (no red: it means failure).
 _PALETTE = ("\x1b[36m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[34m", "\x1b[96m", "\x1b[92m", "\x1b[93m")
@@ -40,16 +40,9 @@ class LivePrinter:
         out.flush()
 
 
-def _terminate_as_interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def main(argv: list | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # stop the hosts' commands too
-    except ValueError:
-        pass   # not the main thread (main() called from a program's thread): not ours to handle
+    terminate_as_interrupt()   # stop the hosts' commands too
     # Until the run's own loop waits, a Ctrl-C is recorded, not raised (see InterruptsDeferred);
     # meanwhile the hosts' processes start, then asyncio is imported while they shake hands.
     with InterruptsDeferred() as deferred:

@@ -16,13 +16,14 @@ import json
 import shlex
 import sys
 import time
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 from .. import config
 from ..core.deadline import in_background
 from ..core.local_names import stays_here, this_machine_names
 from ..core.results import HostResult, why_no_answer
 from ..errors import MlpMagicError
+from ..fanout.ssh.underway import Underway, start_all
 from .model import HostGpus
 
 # The engine gets this share of the timeout for its own probe, so that a slow driver on a
@@ -159,7 +160,7 @@ def inventory_from_result(result: HostResult, timeout: float) -> HostGpus:
     return parse_topo_answer(result.host, result.stdout) if why is None else _failed(result.host, why)
 
 
-def _start_local(names: Sequence[str], timeout: float) -> Callable[[float], Dict[str, HostGpus]]:
+def _start_local(names: Sequence[str], timeout: float) -> Underway:
     """Probe this machine once (in a thread), reported under each of its names."""
     from .probe import probe_local
 
@@ -174,13 +175,13 @@ def _start_local(names: Sequence[str], timeout: float) -> Callable[[float], Dict
             return {name: _failed(name, why) for name in names}
         return {name: HostGpus.from_dict(dict(found.to_dict(), host=name)) for name in names}
 
-    return finish
+    return Underway(finish)
 
 
 def _start_remote(targets: Sequence[Any], ssh: Any, env: Optional[Mapping[str, str]], python: str,
-                  timeout: float, connect_timeout: float, fanout: int) -> Callable:
-    """Run the topo command on every target over ssh (in a thread with its own event loop); the
-    returned function takes a deadline and gives {host: HostGpus}."""
+                  timeout: float, connect_timeout: float, fanout: int) -> Underway:
+    """Run the topo command on every target over ssh (in a thread with its own event loop); its
+    finish takes a deadline and gives {host: HostGpus}."""
     from ..fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
 
     names = [t.name for t in targets]
@@ -191,7 +192,7 @@ def _start_remote(targets: Sequence[Any], ssh: Any, env: Optional[Mapping[str, s
         runner = HostRunner(targets, topo_command(python, timeout * PROBE_SHARE), options)
     except MlpMagicError as exc:  # no ssh client, or an --ssh that cannot be split: each remote host says
         why = str(exc)
-        return lambda deadline: {name: _failed(name, why) for name in names}
+        return Underway(lambda deadline: {name: _failed(name, why) for name in names})
     pending = BackgroundRun(runner, "mlp-gpu-collect")
 
     def finish(deadline: float) -> Dict[str, HostGpus]:
@@ -200,14 +201,15 @@ def _start_remote(targets: Sequence[Any], ssh: Any, env: Optional[Mapping[str, s
             return {name: _failed(name, "ssh transport: %s" % _one_line(pending.error)) for name in names}
         return {r.host: inventory_from_result(r, timeout) for r in list(runner.results)}
 
-    return finish
+    return Underway(finish, pending.stop)
 
 
-def collect_over_ssh(hosts: Iterable[Any], *, ssh: Any = None, timeout: float = 5.0,
-                     connect_timeout: float = 5.0, python: Optional[str] = None,
-                     local_names: Optional[Iterable[str]] = None, fanout: int = 64,
-                     env: Optional[Mapping[str, str]] = None) -> Dict[str, HostGpus]:
-    """host name -> HostGpus for every host, in the order given, within about ``timeout`` s.
+def start_over_ssh(hosts: Iterable[Any], *, ssh: Any = None, timeout: float = 5.0,
+                   connect_timeout: float = 5.0, python: Optional[str] = None,
+                   local_names: Optional[Iterable[str]] = None, fanout: int = 64,
+                   env: Optional[Mapping[str, str]] = None) -> Underway:
+    """Start asking every host: an Underway whose ``finish(deadline)`` gives host name ->
+    HostGpus for every host (``collect_over_ssh`` waits for it; ``stop()`` stops its ssh).
 
     ``hosts``: names (``[user@]name``) or topology.Host objects (``name``, ``user``, ``port``).
     Each remote host runs ``python -m mlp_magic.cli topo --json`` (``python``: this
@@ -224,18 +226,28 @@ def collect_over_ssh(hosts: Iterable[Any], *, ssh: Any = None, timeout: float = 
         raise MlpMagicError("GPU collect: timeout must be positive, got %r" % (timeout,))
     if not connect_timeout or connect_timeout <= 0:
         raise MlpMagicError("GPU collect: connect timeout must be positive, got %r" % (connect_timeout,))
-    deadline = time.monotonic() + timeout
     targets = as_targets(list(hosts))
     names = this_machine_names() if local_names is None else frozenset(n.lower() for n in local_names)
     local = [t.name for t in targets if stays_here(t.name, t.port, names)]
     remote = [t for t in targets if not stays_here(t.name, t.port, names)]
-    finishers = []
+    starts = []
     if remote:
-        finishers.append(_start_remote(remote, ssh, env, python or sys.executable, timeout, connect_timeout,
-                                       fanout))
+        starts.append(lambda: _start_remote(remote, ssh, env, python or sys.executable, timeout,
+                                            connect_timeout, fanout))
     if local:
-        finishers.append(_start_local(local, timeout))
-    found: Dict[str, HostGpus] = {}
-    for finish in finishers:
-        found.update(finish(deadline))
-    return {t.name: found[t.name] for t in targets}
+        starts.append(lambda: _start_local(local, timeout))
+    parts = start_all(starts)
+
+    def finish(deadline: float) -> Dict[str, HostGpus]:
+        found = parts.finish(deadline)
+        return {t.name: found[t.name] for t in targets}
+
+    return Underway(finish, parts.stop)
+
+
+def collect_over_ssh(hosts: Iterable[Any], **options: Any) -> Dict[str, HostGpus]:
+    """host name -> HostGpus for every host, in the order given, within about ``timeout`` s
+    (``start_over_ssh``'s options)."""
+    started = time.monotonic()
+    underway = start_over_ssh(hosts, **options)
+    return underway.finish(started + options.get("timeout", 5.0))

@@ -19,6 +19,7 @@ from ..core.deadline import in_background
 from ..core.local_names import stays_here, this_machine_names
 from ..core.results import why_no_answer
 from ..errors import MlpMagicError
+from ..fanout.ssh.underway import Underway, finish_all
 from . import scan
 from .options import StacksOptions
 
@@ -48,25 +49,25 @@ def scan_command(options: StacksOptions, python: str | None = None, pyspy: str |
     return shlex.join([python or sys.executable, "-I", "-S", "-c", start, *args])
 
 
-def _start_local(names: list, options: StacksOptions):
+def _start_local(names: list, options: StacksOptions) -> Underway:
     selection = scan.Selection(options.pids, options.match)
     pending = in_background(lambda: scan.scan(selection, options.native, options.timeout * DUMP_SHARE),
                             "mlp-stacks-local")
 
-    def finish(deadline: float) -> list:
+    def finish(deadline: float) -> dict:
         from ..core.stack_jobs import HostScan, scan_from_lines
 
         lines = pending.result(deadline)
         if lines is None:
             why = (f"local scan: {pending.error!r}" if pending.error is not None
                    else f"timeout: no answer within {options.timeout:g} s")
-            return [HostScan(names[0], error=why)]
-        return [scan_from_lines(names[0], lines)]
+            return {names[0]: HostScan(names[0], error=why)}
+        return {names[0]: scan_from_lines(names[0], lines)}
 
-    return finish
+    return Underway(finish)   # (its py-spys end by themselves, each within its own time limit)
 
 
-def _start_remote(targets: list, options: StacksOptions, env: Mapping | None):
+def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) -> Underway:
     """Every host's ssh starts now (before asyncio and the runner are imported, as the allrun
     command does: the handshakes overlap the rest of the start); the runner follows them."""
     from ..fanout.ssh.spawn import Launch
@@ -91,37 +92,37 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None):
         raise
     pending = BackgroundRun(runner, "mlp-stacks-ssh")
 
-    def finish(deadline: float) -> list:
+    def finish(deadline: float) -> dict:
         from ..core.stack_jobs import HostScan
 
         pending.wait(deadline, linger=5.0)   # the late hosts' results then say "interrupted"
         if pending.error is not None:
-            return [HostScan(name, error=f"ssh transport: {pending.error}") for name in names]
+            return {name: HostScan(name, error=f"ssh transport: {pending.error}") for name in names}
         return _scans_of(list(runner.results), options)
 
-    return finish
+    return Underway(finish, pending.stop)
 
 
-def _start_via(targets: list, options: StacksOptions, transport):
+def _start_via(targets: list, options: StacksOptions, transport) -> Underway:
     """Through ``transport`` (a live World's engines, one per host: no ssh, a message round trip);
     it runs when the caller finishes, after this machine's own scan started."""
     command = scan_command(options, pyspy=scan.find_pyspy())
 
-    def finish(deadline: float) -> list:
+    def finish(deadline: float) -> dict:
         return _scans_of(transport([t.name for t in targets], command, options.timeout, None), options)
 
-    return finish
+    return Underway(finish)
 
 
-def _scans_of(results: list, options: StacksOptions) -> list:
-    """A HostScan per host's answer (core/results.HostResult): its scan, or why there is none."""
+def _scans_of(results: list, options: StacksOptions) -> dict:
+    """{host: HostScan} of the hosts' answers (core/results.HostResult): a scan, or why none."""
     from ..core.stack_jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)
 
-    found = []
+    found = {}
     for result in results:
         why = why_no_answer(result, options.timeout)
-        found.append(parse_scan(result.host, result.stdout) if why is None
-                     else HostScan(result.host, error=why))
+        found[result.host] = (parse_scan(result.host, result.stdout) if why is None
+                              else HostScan(result.host, error=why))
     return found
 
 
@@ -137,17 +138,15 @@ def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None,
     names = this_machine_names()
     local = [t.name for t in targets if stays_here(t.name, t.port, names)]
     remote = [t for t in targets if not stays_here(t.name, t.port, names)]
-    finishers = []
     transport = transport_for([t.name for t in remote]) if remote and transport_for else None
+    starts = []
     if transport is not None:
-        finishers.append(_start_via(remote, options, transport))
+        starts.append(lambda: _start_via(remote, options, transport))
     elif remote:
-        finishers.append(_start_remote(remote, options, env))
+        starts.append(lambda: _start_remote(remote, options, env))
     if local:
-        finishers.append(_start_local(local, options))
-    found = {}
-    for finish in finishers:
-        found.update({s.host: s for s in finish(deadline)})
+        starts.append(lambda: _start_local(local, options))
+    found = finish_all(starts, deadline)
     from ..core.stack_jobs import HostScan
 
     also_here = set(local[1:])   # this machine's other names: its one scan is under the first

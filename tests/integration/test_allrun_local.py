@@ -153,7 +153,7 @@ def test_ctrl_c_at_any_moment_of_the_start_up_leaves_nothing_running(after):
 def test_a_ctrl_c_that_cpython_drops_is_noticed(noticed):
     """CPython drops a KeyboardInterrupt raised in a finalizer ("Exception ignored in"); the CLI
     notices it, and the next deferral reports it as asked."""
-    code = ("from mlp_magic.fanout.interrupts import InterruptsDeferred, notice_dropped_interrupts\n"
+    code = ("from mlp_magic.fanout.ssh.interrupts import InterruptsDeferred, notice_dropped_interrupts\n"
             f"if {noticed}:\n    notice_dropped_interrupts()\n"
             "class Finalized:\n    def __del__(self):\n        raise KeyboardInterrupt\n"
             "with InterruptsDeferred() as deferred:\n"

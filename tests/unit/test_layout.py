@@ -157,7 +157,7 @@ STDLIB_AT_IMPORT = {
 }
 STDLIB_AT_START = STDLIB_AT_IMPORT | {"collections.abc", "errno", "math", "resource", "shlex"}
 OURS_AT_IMPORT = {"mlp_magic", "mlp_magic.errors", "mlp_magic.fanout", "mlp_magic.fanout.command",
-                  "mlp_magic.fanout.interrupts"}
+                  "mlp_magic.fanout.ssh", "mlp_magic.fanout.ssh.interrupts"}
 OURS_AT_START = OURS_AT_IMPORT | {
     "mlp_magic.config", "mlp_magic.core", "mlp_magic.core.hostfile", "mlp_magic.core.local_names",
     "mlp_magic.core.ranges", "mlp_magic.core.records", "mlp_magic.core.results",

@@ -311,16 +311,19 @@ class BackgroundRun:
         try:
             done = self._pending.wait(deadline)
         except KeyboardInterrupt:
-            # kill the remote commands and the local clients before the caller exits (a second
-            # Ctrl-C cuts the wait short)
-            self.runner.request_interrupt()
-            self._pending.wait(time.monotonic() + STOP_SECONDS)
+            self.stop()
             raise
         if not done:
             self.runner.request_interrupt()   # late hosts: stopped, reported as timed out
             if linger:
                 self._pending.wait(time.monotonic() + linger)
         return done
+
+    def stop(self) -> None:
+        """Kill the remote commands and the local clients before the caller gives up on the run
+        (Ctrl-C: a second one cuts this wait short)."""
+        self.runner.request_interrupt()
+        self._pending.wait(time.monotonic() + STOP_SECONDS)
 
 
 def _launch(targets: list, command: str, options: RunOptions) -> Launch:

@@ -29,3 +29,26 @@ def test_several_run_at_once_against_one_deadline():
     assert [p.result(deadline) for p in pendings] == list(range(5))
     assert time.monotonic() - started < 1.2   # overlapping, not one after another
     assert all(p.wait(deadline) for p in pendings)
+
+
+def test_a_ctrl_c_during_the_wait_leaves_the_work_running_and_waitable():
+    """A Ctrl-C interrupting the wait must not make unfinished work look finished: the caller
+    then stops it and waits for that (a CPython 3.11 Thread.join interrupted so would report the
+    thread as ended, and the command exited with its ssh clients still running)."""
+    import os
+    import signal
+
+    release = threading.Event()
+    pending = in_background(lambda: "done" if release.wait(30) else "late")
+    ctrl_c = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT))
+    ctrl_c.start()
+    try:
+        pending.wait(time.monotonic() + 10)
+        raise AssertionError("the Ctrl-C did not reach the wait")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        ctrl_c.cancel()
+    assert pending.wait(time.monotonic() + 0.2) is False   # still running
+    release.set()
+    assert pending.result(time.monotonic() + 5) == "done"

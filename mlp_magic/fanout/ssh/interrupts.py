@@ -40,6 +40,20 @@ class InterruptsDeferred:
         return False
 
 
+def terminate_as_interrupt() -> None:
+    """For a command-line process: SIGTERM (``kill``, a job scheduler) raises KeyboardInterrupt
+    in the main thread, so that the command stops its hosts' commands and its own children as
+    after a Ctrl-C instead of dying with them left running."""
+    try:
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+    except ValueError:
+        pass   # not the main thread (main() called from a program's thread): not ours to handle
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 _dropped = {"count": 0}   # KeyboardInterrupts CPython dropped, not yet acted on
 
 

@@ -1,0 +1,59 @@
+"""``mlp-magic`` stopped by Ctrl-C or SIGTERM while its hosts' ssh clients run (stacks, status,
+topo --host): the real console script, real child processes. The ssh client is a stand-in that
+never connects (it sleeps, as a client waiting on a silent host does), so the hosts are
+documentation addresses that nothing is ever sent to."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from .test_allrun_local import local_env, processes_running, wait_gone
+
+HOSTS = "192.0.2.1,192.0.2.2"   # TEST-NET-1: the stand-in client never reaches for them
+COMMANDS = {"stacks": (["stacks", "-H", HOSTS, "--timeout", "60"], 2),
+            "status": (["status", "-H", HOSTS, "--timeout", "60"], 2),
+            "topo": (["topo", "--host", "192.0.2.1", "--timeout", "60"], 1)}
+
+
+def console_script() -> list:
+    script = os.path.join(os.path.dirname(sys.executable), "mlp-magic")
+    return [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "mlp_magic.cli"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("later", [0.0, 0.4])
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_stopped_command_leaves_no_ssh_client_running(tmp_path, name, sig, later):
+    """Its ssh clients are stopped before it exits: exit 130, one line, nothing left behind.
+    (Before: the clients ran on, orphaned, until their own end; a Ctrl-C that interrupted the
+    wait on the ssh thread made that thread look finished, status waited on its ssh from a
+    thread nobody stopped, and SIGTERM was not handled.)"""
+    args, clients = COMMANDS[name]
+    sleep = f"sleep {100 + list(COMMANDS).index(name) + later + (0.01 if sig == signal.SIGTERM else 0):.2f}"
+    client = tmp_path / "ssh"
+    client.write_text(f"#!/bin/sh\nexec {sleep}\n")
+    client.chmod(0o755)
+    proc = subprocess.Popen([*console_script(), *args], env=local_env(MLP_MAGIC_SSH=str(client)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while len(processes_running(sleep)) < clients and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(processes_running(sleep)) == clients, "the stand-in ssh clients did not start"
+        time.sleep(later)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        left = wait_gone(sleep, 2.0)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], f"ssh clients left running after {signal.Signals(sig).name}"
+    assert proc.returncode == 130 and err == "mlp-magic: interrupted\n", (proc.returncode, err)
