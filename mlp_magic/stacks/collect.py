@@ -27,6 +27,10 @@ from .options import StacksOptions
 # process's fault before its host is given up.
 DUMP_SHARE = 0.5
 CONNECT_SECONDS = 5.0
+# Hosts asked at once: every host of a job up to this many (512 ranks are 64 hosts of 8); beyond,
+# each further host starts as one ends, inside the same deadline. Thousands of ssh clients at
+# once would only fight for this machine's cores and memory.
+AT_ONCE = 256
 MAX_ANSWER_BYTES = 64 << 20
 SCANNER = "mlp_magic.stacks.scan"
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -69,7 +73,8 @@ def _start_local(names: list, options: StacksOptions) -> Underway:
 
 def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) -> Underway:
     """Every host's ssh starts now (before asyncio and the runner are imported, as the allrun
-    command does: the handshakes overlap the rest of the start); the runner follows them."""
+    command does: the handshakes overlap the rest of the start); the runner follows them. Over
+    ``AT_ONCE`` hosts, the runner starts them, that many at a time."""
     from ..fanout.ssh.spawn import Launch
 
     names = [t.name for t in targets]
@@ -80,11 +85,13 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) ->
                         local=False)
     except MlpMagicError as err:   # no ssh client, or an --ssh that cannot be split
         raise MlpMagicError(f"stacks {err}") from None   # (its message starts with "--ssh:")
-    launch.start_all()
+    fanout = min(len(targets), AT_ONCE)
+    if fanout == len(targets):
+        launch.start_all()
     try:
         from ..fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
 
-        run_options = RunOptions(ssh=launch.ssh, fanout=len(targets), timeout=options.timeout, local=False,
+        run_options = RunOptions(ssh=launch.ssh, fanout=fanout, timeout=options.timeout, local=False,
                                  max_bytes=MAX_ANSWER_BYTES, connect_timeout=connect)
         runner = HostRunner(targets, command, run_options, launch=launch)
     except BaseException:

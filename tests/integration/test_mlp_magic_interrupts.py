@@ -57,3 +57,36 @@ def test_a_stopped_command_leaves_no_ssh_client_running(tmp_path, name, sig, lat
             os.kill(pid, signal.SIGKILL)
     assert left == [], f"ssh clients left running after {signal.Signals(sig).name}"
     assert proc.returncode == 130 and err == "mlp-magic: interrupted\n", (proc.returncode, err)
+
+
+def test_many_hosts_are_asked_a_bounded_number_at_a_time_within_the_deadline(tmp_path):
+    """300 silent hosts: at most stacks' AT_ONCE ssh clients at a time, the whole call within its
+    --timeout (plus the second of slack), every host listed. (Before: every client started at
+    once, each start slower than the last, and 2,000 hosts took 8 s of a 2 s timeout.)"""
+    from mlp_magic.stacks.collect import AT_ONCE
+
+    sleep = "sleep 99.75"
+    client = tmp_path / "ssh"
+    client.write_text(f"#!/bin/sh\nexec {sleep}\n")
+    client.chmod(0o755)
+    started = time.monotonic()
+    proc = subprocess.Popen([*console_script(), "stacks", "-H", "192.0.2.[1-250],198.51.100.[1-50]",
+                             "--timeout", "2"], env=local_env(MLP_MAGIC_SSH=str(client)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    most = 0
+    try:
+        while proc.poll() is None and time.monotonic() - started < 30:
+            most = max(most, len(processes_running(sleep)))
+            time.sleep(0.05)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for pid in wait_gone(sleep, 5.0):
+            os.kill(pid, signal.SIGKILL)
+    took = time.monotonic() - started
+    assert proc.returncode == 1, err
+    assert out.count(": timeout: no answer within 2 s") == 300, out[-500:]
+    assert 0 < most <= AT_ONCE < 300
+    assert took < 2 + 1 + 2.5, f"{took:.1f} s for a 2 s timeout"

@@ -115,3 +115,26 @@ def test_a_libc_without_posix_spawn_setsid_falls_back_to_subprocess(monkeypatch)
     sid, pid = out.split()
     assert (code, sid) == (0, pid) and spawning.posix_spawn_usable is False
     assert set(os.listdir("/proc/self/fd")) == before
+
+
+def test_starting_many_hosts_lists_our_descriptors_once_and_each_child_has_only_stdio(monkeypatch):
+    """Listing /proc/self/fd for each start made the starts of N hosts cost N² (their pipes are
+    listed again and again: 7 s for 2,000 hosts); start_all lists them once. Each child still
+    gets descriptors 0-2 only, an inherited one included."""
+    if not spawning.posix_spawn_usable:
+        pytest.skip("posix_spawn cannot start allrun's processes here")
+    listed = []
+    real = spawning.inheritable_descriptors
+    monkeypatch.setattr(spawning, "inheritable_descriptors", lambda: listed.append(1) or real())
+    inheritable = os.open(os.devnull, os.O_RDONLY)
+    os.set_inheritable(inheritable, True)
+    try:
+        launch = Launch([f"host{i}" for i in range(20)], "true", ssh=["sh", "-c", "ls /proc/$$/fd", "ssh"],
+                        local=False)
+        launch.start_all()
+    finally:
+        os.close(inheritable)
+    assert len(listed) == 1
+    for index in range(20):
+        code, out, _ = finish(launch.start(index))
+        assert code == 0 and sorted(int(fd) for fd in out.split()) == [0, 1, 2], out

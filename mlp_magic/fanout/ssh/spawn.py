@@ -47,7 +47,8 @@ class Spawned:
 posix_spawn_usable = hasattr(os, "posix_spawn") and os.path.isdir("/proc/self/fd")
 
 
-def spawn(argv: list, stdin_path: str | None = None, stdin_pipe: bool = False):
+def spawn(argv: list, stdin_path: str | None = None, stdin_pipe: bool = False,
+          inherited: list | None = None):
     """Start ``argv`` in a session of its own (a terminal's Ctrl-C reaches us, not it) with
     stdout and stderr on pipes, stdin from ``stdin_path``, a pipe, or /dev/null; a Spawned (or,
     where posix_spawn cannot do all that, a subprocess.Popen: the same interface).
@@ -57,11 +58,14 @@ def spawn(argv: list, stdin_path: str | None = None, stdin_pipe: bool = False):
     As with subprocess, the child gets a session of its own, SIGPIPE (which Python ignores) back
     at its default, and descriptors 0-2 only: the others that it would inherit are listed just
     before the start and closed in the child. One that another thread makes inheritable in
-    between would leak (subprocess has no such window); ssh closes any it inherits itself."""
+    between would leak (subprocess has no such window); ssh closes any it inherits itself.
+    ``inherited``: that list, made once for many starts in a row (``inheritable_descriptors``):
+    listing them for each start costs time in proportion to the pipes already open, which made
+    the starts of 2,000 hosts quadratic (7 s)."""
     global posix_spawn_usable
     if posix_spawn_usable:
         try:
-            return _posix_spawn(argv, stdin_path, stdin_pipe)
+            return _posix_spawn(argv, stdin_path, stdin_pipe, inherited)
         except NotImplementedError:   # a libc without POSIX_SPAWN_SETSID, or /proc went away
             posix_spawn_usable = False
     return _popen(argv, stdin_path, stdin_pipe)
@@ -79,7 +83,7 @@ def _popen(argv: list, stdin_path: str | None, stdin_pipe: bool):
             stdin.close()   # the child has its own copy
 
 
-def _posix_spawn(argv: list, stdin_path: str | None, stdin_pipe: bool) -> Spawned:
+def _posix_spawn(argv: list, stdin_path: str | None, stdin_pipe: bool, inherited: list | None) -> Spawned:
     program = find_program(argv[0])
     if program is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
@@ -94,7 +98,8 @@ def _posix_spawn(argv: list, stdin_path: str | None, stdin_pipe: bool) -> Spawne
         err_read, err_write = _pipe(ours, theirs)
         stdio = (child_in, out_write, err_write)
         placed = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(stdio)]
-        closed = [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_descriptors()]
+        inherited = inheritable_descriptors() if inherited is None else inherited
+        closed = [(os.POSIX_SPAWN_CLOSE, fd) for fd in inherited]
         pid = os.posix_spawn(program, argv, os.environ, file_actions=placed + closed, setsid=True,
                              setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
     except BaseException:
@@ -108,10 +113,10 @@ def _posix_spawn(argv: list, stdin_path: str | None, stdin_pipe: bool) -> Spawne
     return Spawned(pid, stdin, open(out_read, "rb", buffering=0), open(err_read, "rb", buffering=0))
 
 
-def _inheritable_descriptors() -> list[int]:
+def inheritable_descriptors() -> list[int]:
     """Our descriptors above 2 that a child would inherit. Python makes the ones it opens
     close-on-exec, but not the ones this process inherited itself (from a shell, a notebook
-    server), nor any a library marked inheritable."""
+    server), nor any a library marked inheritable. (Raises NotImplementedError without /proc.)"""
     try:
         names = os.listdir("/proc/self/fd")
     except OSError:   # /proc went away since the start: spawn() falls back to subprocess
@@ -222,8 +227,13 @@ class Launch:
         """Start every host now (the caller runs them all at once: fanout >= hosts)."""
         raise_nofile_limit(8 * len(self.targets) + 256)
         try:
+            # listed once: the pipes opened meanwhile are ours, close-on-exec
+            inherited = inheritable_descriptors() if posix_spawn_usable else None
+        except NotImplementedError:
+            inherited = None
+        try:
             for index in range(len(self.targets)):
-                process = self._spawn(index)
+                process = self._spawn(index, inherited)
                 with self._lock:
                     self.started[index] = process
         except BaseException:
@@ -254,10 +264,10 @@ class Launch:
                 if pipe is not None:
                     pipe.close()
 
-    def _spawn(self, index: int):
+    def _spawn(self, index: int, inherited: list | None = None):
         try:
             self.started_at[index] = time.monotonic()
-            return spawn(self.argv(index), self.stdin_path, stdin_pipe=self.waits_for_go)
+            return spawn(self.argv(index), self.stdin_path, stdin_pipe=self.waits_for_go, inherited=inherited)
         except OSError as error:
             if self.stdin_path and error.filename == self.stdin_path:
                 raise MlpMagicError(f"cannot read {self.stdin_path!r}: {error.strerror}") from None
