@@ -34,6 +34,7 @@ _PYTHON = re.compile(r"^(python|pypy)[0-9.]*[a-z]?$")
 # Launchers carry a job's variables too (or start it) but run no rank's code.
 _LAUNCHERS = re.compile(r"^(mpiexec|mpirun|orterun|prterun|prted|orted|hydra_pmi_proxy|mpiexec\.hydra"
                         r"|srun|slurmstepd|torchrun)$")
+STACKS_SCANNER = "mlp_magic.stacks.scan"   # the per-host scanner, named in its ``python -c`` text
 _LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "torch.distributed.elastic")
 _NUMBER = re.compile(r"[0-9]{1,9}")
 
@@ -112,6 +113,18 @@ def is_launcher(argv: Sequence[str]) -> bool:
     words = list(argv[1:4])
     return any(module in words or f"{module}.__main__" in words for module in _LAUNCHER_MODULES) or any(
         w.rsplit("/", 1)[-1] == "torchrun" for w in words[:2])
+
+
+def is_stacks_tool(argv: Sequence[str]) -> bool:
+    """``mlp-magic stacks`` (its console script, or ``python -m mlp_magic.cli stacks``) and its
+    per-host scanner: never a process to dump (``--match stacks`` would otherwise show the
+    command itself, reached over ssh)."""
+    words = list(argv[:6])
+    if any(STACKS_SCANNER in word for word in argv[1:6]):
+        return True
+    if "stacks" not in words:
+        return False
+    return any(w.rsplit("/", 1)[-1] == "mlp-magic" for w in words[:2]) or "mlp_magic.cli" in words
 
 
 def children_of_ranks(processes: Mapping[int, tuple]) -> dict:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from .. import config
 from ..core.deadline import in_background
 from ..core.local_names import stays_here, this_machine_names
+from ..core.proc_ranks import STACKS_SCANNER
 from ..core.results import why_no_answer
 from ..errors import MlpMagicError
 from ..fanout.ssh.underway import Underway, finish_all
@@ -32,7 +33,6 @@ CONNECT_SECONDS = 5.0
 # once would only fight for this machine's cores and memory.
 AT_ONCE = 256
 MAX_ANSWER_BYTES = 64 << 20
-SCANNER = "mlp_magic.stacks.scan"
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -49,7 +49,8 @@ def scan_command(options: StacksOptions, python: str | None = None, pyspy: str |
         args += ["--pyspy", pyspy]
     # -I -S: none of the host's PYTHON* settings or site-packages (the scanner needs the standard
     # library and this package only); -c, not -m: runpy's imports cost more than the scan's own.
-    start = f"import sys; sys.path.insert(0, {PACKAGE_ROOT!r}); from {SCANNER} import main; sys.exit(main())"
+    start = (f"import sys; sys.path.insert(0, {PACKAGE_ROOT!r}); "
+             f"from {STACKS_SCANNER} import main; sys.exit(main())")
     return shlex.join([python or sys.executable, "-I", "-S", "-c", start, *args])
 
 

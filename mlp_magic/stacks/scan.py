@@ -24,7 +24,8 @@ import subprocess
 import sys
 import time
 
-from ..core.proc_ranks import children_of_ranks, is_launcher, is_python, parse_cmdline, parse_environ, rank_of
+from ..core.proc_ranks import (children_of_ranks, is_launcher, is_python, is_stacks_tool, parse_cmdline,
+                               parse_environ, rank_of)
 from ..core.pyspy import GONE, NO_PYSPY, OTHER, TIMEOUT, DumpError, classify_failure, parse_dump_json
 
 # Kept light: every host starts it (with ``python -I -S``) for each call, so no argparse,
@@ -74,7 +75,7 @@ class Selection:
 
     def wants(self, info: dict) -> bool:
         argv, rank = info["argv"], info["rank"]
-        if not info["python"] or is_launcher(argv):
+        if not info["python"] or is_launcher(argv) or is_stacks_tool(argv):
             return False
         if self.match is not None:
             return bool(self.match.search(" ".join(argv)))

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlp_magic.core.proc_ranks import (RankInfo, children_of_ranks, is_launcher, is_python, parse_cmdline,
-                                       parse_environ, rank_of)
+from mlp_magic.core.proc_ranks import (RankInfo, children_of_ranks, is_launcher, is_python, is_stacks_tool,
+                                       parse_cmdline, parse_environ, rank_of)
 
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True)
 values = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=20)
@@ -113,6 +113,21 @@ def test_is_python(exe, argv, expected):
 ])
 def test_is_launcher(argv, expected):
     assert is_launcher(argv) is expected
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["/venv/bin/python", "/venv/bin/mlp-magic", "stacks", "--match", "train"], True),
+    (["python3", "-m", "mlp_magic.cli", "stacks", "-H", "w1"], True),
+    (["/usr/bin/python3", "-I", "-S", "-c",
+      "import sys; sys.path.insert(0, '/x'); from mlp_magic.stacks.scan import main; sys.exit(main())",
+      "--match", "train"], True),
+    (["/venv/bin/python", "/venv/bin/mlp-magic", "status"], False),
+    (["python", "train.py", "--stage", "stacks"], False),
+    (["python", "-c", "print('mlp_magic.stacks.scan')"][:1], False),
+    ([], False),
+])
+def test_is_stacks_tool(argv, expected):
+    assert is_stacks_tool(argv) is expected
 
 
 def test_children_of_ranks_follow_the_parent_chain_within_a_job():

@@ -1,9 +1,11 @@
-"""``mlp-magic`` stopped by Ctrl-C or SIGTERM while its hosts' ssh clients run (stacks, status,
-topo --host): the real console script, real child processes. The ssh client is a stand-in that
-never connects (it sleeps, as a client waiting on a silent host does), so the hosts are
-documentation addresses that nothing is ever sent to."""
+"""``mlp-magic``'s own processes: stopped by Ctrl-C or SIGTERM while its hosts' ssh clients run
+(stacks, status, topo --host), bounded in number, never dumped as a job's. The real console
+script, real child processes. The ssh client is a stand-in that never connects (it sleeps, as
+a client waiting on a silent host does), so the hosts are documentation addresses that nothing
+is ever sent to."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -90,3 +92,31 @@ def test_many_hosts_are_asked_a_bounded_number_at_a_time_within_the_deadline(tmp
     assert out.count(": timeout: no answer within 2 s") == 300, out[-500:]
     assert 0 < most <= AT_ONCE < 300
     assert took < 2 + 1 + 2.5, f"{took:.1f} s for a 2 s timeout"
+
+
+def test_match_never_dumps_the_stacks_command_or_its_scanner(tmp_path):
+    """``--match stacks`` on a machine where a stacks command runs (reached over ssh, its own
+    command line matches): neither that command nor the scanner is a process to dump."""
+    from mlp_magic.stacks.collect import scan_command
+    from mlp_magic.stacks.options import StacksOptions
+
+    sleep = "sleep 98.25"
+    client = tmp_path / "ssh"
+    client.write_text(f"#!/bin/sh\nexec {sleep}\n")
+    client.chmod(0o755)
+    pattern = r"stacks -H 192\.0\.2\.1,"   # the command's own line, not the test run's
+    command = [*console_script(), "stacks", "-H", HOSTS, "--timeout", "60", "--match", pattern]
+    waiting = subprocess.Popen(command, env=local_env(MLP_MAGIC_SSH=str(client)), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while len(processes_running(sleep)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        scanner = scan_command(StacksOptions(match=pattern, timeout=10.0))
+        done = subprocess.run(scanner, shell=True, capture_output=True, text=True, timeout=60)
+    finally:
+        waiting.send_signal(signal.SIGINT)
+        waiting.communicate(timeout=20)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert "scan" in lines[0], done.stderr
+    assert [line["pid"] for line in lines[1:]] == [], lines[1:]
