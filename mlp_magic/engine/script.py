@@ -4,7 +4,8 @@
 script's path, and its folder (a link's target's, as Python's) leads ``sys.path`` (and stays
 there: the script's functions may import its neighbours when called from a later cell). It runs
 in the rank's namespace, as ``%run -i`` does, so its globals are there afterwards for inspection.
-``sys.exit(0)`` is a success, any other status a failure.
+``sys.exit(0)`` is a success, any other status a failure, shown in one line (its frames are
+kept for a post-mortem).
 
 What a new process would give each run, a persistent rank gives too: the modules imported from
 a script's folder (this one's or an earlier one's) are imported afresh, so an edited neighbour
@@ -25,7 +26,12 @@ _SCRIPT_FOLDERS: list = []     # every folder a script ran from on this rank, in
 
 
 class ScriptExit(Exception):
-    """The script called sys.exit with a failing status."""
+    """The script called sys.exit with a failing status. Shown as one line, as Python shows
+    nothing but the script's own message (argparse's usage and error): the frames stay on its
+    traceback for ``--where`` and ``--post-mortem``."""
+
+    def _render_traceback_(self):   # IPython shows this instead of the traceback
+        return [f"{type(self).__name__}: {self}"]
 
 
 def script_problem(path: str) -> str:

@@ -113,6 +113,9 @@ def test_script_exit_statuses(ip, tmp_path):
     error = run(ip, f"%mpirun -o strict {tmp_path / 'strict.py'} --bogus")
     assert isinstance(error, RankFailure)
     assert "unrecognized arguments: --bogus" in ip.user_ns["strict"][0].stderr
+    # as Python: the script's own message, then one line, no traceback through argparse
+    shown = ip.user_ns["strict"][0].error.strip()
+    assert shown == f"ScriptExit: {tmp_path / 'strict.py'} exited with status 2"
 
 
 def test_a_missing_script_is_named_and_nothing_runs(ip, tmp_path, mlp_home):
