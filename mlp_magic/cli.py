@@ -16,7 +16,7 @@ import sys
 from typing import Optional, Sequence
 
 from .core.line_args import LineParser
-from .errors import MlpMagicError
+from .errors import MlpMagicError, unwritable_output
 from .stacks import StacksFault
 
 PROG = "mlp-magic"
@@ -78,6 +78,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:  # `mlp-magic topo --json | head`: the reader left, nothing to say
         sys.stderr.close()
         return 0
+    except OSError as exc:
+        why = unwritable_output(exc)
+        if why is None:
+            raise
+        print("%s: cannot write: %s" % (PROG, why), file=sys.stderr)
+        return 1
     except Exception as exc:
         if not _host_probe_failed(exc):
             raise
@@ -100,7 +106,12 @@ def run() -> None:
 
     sys.modules.setdefault("ssl", None)
     terminate_as_interrupt()
-    sys.exit(main())
+    code = main()
+    why = unwritable_output()   # what was written may fail only now (a full disk)
+    if why is not None:
+        print("%s: cannot write: %s" % (PROG, why), file=sys.stderr)
+        code = code or 1
+    sys.exit(code)
 
 
 if __name__ == "__main__":

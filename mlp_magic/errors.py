@@ -6,8 +6,12 @@
   grouped output is on screen, so that "Run all" stops at this cell; the details are already
   shown above it. ``RankFailure`` (``%%mpirun``) and ``HostFailure`` (``%allrun``) say which.
 
+``unwritable_output``: for the console scripts, whether their output failed (a full disk).
+
 Standard library only: every layer, the pure core included, may import this module.
 """
+import os
+import sys
 
 
 class MlpMagicError(Exception):
@@ -34,3 +38,28 @@ class RankFailure(Failure):
 
 class HostFailure(Failure):
     """``%allrun``: the command failed, timed out or could not reach some hosts."""
+
+
+def unwritable_output(error: BaseException | None = None) -> str | None:
+    """For a console script: why what it wrote could not be written, in words ("No space left on
+    device": a full disk, ``>/dev/full``), or None when it was (or when its reader left, ``|
+    head``: nothing to say). ``error``: one just raised, which counts when it is a write's
+    (no file named: a write to a descriptor). Standard output is then pointed at /dev/null, so
+    that the interpreter's own flush at exit adds no traceback."""
+    import errno   # (here: allrun's start imports this module)
+
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError) as flushed:
+        error = flushed
+    else:
+        writes = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE}
+        if not (isinstance(error, OSError) and error.errno in writes and error.filename is None):
+            return None
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    if isinstance(error, BrokenPipeError):
+        return None
+    return getattr(error, "strerror", None) or str(error) or type(error).__name__

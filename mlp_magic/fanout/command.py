@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 
-from ..errors import MlpMagicError
+from ..errors import MlpMagicError, unwritable_output
 from .ssh.interrupts import InterruptsDeferred, notice_dropped_interrupts, terminate_as_interrupt
 
 # Host prefix colours for live lines, cycled by host position (no red: it means failure).
@@ -106,14 +106,30 @@ def run() -> None:
 
         sys.stderr.write("allrun: interrupted\n")
         code = EXIT_INTERRUPTED
+    except OSError as error:
+        code = _output_failed(error)
+    else:
+        code = _output_failed() or code   # what was written may fail only now (a full disk)
     # All is written and every child waited for: skip the interpreter's teardown of some 200
     # modules (about 10 ms, a twentieth of a cold call to one host).
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (BrokenPipeError, ValueError):
-            pass   # the reader went away (`allrun ... | head`): nothing more to say there
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
     os._exit(code)
+
+
+def _output_failed(error: OSError | None = None) -> int:
+    """1, said in one line, when the output could not be written (a full disk); 0 when it was
+    (or its reader left: ``allrun ... | head``). ``error``: one raised while writing it (any
+    other goes on)."""
+    why = unwritable_output(error)
+    if why is None:
+        if error is not None and not isinstance(error, BrokenPipeError):
+            raise error
+        return 0
+    sys.stderr.write(f"allrun: cannot write: {why}\n")
+    return 1
 
 
 if __name__ == "__main__":

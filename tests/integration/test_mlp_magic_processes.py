@@ -120,3 +120,23 @@ def test_match_never_dumps_the_stacks_command_or_its_scanner(tmp_path):
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert "scan" in lines[0], done.stderr
     assert [line["pid"] for line in lines[1:]] == [], lines[1:]
+
+
+@pytest.mark.parametrize("command", [
+    ["mlp-magic", "stacks", "--json"], ["mlp-magic", "stacks"], ["mlp-magic", "status"],
+    ["mlp-magic", "topo"], ["allrun", "echo", "hi"]], ids=" ".join)
+def test_output_that_cannot_be_written_is_one_line(command):
+    """A full disk (``>/dev/full``): one line naming why, exit 1, no traceback; a reader that
+    left (``| head``) says nothing."""
+    program = os.path.join(os.path.dirname(sys.executable), command[0])
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([program, *command[1:]], env=local_env(), stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert f"{command[0]}: cannot write: No space left on device\n" in done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    reader = subprocess.Popen([program, *command[1:]], env=local_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    reader.stdout.close()   # gone before anything was written
+    _, err = reader.communicate(timeout=120)
+    assert b"Traceback" not in err and b"cannot write" not in err, err
