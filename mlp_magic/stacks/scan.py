@@ -26,13 +26,15 @@ import time
 
 from ..core.proc_ranks import (children_of_ranks, is_launcher, is_python, is_stacks_tool, parse_cmdline,
                                parse_environ, rank_of)
-from ..core.pyspy import GONE, NO_PYSPY, OTHER, TIMEOUT, DumpError, classify_failure, parse_dump_json
+from ..core.pyspy import (GONE, NO_PYSPY, NOT_PYTHON, OTHER, TIMEOUT, DumpError, classify_failure,
+                          parse_dump_json)
 
 # Kept light: every host starts it (with ``python -I -S``) for each call, so no argparse,
 # concurrent.futures or dataclasses; py-spy processes run side by side, read as each ends.
 PROC = "/proc"
 PARALLEL = 16            # py-spy processes at a time (each pauses its target for a few ms)
 _CMD_CHARS = 300
+_PF_KTHREAD = 0x00200000   # /proc/PID/stat flags: a kernel thread
 
 
 def _read(path: str) -> bytes | None:
@@ -95,12 +97,26 @@ def _process(pid: int) -> dict | None:
             "unreadable": python and environ is None}
 
 
+def _why_not_there(pid: int) -> tuple:
+    """(fault, why) for a pid given with --pid that has no command line: gone, a zombie, a
+    kernel thread."""
+    stat = _read(f"{PROC}/{pid}/stat")
+    if stat is None:
+        return GONE, "no such process"
+    fields = stat.rpartition(b")")[2].split()
+    if fields[:1] == [b"Z"]:
+        return GONE, "it exited (a zombie: its parent has not reaped it)"
+    if len(fields) > 6 and fields[6].isdigit() and int(fields[6]) & _PF_KTHREAD:
+        return NOT_PYTHON, "a kernel thread"
+    return NOT_PYTHON, "it has no command line"
+
+
 def find_processes(selection: Selection, me: int) -> tuple:
     """(the processes to dump, the rank processes seen in other network namespaces, the Python
     processes whose environment could not be read: another user's)."""
     here = _link(f"{PROC}/{me}/ns/net")
     if selection.pids is not None:
-        found = [_process(pid) or {"pid": pid, "missing": True} for pid in selection.pids]
+        found = [_process(pid) or {"pid": pid, "missing": _why_not_there(pid)} for pid in selection.pids]
         return found, 0, 0
     chosen, elsewhere, unreadable, known = [], 0, 0, {}
     for name in os.listdir(PROC):
@@ -212,7 +228,7 @@ def scan(selection: Selection, native: bool = False, timeout: float = 5.0, pyspy
     todo = []
     for info, line in zip(found, lines):
         if info.get("missing"):
-            line.update(fault=GONE, error="no such process")
+            line.update(fault=info["missing"][0], error=info["missing"][1])
         elif pyspy is None:
             line.update(fault=NO_PYSPY, error="py-spy is not installed on this host")
         else:

@@ -79,6 +79,30 @@ def test_pid_and_match_choose_other_processes(mpi_job):
     assert "children of the ranks" not in matched.stdout   # its command line does not match
 
 
+def test_a_pid_without_a_python_stack_says_why(tmp_path):
+    """--pid of a kernel thread, a zombie, a pid that does not exist: each said as what it is
+    (before: all three were "gone: no such process")."""
+    import subprocess
+    import time
+
+    zombie = subprocess.Popen(["true"])   # not waited for until the end: a zombie meanwhile
+    try:
+        deadline = time.monotonic() + 10
+        while not open(f"/proc/{zombie.pid}/stat").read().rpartition(")")[2].split()[0] == "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        done = stacks("--pid", f"2,{zombie.pid},999999999")
+    finally:
+        zombie.wait()
+    assert done.returncode == 1
+    assert done.stdout.endswith(
+        "\nnot shown:\n"
+        "  could not read pid 2 on localhost: not Python: a kernel thread\n"
+        f"  could not read pid {zombie.pid} on localhost: gone: it exited (a zombie: its parent has not "
+        "reaped it)\n"
+        "  could not read pid 999999999 on localhost: gone: no such process\n"), done.stdout
+
+
 def test_native_frames_come_with_native(mpi_job):
     done = stacks("--native", "--pid", ",".join(str(mpi_job.ranks[r]["pid"]) for r in range(4)))
     ranks = section(done.stdout, f"job {mpi_job.job}:")
