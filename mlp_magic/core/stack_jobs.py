@@ -174,9 +174,21 @@ def label_for(section: Section):
             parents = fold_ranks(p.rank for p in processes)
             plural = "es" if len(members) > 1 else ""
             return f"{len(members)} child process{plural} of rank {parents} on {hosts}"
-        pids = fold_ranks(p.pid for p in processes)
-        return f"pid{'s' if len(members) > 1 else ''} {pids} on {hosts}"
+        return _pids_label(processes)
     return label
+
+
+def _pids_label(processes: list) -> str:
+    """``pids 13,30 on w0``; over several hosts, hosts with the same pids together (a pid names
+    a process of one host): ``pid 15837 on w[0-1]; pids 7,9 on w2``."""
+    by_host: dict = {}
+    for process in processes:
+        by_host.setdefault(process.host, []).append(process.pid)
+    hosts_of: dict = {}
+    for host, pids in by_host.items():
+        hosts_of.setdefault((len(pids), fold_ranks(pids)), []).append(host)
+    return "; ".join(f"pid{'s' if count > 1 else ''} {pids} on {fold_hosts_shown(hosts)}"
+                     for (count, pids), hosts in hosts_of.items())
 
 
 def problems(scans: list, found: list, whole_jobs: bool = True) -> list:

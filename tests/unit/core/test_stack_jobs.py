@@ -80,6 +80,18 @@ def test_two_jobs_children_and_loose_processes_each_get_their_section():
     assert label_for(found[3])([0, 1]) == "pids 13,30 on w0"
 
 
+def test_processes_without_a_rank_on_several_hosts_are_named_host_by_host():
+    """A pid names a process of one host: equal pids on two hosts are one pid on both (before:
+    "pids 30 on w[0-1]"), other pids their own part."""
+    def loose(pid):
+        return {"pid": pid, "ppid": 1, "cmd": "python tool.py", "child_of": None, "threads": [thread(SLEEP)]}
+    scans = [scan_from_lines("w0", [head(), loose(30)]), scan_from_lines("w1", [head(), loose(30)]),
+             scan_from_lines("w2", [head(), loose(7), loose(9)])]
+    [found] = sections(scans)
+    assert label_for(found)(found.members) == "pid 30 on w[0-1]; pids 7,9 on w2"
+    assert label_for(found)([m for m in found.members if found.members[m].host == "w2"]) == "pids 7,9 on w2"
+
+
 def test_everything_not_shown_is_named():
     scans = job_on_four_hosts()[:3]
     scans[1].processes[0].threads.clear()
