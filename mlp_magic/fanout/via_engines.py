@@ -14,6 +14,9 @@ from ..world.quiet_replies import request_futures
 
 POLL_SECONDS = 0.1
 INTERRUPT_GRACE = 2.0
+# Beyond the command's own timeout (which the engine enforces), for the round trip: an engine
+# that cannot answer (stopped, wedged in C, its host gone) is then given up, never waited on.
+ANSWER_SLACK = 3.0
 
 
 def first_engine_per_host(world) -> dict:
@@ -47,14 +50,19 @@ class WorldTransport:
         pending = {host: self.world.client[engines[host]].apply_async(run_shell, command, timeout)
                    for host in host_names}
         seen = {host: {"stdout": 0, "stderr": 0} for host in host_names}
+        deadline = started + timeout + ANSWER_SLACK if timeout else None
+        late = False
         try:
-            self._wait(pending, seen, on_output)
+            late = not self._wait(pending, seen, on_output, deadline)
         except KeyboardInterrupt:
             self._interrupt(pending)
-        return [_host_result(host, ar, time.monotonic() - started) for host, ar in pending.items()]
+        if late:
+            self._interrupt(pending, grace=0.5)   # whatever it still does is stopped
+        return [_host_result(host, ar, time.monotonic() - started, late) for host, ar in pending.items()]
 
     @staticmethod
-    def _wait(pending: dict, seen: dict, on_output) -> None:
+    def _wait(pending: dict, seen: dict, on_output, deadline: float | None) -> bool:
+        """Until every host answered (True), or ``deadline`` passed (False)."""
         while True:
             # reply and output both: else a host's last lines can come after its reply
             futures = [f for ar in pending.values() for f in request_futures(ar) if not f.done()]
@@ -63,7 +71,9 @@ class WorldTransport:
             if on_output is not None:
                 _forward_lines(pending, seen, on_output, final=not futures)
             if not futures:
-                return
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
 
     def _interrupt(self, pending: dict, grace: float = INTERRUPT_GRACE) -> None:
         """Ctrl-C: SIGINT the engines still running the command (run_shell then kills its
@@ -90,12 +100,16 @@ def _forward_lines(pending: dict, seen: dict, on_output, final: bool) -> None:
                 seen[host][stream] = end
 
 
-def _host_result(host: str, ar, elapsed: float) -> HostResult:
+def _host_result(host: str, ar, elapsed: float, late: bool = False) -> HostResult:
+    """``late``: the hosts still unfinished were given up at the deadline (timed out), not
+    interrupted by the user."""
     metadata = ar._children[0].output.metadata
     result = HostResult(host=host, stdout=metadata.get("stdout") or "", stderr=metadata.get("stderr") or "",
                         seconds=elapsed)
     if not ar.ready():
-        result.status, result.exit_code = INTERRUPTED, None
+        result.status, result.exit_code = (TIMEOUT if late else INTERRUPTED), None
+        if late:
+            result.stderr += f"allrun: the engine on {host} gave no answer in time\n"
         return result
     try:
         outcome = ar.get(timeout=0)

@@ -74,3 +74,26 @@ def test_ctrl_c_stops_the_command_on_the_engines(world_up):
     leftover = [p.pid for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "32"]]
     assert leftover == [], "the interrupted command is still running"
     assert run(ip, "%allrun -o after echo fine") is None  # the engines are free again
+
+
+def test_an_engine_that_cannot_answer_is_given_up_at_the_timeout(world_up):
+    """The engine that runs the command is stopped (SIGSTOP: alive, idle in the World's eyes,
+    silent): with --timeout the call returns that host timed out, instead of waiting forever."""
+    import os
+    import signal
+
+    ip = world_up
+    world = command.current_world()
+    pid = world.identities[0]["pid"]   # rank 0: the first engine on its host runs the command
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        error = run(ip, "%allrun -t 1 -o frozen echo hi")
+        took = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert isinstance(error, HostFailure), error
+    result = ip.user_ns["frozen"].results[0]
+    assert result.status == "timeout" and "gave no answer in time" in result.stderr, result
+    assert took < 1 + 3 + 3, f"{took:.1f} s"
+    run(ip, "%mpirun --stop")   # the next test starts a fresh World
