@@ -69,7 +69,7 @@ def _start_local(names: list, options: StacksOptions) -> Underway:
             return {names[0]: HostScan(names[0], error=why)}
         return {names[0]: scan_from_lines(names[0], lines)}
 
-    return Underway(finish)   # (its py-spys end by themselves, each within its own time limit)
+    return Underway(finish, scan.stop_dumps)
 
 
 def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) -> Underway:

@@ -141,10 +141,22 @@ def find_processes(selection: Selection, me: int) -> tuple:
     return chosen, elsewhere, unreadable
 
 
+_DUMPING: set = set()   # py-spy processes under way in this process (``stop_dumps``)
+
+
 def _start_dump(pid: int, pyspy: str, native: bool):
     argv = [pyspy, "dump", "--json", "--pid", str(pid)] + (["--native"] if native else [])
-    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=dict(os.environ, RUST_BACKTRACE="0"))
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=dict(os.environ, RUST_BACKTRACE="0"))
+    _DUMPING.add(process)
+    return process
+
+
+def stop_dumps() -> None:
+    """Kill the py-spy processes still under way (the in-process scan was given up: Ctrl-C). A
+    py-spy holds its target stopped while it reads it; none must outlive the command."""
+    for process in list(_DUMPING):
+        process.kill()
 
 
 def _finish_dump(process, pid: int, deadline: float, timeout: float) -> dict:
@@ -155,6 +167,8 @@ def _finish_dump(process, pid: int, deadline: float, timeout: float) -> dict:
         process.kill()
         process.communicate()
         return {"fault": TIMEOUT, "error": f"py-spy gave no answer within {timeout:g} s"}
+    finally:
+        _DUMPING.discard(process)
     if process.returncode != 0:
         fault, message = classify_failure(err.decode("utf-8", "replace"))
         return {"fault": fault, "error": message}

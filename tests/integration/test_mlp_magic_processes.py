@@ -140,3 +140,31 @@ def test_output_that_cannot_be_written_is_one_line(command):
     reader.stdout.close()   # gone before anything was written
     _, err = reader.communicate(timeout=120)
     assert b"Traceback" not in err and b"cannot write" not in err, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stopped_stacks_command_leaves_no_py_spy_running_here(tmp_path, sig):
+    """This machine is scanned in-process: a py-spy still reading a process when the command is
+    stopped is killed with it (a py-spy holds its target stopped while it reads)."""
+    sleep = f"sleep {97.5 + (0.01 if sig == signal.SIGTERM else 0):.2f}"
+    (tmp_path / "py-spy").write_text(f"#!/bin/sh\nexec {sleep}\n")   # a py-spy that never answers
+    (tmp_path / "py-spy").chmod(0o755)
+    env = local_env(PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    proc = subprocess.Popen([*console_script(), "stacks", "--pid", str(os.getpid()), "--timeout", "60"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not processes_running(sleep) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert processes_running(sleep), "the stand-in py-spy did not start"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        left = wait_gone(sleep, 2.0)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], "py-spy left running"
+    assert proc.returncode == 130 and err == "mlp-magic: interrupted\n", (proc.returncode, err)
