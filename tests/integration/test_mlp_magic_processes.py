@@ -27,6 +27,36 @@ def console_script() -> list:
     return [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "mlp_magic.cli"]
 
 
+def stand_in(folder, name: str, sleep: str) -> str:
+    """A program that only sleeps (``sleep`` is its command line once started): an ssh client
+    waiting on a silent host, a py-spy that never answers."""
+    path = folder / name
+    path.write_text(f"#!/bin/sh\nexec {sleep}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def signal_once_started(proc, sleep: str, count: int, sig, later: float = 0.0):
+    """Once ``count`` stand-ins run, wait ``later`` s and send ``sig`` to the command; its
+    (exit status, stderr) and the stand-ins left running (killed here, after the look)."""
+    try:
+        deadline = time.monotonic() + 30
+        while len(processes_running(sleep)) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(processes_running(sleep)) == count, "the stand-ins did not start"
+        time.sleep(later)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        left = wait_gone(sleep, 2.0)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    return proc.returncode, err, left
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 @pytest.mark.parametrize("later", [0.0, 0.4])
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -37,28 +67,12 @@ def test_a_stopped_command_leaves_no_ssh_client_running(tmp_path, name, sig, lat
     thread nobody stopped, and SIGTERM was not handled.)"""
     args, clients = COMMANDS[name]
     sleep = f"sleep {100 + list(COMMANDS).index(name) + later + (0.01 if sig == signal.SIGTERM else 0):.2f}"
-    client = tmp_path / "ssh"
-    client.write_text(f"#!/bin/sh\nexec {sleep}\n")
-    client.chmod(0o755)
-    proc = subprocess.Popen([*console_script(), *args], env=local_env(MLP_MAGIC_SSH=str(client)),
+    client = stand_in(tmp_path, "ssh", sleep)
+    proc = subprocess.Popen([*console_script(), *args], env=local_env(MLP_MAGIC_SSH=client),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while len(processes_running(sleep)) < clients and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert len(processes_running(sleep)) == clients, "the stand-in ssh clients did not start"
-        time.sleep(later)
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        left = wait_gone(sleep, 2.0)
-        for pid in left:
-            os.kill(pid, signal.SIGKILL)
+    code, err, left = signal_once_started(proc, sleep, clients, sig, later)
     assert left == [], f"ssh clients left running after {signal.Signals(sig).name}"
-    assert proc.returncode == 130 and err == "mlp-magic: interrupted\n", (proc.returncode, err)
+    assert code == 130 and err == "mlp-magic: interrupted\n", (code, err)
 
 
 def test_many_hosts_are_asked_a_bounded_number_at_a_time_within_the_deadline(tmp_path):
@@ -68,12 +82,10 @@ def test_many_hosts_are_asked_a_bounded_number_at_a_time_within_the_deadline(tmp
     from mlp_magic.stacks.collect import AT_ONCE
 
     sleep = "sleep 99.75"
-    client = tmp_path / "ssh"
-    client.write_text(f"#!/bin/sh\nexec {sleep}\n")
-    client.chmod(0o755)
+    client = stand_in(tmp_path, "ssh", sleep)
     started = time.monotonic()
     proc = subprocess.Popen([*console_script(), "stacks", "-H", "192.0.2.[1-250],198.51.100.[1-50]",
-                             "--timeout", "2"], env=local_env(MLP_MAGIC_SSH=str(client)),
+                             "--timeout", "2"], env=local_env(MLP_MAGIC_SSH=client),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     most = 0
     try:
@@ -101,12 +113,10 @@ def test_match_never_dumps_the_stacks_command_or_its_scanner(tmp_path):
     from mlp_magic.stacks.options import StacksOptions
 
     sleep = "sleep 98.25"
-    client = tmp_path / "ssh"
-    client.write_text(f"#!/bin/sh\nexec {sleep}\n")
-    client.chmod(0o755)
+    client = stand_in(tmp_path, "ssh", sleep)
     pattern = r"stacks -H 192\.0\.2\.1,"   # the command's own line, not the test run's
     command = [*console_script(), "stacks", "-H", HOSTS, "--timeout", "60", "--match", pattern]
-    waiting = subprocess.Popen(command, env=local_env(MLP_MAGIC_SSH=str(client)), stdout=subprocess.DEVNULL,
+    waiting = subprocess.Popen(command, env=local_env(MLP_MAGIC_SSH=client), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
@@ -147,24 +157,10 @@ def test_a_stopped_stacks_command_leaves_no_py_spy_running_here(tmp_path, sig):
     """This machine is scanned in-process: a py-spy still reading a process when the command is
     stopped is killed with it (a py-spy holds its target stopped while it reads)."""
     sleep = f"sleep {97.5 + (0.01 if sig == signal.SIGTERM else 0):.2f}"
-    (tmp_path / "py-spy").write_text(f"#!/bin/sh\nexec {sleep}\n")   # a py-spy that never answers
-    (tmp_path / "py-spy").chmod(0o755)
+    stand_in(tmp_path, "py-spy", sleep)   # first on PATH: a py-spy that never answers
     env = local_env(PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     proc = subprocess.Popen([*console_script(), "stacks", "--pid", str(os.getpid()), "--timeout", "60"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not processes_running(sleep) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert processes_running(sleep), "the stand-in py-spy did not start"
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        left = wait_gone(sleep, 2.0)
-        for pid in left:
-            os.kill(pid, signal.SIGKILL)
+    code, err, left = signal_once_started(proc, sleep, 1, sig)
     assert left == [], "py-spy left running"
-    assert proc.returncode == 130 and err == "mlp-magic: interrupted\n", (proc.returncode, err)
+    assert code == 130 and err == "mlp-magic: interrupted\n", (code, err)
