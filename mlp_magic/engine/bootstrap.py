@@ -1,5 +1,5 @@
 """Make a fresh engine a rank: its variables, its names, sys.argv, MPI, the cell hooks, stack
-dumps, SIGINT only inside cells.
+dumps, SIGINT only inside cells, ``sys.exit(0)`` a success.
 
 Runs in each engine, before any user code, once per World start (the kernel sends
 ``bootstrap`` to every engine at once).
@@ -13,6 +13,7 @@ import sys
 
 from . import postmortem
 from .capture import install_capture, own_log_root
+from .exits import install_exit_status
 from .identity import stacks_path
 from .retention import prune_in_background
 from .sigint import install_sigint_gate
@@ -50,6 +51,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
         shell.user_ns.setdefault("MPI", MPI)
         shell.user_ns.setdefault("comm", MPI.COMM_WORLD)
     install_sigint_gate(shell)   # first: the capture's post hook then runs disarmed too
+    install_exit_status(shell)   # before the hooks that look at a cell's failure
     install_capture(shell, int(variables["RANK"]), display_cap)
     postmortem.install(shell)
     _register_stack_dump()

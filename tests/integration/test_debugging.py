@@ -49,6 +49,21 @@ print(sys.argv, parser.parse_args().lr)
     assert outputs(ip, "argv") == ["['-c'] 0.1\n"] * 4
 
 
+def test_sys_exit_in_a_cell_is_read_as_python_reads_it(ip):
+    """As under ``mpiexec python -c``: sys.exit(0) or sys.exit() ends the cell well, silently,
+    and the code after it does not run; another status fails that rank, in one line. (Before:
+    every rank failed with "SystemExit: 0" and IPython's "To exit: use 'exit'..." warning.)"""
+    error = run(ip, "%%mpirun -np 4 -o ended\nimport sys\nprint('before')\n"
+                    "sys.exit(3 if rank == 2 else None if rank == 1 else 0)\nprint('after')")
+    assert isinstance(error, RankFailure) and "error on ranks 2 (1 of 4)" in str(error), error
+    ended = ip.user_ns["ended"]
+    assert [r.status for r in ended] == ["ok", "ok", "error", "ok"]
+    assert outputs(ip, "ended") == ["before\n"] * 4
+    assert all("To exit" not in r.stderr and "SystemExit" not in r.stderr for r in ended)
+    assert "SystemExit: 3" in ended[2].error
+    assert run(ip, "%%mpirun -o fine\nimport sys\nsys.exit(0)") is None   # every rank: no failure
+
+
 def test_mpi4py_helloworld_runs_in_a_cell(ip):
     error = run(ip, "%%mpirun -np 4 -o hello\nfrom mpi4py import MPI, bench\n"
                     "bench.helloworld(MPI.COMM_WORLD, verbose=False)\nprint('said hello')")
