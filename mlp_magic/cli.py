@@ -79,10 +79,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stderr.close()
         return 0
     except OSError as exc:
-        why = unwritable_output(exc)
-        if why is None:
+        if not _said_unwritable(exc):
             raise
-        print("%s: cannot write: %s" % (PROG, why), file=sys.stderr)
         return 1
     except Exception as exc:
         if not _host_probe_failed(exc):
@@ -107,11 +105,17 @@ def run() -> None:
     sys.modules.setdefault("ssl", None)
     terminate_as_interrupt()
     code = main()
-    why = unwritable_output()   # what was written may fail only now (a full disk)
-    if why is not None:
-        print("%s: cannot write: %s" % (PROG, why), file=sys.stderr)
+    if _said_unwritable():   # what was written may fail only now (a full disk)
         code = code or 1
     sys.exit(code)
+
+
+def _said_unwritable(error: Optional[OSError] = None) -> bool:
+    """Whether the output could not be written (``error``: one just raised), said in one line."""
+    why = unwritable_output(error)
+    if why is not None:
+        print("%s: cannot write: %s" % (PROG, why), file=sys.stderr)
+    return why is not None
 
 
 if __name__ == "__main__":

@@ -57,7 +57,11 @@ def unwritable_output(error: BaseException | None = None) -> str | None:
         if not (isinstance(error, OSError) and error.errno in writes and error.filename is None):
             return None
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
     except (OSError, ValueError):
         pass
     if isinstance(error, BrokenPipeError):

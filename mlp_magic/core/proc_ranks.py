@@ -120,7 +120,8 @@ def is_stacks_tool(argv: Sequence[str]) -> bool:
     per-host scanner: never a process to dump (``--match stacks`` would otherwise show the
     command itself, reached over ssh)."""
     words = list(argv[:6])
-    if any(STACKS_SCANNER in word for word in argv[1:6]):
+    start = f"from {STACKS_SCANNER} import main"   # the scanner's ``python -c`` text
+    if any(flag == "-c" and start in text for flag, text in zip(words[1:], words[2:])):
         return True
     if "stacks" not in words:
         return False

@@ -109,7 +109,8 @@ def run() -> None:
     except OSError as error:
         code = _output_failed(error)
     else:
-        code = _output_failed() or code   # what was written may fail only now (a full disk)
+        failed = _output_failed()   # what was written may fail only now (a full disk)
+        code = code or failed
     # All is written and every child waited for: skip the interpreter's teardown of some 200
     # modules (about 10 ms, a twentieth of a cold call to one host).
     try:

@@ -109,7 +109,8 @@ def _host_result(host: str, ar, elapsed: float, late: bool = False) -> HostResul
     if not ar.ready():
         result.status, result.exit_code = (TIMEOUT if late else INTERRUPTED), None
         if late:
-            result.stderr += f"allrun: the engine on {host} gave no answer in time\n"
+            result.stderr += (f"allrun: no answer from {host} in time (its engine, or a process the "
+                              f"command left running with its output)\n")
         return result
     try:
         outcome = ar.get(timeout=0)

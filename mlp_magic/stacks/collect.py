@@ -55,9 +55,9 @@ def scan_command(options: StacksOptions, python: str | None = None, pyspy: str |
 
 
 def _start_local(names: list, options: StacksOptions) -> Underway:
-    selection = scan.Selection(options.pids, options.match)
-    pending = in_background(lambda: scan.scan(selection, options.native, options.timeout * DUMP_SHARE),
-                            "mlp-stacks-local")
+    selection, dumps = scan.Selection(options.pids, options.match), scan.Dumps()
+    pending = in_background(lambda: scan.scan(selection, options.native, options.timeout * DUMP_SHARE,
+                                              dumps=dumps), "mlp-stacks-local")
 
     def finish(deadline: float) -> dict:
         from ..core.stack_jobs import HostScan, scan_from_lines
@@ -69,7 +69,7 @@ def _start_local(names: list, options: StacksOptions) -> Underway:
             return {names[0]: HostScan(names[0], error=why)}
         return {names[0]: scan_from_lines(names[0], lines)}
 
-    return Underway(finish, scan.stop_dumps)
+    return Underway(finish, dumps.stop)
 
 
 def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) -> Underway:
@@ -103,7 +103,7 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) ->
     def finish(deadline: float) -> dict:
         from ..core.stack_jobs import HostScan
 
-        pending.wait(deadline, linger=5.0)   # the late hosts' results then say "interrupted"
+        pending.wait(deadline)   # the late hosts are stopped: their results say "interrupted"
         if pending.error is not None:
             return {name: HostScan(name, error=f"ssh transport: {pending.error}") for name in names}
         return _scans_of(list(runner.results), options)

@@ -141,22 +141,36 @@ def find_processes(selection: Selection, me: int) -> tuple:
     return chosen, elsewhere, unreadable
 
 
-_DUMPING: set = set()   # py-spy processes under way in this process (``stop_dumps``)
+class Dumps:
+    """The py-spy processes of one scan. ``stop()`` (the in-process scan given up: Ctrl-C) kills
+    those under way and starts no more: a py-spy holds its target stopped while it reads it, and
+    none may outlive the command."""
 
+    def __init__(self):
+        import threading   # (loaded by subprocess already)
 
-def _start_dump(pid: int, pyspy: str, native: bool):
-    argv = [pyspy, "dump", "--json", "--pid", str(pid)] + (["--native"] if native else [])
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=dict(os.environ, RUST_BACKTRACE="0"))
-    _DUMPING.add(process)
-    return process
+        self._lock, self._running, self.stopped = threading.Lock(), set(), False
 
+    def start(self, pid: int, pyspy: str, native: bool):
+        """A py-spy dumping ``pid``; None once stopped."""
+        argv = [pyspy, "dump", "--json", "--pid", str(pid)] + (["--native"] if native else [])
+        with self._lock:
+            if self.stopped:
+                return None
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, env=dict(os.environ, RUST_BACKTRACE="0"))
+            self._running.add(process)
+        return process
 
-def stop_dumps() -> None:
-    """Kill the py-spy processes still under way (the in-process scan was given up: Ctrl-C). A
-    py-spy holds its target stopped while it reads it; none must outlive the command."""
-    for process in list(_DUMPING):
-        process.kill()
+    def ended(self, process) -> None:
+        with self._lock:
+            self._running.discard(process)
+
+    def stop(self) -> None:
+        with self._lock:
+            self.stopped, running = True, list(self._running)
+        for process in running:
+            process.kill()
 
 
 def _finish_dump(process, pid: int, deadline: float, timeout: float) -> dict:
@@ -167,8 +181,6 @@ def _finish_dump(process, pid: int, deadline: float, timeout: float) -> dict:
         process.kill()
         process.communicate()
         return {"fault": TIMEOUT, "error": f"py-spy gave no answer within {timeout:g} s"}
-    finally:
-        _DUMPING.discard(process)
     if process.returncode != 0:
         fault, message = classify_failure(err.decode("utf-8", "replace"))
         return {"fault": fault, "error": message}
@@ -178,7 +190,7 @@ def _finish_dump(process, pid: int, deadline: float, timeout: float) -> dict:
         return {"fault": OTHER, "error": str(error)}
 
 
-def dump_all(pids: list, pyspy: str, native: bool, timeout: float) -> list:
+def dump_all(pids: list, pyspy: str, native: bool, timeout: float, dumps: Dumps | None = None) -> list:
     """One result of ``_finish_dump`` per pid, ``PARALLEL`` py-spy processes at a time (a new
     one as soon as one ends), all within ``timeout`` of the first start: one deadline for the
     host, so 40 stuck processes cannot spend the host's whole answer time batch after batch.
@@ -189,16 +201,22 @@ def dump_all(pids: list, pyspy: str, native: bool, timeout: float) -> list:
     deadline = time.monotonic() + timeout
     results: list = [None] * len(pids)
     indices, taking = iter(range(len(pids))), threading.Lock()
+    dumps = Dumps() if dumps is None else dumps
 
     def dump(pid: int) -> dict:
         if time.monotonic() >= deadline:
             return {"fault": TIMEOUT, "error": f"not dumped: the {timeout:g} s for this host had passed"}
         try:
-            process = _start_dump(pid, pyspy, native)
+            process = dumps.start(pid, pyspy, native)
         except OSError as err:   # not there, or not runnable: the fix is py-spy's; else a plain failure
             fault = NO_PYSPY if err.errno in (errno.ENOENT, errno.EACCES, errno.ENOEXEC) else OTHER
             return {"fault": fault, "error": f"cannot run {pyspy}: {err.strerror or err}"}
-        return _finish_dump(process, pid, deadline, timeout)
+        if process is None:
+            return {"fault": OTHER, "error": "not dumped: the scan was stopped"}
+        try:
+            return _finish_dump(process, pid, deadline, timeout)
+        finally:
+            dumps.ended(process)
 
     def worker() -> None:
         while True:
@@ -230,8 +248,9 @@ def _line(info: dict) -> dict:
 
 
 def scan(selection: Selection, native: bool = False, timeout: float = 5.0, pyspy_hint: str | None = None,
-         me: int | None = None) -> list:
-    """This host's JSON lines, as dicts: the ``scan`` header, then one per process."""
+         me: int | None = None, dumps: Dumps | None = None) -> list:
+    """This host's JSON lines, as dicts: the ``scan`` header, then one per process. ``dumps``:
+    to stop its py-spys from another thread."""
     me = os.getpid() if me is None else me
     pyspy = find_pyspy(pyspy_hint)
     scope = (_read("/proc/sys/kernel/yama/ptrace_scope") or b"").decode().strip() or None
@@ -247,7 +266,7 @@ def scan(selection: Selection, native: bool = False, timeout: float = 5.0, pyspy
             line.update(fault=NO_PYSPY, error="py-spy is not installed on this host")
         else:
             todo.append(line)
-    for line, result in zip(todo, dump_all([line["pid"] for line in todo], pyspy, native, timeout)):
+    for line, result in zip(todo, dump_all([line["pid"] for line in todo], pyspy, native, timeout, dumps)):
         line.update(result)
     return [header] + lines
 

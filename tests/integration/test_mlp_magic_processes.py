@@ -1,8 +1,8 @@
 """``mlp-magic``'s own processes: stopped by Ctrl-C or SIGTERM while its hosts' ssh clients run
-(stacks, status, topo --host), bounded in number, never dumped as a job's. The real console
-script, real child processes. The ssh client is a stand-in that never connects (it sleeps, as
-a client waiting on a silent host does), so the hosts are documentation addresses that nothing
-is ever sent to."""
+(stacks, topo --host, and status's collector), bounded in number, never dumped as a job's. The
+real console script, real child processes. The ssh client is a stand-in that never connects (it
+sleeps, as a client waiting on a silent host does), so the hosts are documentation addresses
+that nothing is ever sent to (status's own port probe, which would, is left out)."""
 from __future__ import annotations
 
 import json
@@ -17,14 +17,31 @@ import pytest
 from .test_allrun_local import local_env, processes_running, wait_gone
 
 HOSTS = "192.0.2.1,192.0.2.2"   # TEST-NET-1: the stand-in client never reaches for them
+# `mlp-magic status` is its collector plus printing; run here without its TCP probe of each
+# host's ssh port (traffic to the hosts), as the console script would run it.
+STATUS_COLLECTOR = f"""
+import sys
+from mlp_magic.cli import PROG
+from mlp_magic.cluster.collect import CollectOptions, StateCollector
+from mlp_magic.fanout.ssh.interrupts import terminate_as_interrupt
+terminate_as_interrupt()
+try:
+    StateCollector(CollectOptions(hosts={HOSTS!r}, reach_timeout=None, timeout=60))()
+except KeyboardInterrupt:
+    sys.exit(print(PROG + ": interrupted", file=sys.stderr) or 130)
+"""
 COMMANDS = {"stacks": (["stacks", "-H", HOSTS, "--timeout", "60"], 2),
-            "status": (["status", "-H", HOSTS, "--timeout", "60"], 2),
+            "status": (["-c", STATUS_COLLECTOR], 2),
             "topo": (["topo", "--host", "192.0.2.1", "--timeout", "60"], 1)}
 
 
 def console_script() -> list:
     script = os.path.join(os.path.dirname(sys.executable), "mlp-magic")
     return [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "mlp_magic.cli"]
+
+
+def command_line(args: list) -> list:
+    return [sys.executable, *args] if args[0] == "-c" else [*console_script(), *args]
 
 
 def stand_in(folder, name: str, sleep: str) -> str:
@@ -68,11 +85,28 @@ def test_a_stopped_command_leaves_no_ssh_client_running(tmp_path, name, sig, lat
     args, clients = COMMANDS[name]
     sleep = f"sleep {100 + list(COMMANDS).index(name) + later + (0.01 if sig == signal.SIGTERM else 0):.2f}"
     client = stand_in(tmp_path, "ssh", sleep)
-    proc = subprocess.Popen([*console_script(), *args], env=local_env(MLP_MAGIC_SSH=client),
+    proc = subprocess.Popen(command_line(args), env=local_env(MLP_MAGIC_SSH=client),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     code, err, left = signal_once_started(proc, sleep, clients, sig, later)
     assert left == [], f"ssh clients left running after {signal.Signals(sig).name}"
     assert code == 130 and err == "mlp-magic: interrupted\n", (code, err)
+
+
+@pytest.mark.parametrize("name", ["stacks", "topo"])
+def test_silent_hosts_at_the_deadline_leave_no_ssh_client_running(tmp_path, name):
+    """The deadline passes with every host silent: the command says so and exits, its ssh
+    clients stopped first (before: ``topo --host`` left its client running; status's collector
+    waits past its GPU deadline anyway)."""
+    args, _ = COMMANDS[name]
+    sleep = f"sleep {96 + list(COMMANDS).index(name) * 0.25:.2f}"
+    client = stand_in(tmp_path, "ssh", sleep)
+    done = subprocess.run([*console_script(), *args[:-1], "1"], env=local_env(MLP_MAGIC_SSH=client),
+                          capture_output=True, text=True, timeout=60)
+    left = processes_running(sleep)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], f"{name}: ssh clients left running after the deadline"
+    assert done.returncode == 1 and "no answer within 1 s" in done.stdout + done.stderr, done
 
 
 def test_many_hosts_are_asked_a_bounded_number_at_a_time_within_the_deadline(tmp_path):
@@ -107,29 +141,40 @@ def test_many_hosts_are_asked_a_bounded_number_at_a_time_within_the_deadline(tmp
 
 
 def test_match_never_dumps_the_stacks_command_or_its_scanner(tmp_path):
-    """``--match stacks`` on a machine where a stacks command runs (reached over ssh, its own
-    command line matches): neither that command nor the scanner is a process to dump."""
+    """A pattern that matches a stacks command's own line and another host's scanner running on
+    this machine (both reached over ssh): neither is a process to dump. A Python process whose
+    line merely names the scanner's module is one."""
     from mlp_magic.stacks.collect import scan_command
     from mlp_magic.stacks.options import StacksOptions
 
     sleep = "sleep 98.25"
     client = stand_in(tmp_path, "ssh", sleep)
-    pattern = r"stacks -H 192\.0\.2\.1,"   # the command's own line, not the test run's
+    stuck = stand_in(tmp_path, "py-spy", "sleep 98.5")   # keeps the other scanner waiting
+    pattern = r"stacks -H 192\.0\.2\.1,|mlp_magic\.stacks\.scan"   # not the test run's own line
     command = [*console_script(), "stacks", "-H", HOSTS, "--timeout", "60", "--match", pattern]
     waiting = subprocess.Popen(command, env=local_env(MLP_MAGIC_SSH=client), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
+    other = subprocess.Popen(scan_command(StacksOptions(pids=[waiting.pid], timeout=60.0), pyspy=stuck),
+                             shell=True, stdout=subprocess.DEVNULL)
+    named = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)  # mlp_magic.stacks.scan"])
     try:
         deadline = time.monotonic() + 30
-        while len(processes_running(sleep)) < 2 and time.monotonic() < deadline:
+        while not (len(processes_running(sleep)) == 2 and processes_running("sleep 98.5")):
+            assert time.monotonic() < deadline, "the command and the other scanner did not start"
             time.sleep(0.01)
         scanner = scan_command(StacksOptions(match=pattern, timeout=10.0))
         done = subprocess.run(scanner, shell=True, capture_output=True, text=True, timeout=60)
     finally:
         waiting.send_signal(signal.SIGINT)
         waiting.communicate(timeout=20)
+        for process in (other, named):
+            process.kill()
+            process.wait()
+        for pid in processes_running("sleep 98.5"):
+            os.kill(pid, signal.SIGKILL)
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert "scan" in lines[0], done.stderr
-    assert [line["pid"] for line in lines[1:]] == [], lines[1:]
+    assert [line["pid"] for line in lines[1:]] == [named.pid], lines[1:]
 
 
 @pytest.mark.parametrize("command", [
@@ -154,13 +199,23 @@ def test_output_that_cannot_be_written_is_one_line(command):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_stopped_stacks_command_leaves_no_py_spy_running_here(tmp_path, sig):
-    """This machine is scanned in-process: a py-spy still reading a process when the command is
-    stopped is killed with it (a py-spy holds its target stopped while it reads)."""
+    """This machine is scanned in-process: the py-spys still reading processes when the command
+    is stopped are killed with it, and no more start (a py-spy holds its target stopped while it
+    reads). 24 targets: more than the 16 py-spys that run at once."""
+    from mlp_magic.stacks.scan import PARALLEL
+
     sleep = f"sleep {97.5 + (0.01 if sig == signal.SIGTERM else 0):.2f}"
     stand_in(tmp_path, "py-spy", sleep)   # first on PATH: a py-spy that never answers
-    env = local_env(PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    proc = subprocess.Popen([*console_script(), "stacks", "--pid", str(os.getpid()), "--timeout", "60"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    code, err, left = signal_once_started(proc, sleep, 1, sig)
+    targets = [subprocess.Popen(["sleep", "95.5"]) for _ in range(PARALLEL + 8)]
+    try:
+        env = local_env(PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+        pids = ",".join(str(t.pid) for t in targets)
+        proc = subprocess.Popen([*console_script(), "stacks", "--pid", pids, "--timeout", "60"],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        code, err, left = signal_once_started(proc, sleep, PARALLEL, sig)
+    finally:
+        for target in targets:
+            target.kill()
+            target.wait()
     assert left == [], "py-spy left running"
     assert code == 130 and err == "mlp-magic: interrupted\n", (code, err)

@@ -293,13 +293,14 @@ STOP_SECONDS = 5.0   # for the runner to stop its processes after a Ctrl-C
 class BackgroundRun:
     """A HostRunner running in a thread of its own (its own event loop), for callers without
     one: ``wait(deadline)`` returns when every host answered or the deadline passed; Ctrl-C or
-    the deadline stops the remote commands still running (``linger``: seconds then allowed for
-    them to be reported as interrupted)."""
+    the deadline first stops the remote commands and ssh clients still running (their hosts are
+    then reported as interrupted), within ``STOP_SECONDS``."""
 
     def __init__(self, runner: HostRunner, name: str):
         from ...core.deadline import in_background
 
         self.runner = runner
+        self._stopping = False
         self._pending = in_background(lambda: asyncio.run(runner.run()), name)
 
     @property
@@ -307,21 +308,21 @@ class BackgroundRun:
         """Why the transport itself failed (not a host: those are in ``runner.results``)."""
         return self._pending.error
 
-    def wait(self, deadline: float, linger: float = 0.0) -> bool:
+    def wait(self, deadline: float) -> bool:
+        done = False
         try:
             done = self._pending.wait(deadline)
-        except KeyboardInterrupt:
-            self.stop()
-            raise
-        if not done:
-            self.runner.request_interrupt()   # late hosts: stopped, reported as timed out
-            if linger:
-                self._pending.wait(time.monotonic() + linger)
+        finally:
+            if not done:   # late hosts, or a Ctrl-C: nothing of theirs outlives the caller's wait
+                self.stop()
         return done
 
     def stop(self) -> None:
         """Kill the remote commands and the local clients before the caller gives up on the run
-        (Ctrl-C: a second one cuts this wait short)."""
+        (Ctrl-C: a second one cuts this wait short, and a later call does not wait again)."""
+        if self._stopping:
+            return
+        self._stopping = True
         self.runner.request_interrupt()
         self._pending.wait(time.monotonic() + STOP_SECONDS)
 

@@ -30,8 +30,7 @@ def start_all(starts: Iterable[Callable[[], Underway]]) -> Underway:
     parts: list = []
 
     def stop() -> None:
-        for part in parts:
-            part.stop()
+        _stop_each(parts[::-1])   # the last started first: this machine's part stops at once
 
     def finish(deadline: float) -> dict:
         found: dict = {}
@@ -58,3 +57,12 @@ def start_all(starts: Iterable[Callable[[], Underway]]) -> Underway:
 def finish_all(starts: Iterable[Callable[[], Underway]], deadline: float) -> dict:
     """Start every part, then finish each by ``deadline`` (``start_all``): {host: answer} of all."""
     return start_all(starts).finish(deadline)
+
+
+def _stop_each(parts: list) -> None:
+    """Every part's ``stop``, even when one is cut short (a second Ctrl-C): that goes on after."""
+    if parts:
+        try:
+            parts[0].stop()
+        finally:
+            _stop_each(parts[1:])

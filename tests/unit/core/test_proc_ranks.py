@@ -123,7 +123,8 @@ def test_is_launcher(argv, expected):
       "--match", "train"], True),
     (["/venv/bin/python", "/venv/bin/mlp-magic", "status"], False),
     (["python", "train.py", "--stage", "stacks"], False),
-    (["python", "-c", "print('mlp_magic.stacks.scan')"][:1], False),
+    (["python", "-c", "print('mlp_magic.stacks.scan')"], False),
+    (["python", "-m", "pytest", "-k", "from mlp_magic.stacks.scan import main"], False),
     ([], False),
 ])
 def test_is_stacks_tool(argv, expected):

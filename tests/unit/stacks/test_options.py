@@ -76,14 +76,14 @@ def test_a_dump_that_cannot_start_is_that_processes_fault(monkeypatch, tmp_path)
     from mlp_magic.core.pyspy import NO_PYSPY
     from mlp_magic.stacks import scan
 
-    def start(pid, pyspy, native):
+    def start(self, pid, pyspy, native):
         if pid == 1:
             raise OSError(errno.EMFILE, "Too many open files")
         if pid == 2:
             raise OSError(errno.ENOENT, "No such file or directory")
         raise RuntimeError("something else")
 
-    monkeypatch.setattr(scan, "_start_dump", start)
+    monkeypatch.setattr(scan.Dumps, "start", start)
     results = scan.dump_all([1, 2, 3], "/x/py-spy", native=False, timeout=5.0)
     assert [r["fault"] for r in results] == ["failed", NO_PYSPY, "failed"]
     assert "Too many open files" in results[0]["error"]
