@@ -64,6 +64,7 @@ def _start_local(names: list, options: StacksOptions) -> Underway:
 
         lines = pending.result(deadline)
         if lines is None:
+            dumps.stop()   # late: its py-spys must not outlive the answer
             why = (f"local scan: {pending.error!r}" if pending.error is not None
                    else f"timeout: no answer within {options.timeout:g} s")
             return {names[0]: HostScan(names[0], error=why)}
