@@ -10,6 +10,8 @@
 
 Standard library only: every layer, the pure core included, may import this module.
 """
+from __future__ import annotations
+
 import os
 import sys
 
