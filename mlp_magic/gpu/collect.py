@@ -204,7 +204,7 @@ def _start_remote(targets: Sequence[Any], ssh: Any, env: Optional[Mapping[str, s
     return Underway(finish, pending.stop)
 
 
-def start_over_ssh(hosts: Iterable[Any], *, ssh: Any = None, timeout: float = 5.0,
+def start_over_ssh(hosts: Iterable[Any], *, timeout: float, ssh: Any = None,
                    connect_timeout: float = 5.0, python: Optional[str] = None,
                    local_names: Optional[Iterable[str]] = None, fanout: int = 64,
                    env: Optional[Mapping[str, str]] = None) -> Underway:
@@ -245,9 +245,9 @@ def start_over_ssh(hosts: Iterable[Any], *, ssh: Any = None, timeout: float = 5.
     return Underway(finish, parts.stop)
 
 
-def collect_over_ssh(hosts: Iterable[Any], **options: Any) -> Dict[str, HostGpus]:
+def collect_over_ssh(hosts: Iterable[Any], *, timeout: float = 5.0, **options: Any) -> Dict[str, HostGpus]:
     """host name -> HostGpus for every host, in the order given, within about ``timeout`` s
     (``start_over_ssh``'s options)."""
     started = time.monotonic()
-    underway = start_over_ssh(hosts, **options)
-    return underway.finish(started + options.get("timeout", 5.0))
+    underway = start_over_ssh(hosts, timeout=timeout, **options)
+    return underway.finish(started + timeout)

@@ -97,18 +97,18 @@ def _process(pid: int) -> dict | None:
             "unreadable": python and environ is None}
 
 
-def _why_not_there(pid: int) -> tuple:
-    """(fault, why) for a pid given with --pid that has no command line: gone, a zombie, a
-    kernel thread."""
+def _why_not_there(pid: int) -> dict:
+    """The fault of a pid given with --pid that has no command line: gone, a zombie, a kernel
+    thread."""
     stat = _read(f"{PROC}/{pid}/stat")
     if stat is None:
-        return GONE, "no such process"
+        return {"fault": GONE, "error": "no such process"}
     fields = stat.rpartition(b")")[2].split()
     if fields[:1] == [b"Z"]:
-        return GONE, "it exited (a zombie: its parent has not reaped it)"
+        return {"fault": GONE, "error": "it exited (a zombie: its parent has not reaped it)"}
     if len(fields) > 6 and fields[6].isdigit() and int(fields[6]) & _PF_KTHREAD:
-        return NOT_PYTHON, "a kernel thread"
-    return NOT_PYTHON, "it has no command line"
+        return {"fault": NOT_PYTHON, "error": "a kernel thread"}
+    return {"fault": NOT_PYTHON, "error": "it has no command line"}
 
 
 def find_processes(selection: Selection, me: int) -> tuple:
@@ -261,7 +261,7 @@ def scan(selection: Selection, native: bool = False, timeout: float = 5.0, pyspy
     todo = []
     for info, line in zip(found, lines):
         if info.get("missing"):
-            line.update(fault=info["missing"][0], error=info["missing"][1])
+            line.update(info["missing"])
         elif pyspy is None:
             line.update(fault=NO_PYSPY, error="py-spy is not installed on this host")
         else:

@@ -28,7 +28,8 @@ terminate_as_interrupt()
 try:
     StateCollector(CollectOptions(hosts={HOSTS!r}, reach_timeout=None, timeout=60))()
 except KeyboardInterrupt:
-    sys.exit(print(PROG + ": interrupted", file=sys.stderr) or 130)
+    print(PROG + ": interrupted", file=sys.stderr)
+    sys.exit(130)
 """
 COMMANDS = {"stacks": (["stacks", "-H", HOSTS, "--timeout", "60"], 2),
             "status": (["-c", STATUS_COLLECTOR], 2),
