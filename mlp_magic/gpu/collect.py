@@ -196,7 +196,7 @@ def _start_remote(targets: Sequence[Any], ssh: Any, env: Optional[Mapping[str, s
     pending = BackgroundRun(runner, "mlp-gpu-collect")
 
     def finish(deadline: float) -> Dict[str, HostGpus]:
-        pending.wait(deadline)   # late hosts are stopped first, and report "timeout"
+        pending.wait(deadline)   # late hosts are stopped in the background and report "timeout"
         if pending.error is not None:
             return {name: _failed(name, "ssh transport: %s" % _one_line(pending.error)) for name in names}
         return {r.host: inventory_from_result(r, timeout) for r in list(runner.results)}

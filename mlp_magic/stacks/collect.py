@@ -104,7 +104,7 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) ->
     def finish(deadline: float) -> dict:
         from ..core.stack_jobs import HostScan
 
-        pending.wait(deadline)   # the late hosts are stopped: their results say "interrupted"
+        pending.wait(deadline)   # the late hosts are stopped meanwhile: their results say "interrupted"
         if pending.error is not None:
             return {name: HostScan(name, error=f"ssh transport: {pending.error}") for name in names}
         return _scans_of(list(runner.results), options)

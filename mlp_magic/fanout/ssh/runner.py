@@ -287,14 +287,15 @@ class HostRunner:
             await killer.wait()
 
 
-STOP_SECONDS = 5.0   # for the runner to stop its processes after a Ctrl-C
+STOP_SECONDS = 5.0   # for the runner to stop its processes after a Ctrl-C, or before the exit
+_LATE: set = set()   # runs given up at their deadline, still stopping (core/deadline.Pending)
 
 
 class BackgroundRun:
     """A HostRunner running in a thread of its own (its own event loop), for callers without
-    one: ``wait(deadline)`` returns when every host answered or the deadline passed; Ctrl-C or
-    the deadline first stops the remote commands and ssh clients still running (their hosts are
-    then reported as interrupted), within ``STOP_SECONDS``."""
+    one: ``wait(deadline)`` returns when every host answered or the deadline passed (the late
+    hosts are then stopped in the background and reported as interrupted; a process exiting
+    meanwhile waits for that first, up to ``STOP_SECONDS``). Ctrl-C stops them before it goes on."""
 
     def __init__(self, runner: HostRunner, name: str):
         from ...core.deadline import in_background
@@ -309,12 +310,14 @@ class BackgroundRun:
         return self._pending.error
 
     def wait(self, deadline: float) -> bool:
-        done = False
         try:
             done = self._pending.wait(deadline)
-        finally:
-            if not done:   # late hosts, or a Ctrl-C: nothing of theirs outlives the caller's wait
-                self.stop()
+        except KeyboardInterrupt:
+            self.stop()
+            raise
+        if not done:   # the answer is due now; the late hosts stop meanwhile
+            self.runner.request_interrupt()
+            _stopped_before_exit(self._pending)
         return done
 
     def stop(self) -> None:
@@ -325,6 +328,23 @@ class BackgroundRun:
         self._stopping = True
         self.runner.request_interrupt()
         self._pending.wait(time.monotonic() + STOP_SECONDS)
+
+
+def _stopped_before_exit(pending) -> None:
+    """The interpreter's exit waits for this run to end (its thread is a daemon: killed at exit,
+    it would leave the late hosts' ssh clients running, as ``topo --host`` on a silent host did)."""
+    global _LATE
+    if not _LATE:
+        import atexit
+
+        atexit.register(_wait_for_late_runs)
+    _LATE = {p for p in _LATE if not p.wait(0)} | {pending}   # (a kernel keeps no ended run)
+
+
+def _wait_for_late_runs() -> None:
+    deadline = time.monotonic() + STOP_SECONDS
+    for pending in list(_LATE):
+        pending.wait(deadline)
 
 
 def _launch(targets: list, command: str, options: RunOptions) -> Launch:
