@@ -60,6 +60,11 @@ class LiveFold:
                 out.append(self._shown(entry))
         return out
 
+    def next_due(self) -> float | None:
+        """When ``due`` will next have a line to show (None: no entry came again)."""
+        times = [entry.printed_at + self.interval for entry in self.entries.values() if entry.changed]
+        return min(times) if times else None
+
     def view(self, max_lines: int) -> list[str]:
         """The notebook's lines: the ``max_lines`` most recently active entries, oldest first."""
         latest = sorted(self.entries.values(), key=lambda e: e.touched)[-max_lines:]

@@ -5,14 +5,14 @@ every host the command targets (``%allrun pip install x`` before ``import x`` in
 """
 from __future__ import annotations
 
-import concurrent.futures
 import time
 
+from ..core.placement import first_rank_per_host
 from ..core.results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
 from ..engine.shell import run_shell
-from ..world.quiet_replies import request_futures
+from ..world.ipp_private import children, request_futures
+from ..world.waiting import Requests
 
-POLL_SECONDS = 0.1
 INTERRUPT_GRACE = 2.0
 # Beyond the command's own timeout (which the engine enforces), for the round trip: an engine
 # that cannot answer (stopped, wedged in C, its host gone) is then given up, never waited on.
@@ -20,12 +20,8 @@ ANSWER_SLACK = 3.0
 
 
 def first_engine_per_host(world) -> dict:
-    """{host name: engine id} of the lowest rank on each host: the one that runs the command."""
-    chosen = {}
-    for row in world.layout:
-        if row.host not in chosen:
-            chosen[row.host] = world.rank_to_engine[row.rank]
-    return chosen
+    """{host name: engine id} of each host's first rank: the one that runs the command."""
+    return {host: world.rank_to_engine[rank] for host, rank in first_rank_per_host(world.layout).items()}
 
 
 def covers(world, host_names: list) -> bool:
@@ -45,51 +41,54 @@ class WorldTransport:
         self.world = world
 
     def __call__(self, host_names: list, command: str, timeout: float | None, on_output=None) -> list:
-        engines = first_engine_per_host(self.world)
+        world = self.world
+        first = first_rank_per_host(world.layout)
         started = time.monotonic()
-        pending = {host: self.world.client[engines[host]].apply_async(run_shell, command, timeout)
-                   for host in host_names}
+        engines = {host: world.client[world.rank_to_engine[first[host]]] for host in host_names}
+        pending = {host: engines[host].apply_async(run_shell, command, timeout) for host in host_names}
+        # reply and output both: else a host's last lines can come after its reply
+        requests = Requests(world, [first[host] for host in host_names],
+                            [request_futures(pending[host]) for host in host_names],
+                            output=on_output is not None)
         seen = {host: {"stdout": 0, "stderr": 0} for host in host_names}
         deadline = started + timeout + ANSWER_SLACK if timeout else None
         late = False
         try:
-            late = not self._wait(pending, seen, on_output, deadline)
+            late = not self._wait(requests, pending, seen, on_output, deadline)
         except KeyboardInterrupt:
-            self._interrupt(pending)
+            self._interrupt(requests, pending)
         if late:
-            self._interrupt(pending, grace=0.5)   # whatever it still does is stopped
+            self._interrupt(requests, pending, grace=0.5)   # whatever it still does is stopped
         return [_host_result(host, ar, time.monotonic() - started, late) for host, ar in pending.items()]
 
     @staticmethod
-    def _wait(pending: dict, seen: dict, on_output, deadline: float | None) -> bool:
+    def _wait(requests: Requests, pending: dict, seen: dict, on_output, deadline: float | None) -> bool:
         """Until every host answered (True), or ``deadline`` passed (False)."""
+        hosts = list(pending)
         while True:
-            # reply and output both: else a host's last lines can come after its reply
-            futures = [f for ar in pending.values() for f in request_futures(ar) if not f.done()]
-            if futures:
-                concurrent.futures.wait(futures, timeout=POLL_SECONDS)
+            finished = requests.wait(deadline)
             if on_output is not None:
-                _forward_lines(pending, seen, on_output, final=not futures)
-            if not futures:
+                wrote = [hosts[i] for i in sorted(requests.take_wrote())]
+                _forward_lines({host: pending[host] for host in (hosts if finished else wrote)},
+                               seen, on_output, final=finished)
+            if finished:
                 return True
-            if deadline is not None and time.monotonic() >= deadline:
+            if (deadline is not None and time.monotonic() >= deadline) or requests.world_ended():
                 return False
 
-    def _interrupt(self, pending: dict, grace: float = INTERRUPT_GRACE) -> None:
+    def _interrupt(self, requests: Requests, pending: dict, grace: float = INTERRUPT_GRACE) -> None:
         """Ctrl-C: SIGINT the engines still running the command (run_shell then kills its
         process group), wait a moment, and report whatever is unfinished as interrupted."""
         running = [ar for ar in pending.values() if not ar.ready()]
         jobs = {engine: ar for ar in running for engine in ar._targets}   # one engine per host
         if jobs:
             self.world.interrupt(jobs)
-        futures = [f for ar in running for f in ar._children]
-        if futures:
-            concurrent.futures.wait(futures, timeout=grace)
+        requests.wait_all(time.monotonic() + grace)
 
 
 def _forward_lines(pending: dict, seen: dict, on_output, final: bool) -> None:
     for host, ar in pending.items():
-        metadata = ar._children[0].output.metadata
+        metadata = children(ar)[0].output.metadata
         for stream in ("stdout", "stderr"):
             text = metadata.get(stream) or ""
             start = seen[host][stream]
@@ -103,7 +102,7 @@ def _forward_lines(pending: dict, seen: dict, on_output, final: bool) -> None:
 def _host_result(host: str, ar, elapsed: float, late: bool = False) -> HostResult:
     """``late``: the hosts still unfinished were given up at the deadline (timed out), not
     interrupted by the user."""
-    metadata = ar._children[0].output.metadata
+    metadata = children(ar)[0].output.metadata
     result = HostResult(host=host, stdout=metadata.get("stdout") or "", stderr=metadata.get("stderr") or "",
                         seconds=elapsed)
     if not ar.ready():

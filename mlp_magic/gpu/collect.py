@@ -21,6 +21,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 from .. import config
 from ..core.deadline import in_background
 from ..core.local_names import stays_here, this_machine_names
+from ..core.placement import first_rank_per_host
 from ..core.results import HostResult, why_no_answer
 from ..errors import MlpMagicError
 from ..fanout.ssh.underway import Underway, start_all
@@ -39,20 +40,12 @@ def probe_on_engine(timeout: float, host: str) -> Dict[str, Any]:
 
 
 def probe_targets(layout: Iterable[Any], rank_to_engine: Mapping[int, int]) -> Dict[str, Tuple[int, int]]:
-    """host -> (rank, engine id) of the engine that probes it: LOCAL_RANK 0, else the lowest rank.
-
-    ``layout``: topology.Rank rows (``.rank``, ``.host``, ``.local_rank``). Hosts keep layout
-    order. Ranks without an engine are skipped. Pure.
+    """host -> (rank, engine id) of the engine that probes it: its first rank
+    (core/placement.first_rank_per_host). Hosts keep layout order. Ranks without an engine are
+    skipped. Pure.
     """
-    chosen: Dict[str, Tuple[int, int, int]] = {}
-    for row in layout:
-        engine_id = rank_to_engine.get(row.rank)
-        if engine_id is None:
-            continue
-        best = chosen.get(row.host)
-        if best is None or (row.local_rank, row.rank) < (best[0], best[1]):
-            chosen[row.host] = (row.local_rank, row.rank, engine_id)
-    return {host: (rank, engine_id) for host, (_, rank, engine_id) in chosen.items()}
+    rows = [row for row in layout if rank_to_engine.get(row.rank) is not None]
+    return {host: (rank, rank_to_engine[rank]) for host, rank in first_rank_per_host(rows).items()}
 
 
 def _failed(host: str, error: str) -> HostGpus:

@@ -1,16 +1,16 @@
 """Run one cell on some ranks of a World: send once, stream, wait, time out, collect.
 
-One ``execute`` request per engine (the log directory rides along as a trailing comment,
-see engine_side), then a wait loop that wakes on each completion or every ``poll`` seconds
-to forward new output. It never waits longer than ``timeout`` and survives Ctrl-C: both
-return what arrived so far, with the unfinished ranks marked.
+One ``execute`` request through the broadcast scheduler (the log directory rides along as a
+trailing comment, see engine/capture), followed by the one rank-waiting loop (world/waiting):
+it wakes when ranks finish, when one writes, and when the World loses a process. The caller
+(world/command) never waits longer than the timeout and survives Ctrl-C: both return what
+arrived so far, with the unfinished ranks marked.
 """
 from __future__ import annotations
 
 import concurrent.futures
 import enum
 import re
-import threading
 import time
 
 from ..core import results as status
@@ -18,7 +18,8 @@ from ..core.results import RankResult
 from ..core.start_budget import interrupt_grace
 from ..engine.capture import CELL_TAG
 from ..engine.quiet import SECONDS_KEY
-from .quiet_replies import request_futures
+from .ipp_private import children, forget_results
+from .waiting import Requests
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CELL_NUMBER = re.compile(r"(Cell |Input )?In ?\[\d*\]")
@@ -66,54 +67,43 @@ class CellRun:
         view = world.client.broadcast_view(targets=targets)
         self.async_result = view.execute(tagged, silent=False, block=False)
         # One (reply, output-complete) pair of futures per rank, in rank order.
-        self._children = list(self.async_result._children)
-        # One event for the whole cell, counted down by each future as it completes (on the
-        # client's IO thread): waiting then costs nothing per rank, poll after poll.
-        futures = request_futures(self.async_result)
-        self._all_done, self._left_lock, self._left = threading.Event(), threading.Lock(), len(futures)
-        for future in futures:
-            future.add_done_callback(self._count_down)
+        self._children = children(self.async_result)
+        world.live.cell_started(code, self.ranks, log_dir)
+        self.requests = Requests(world, self.ranks, [(c, c.output) for c in self._children], output=True)
+        self._unread = set(range(len(self.ranks)))   # output that came before the wait began
         self._seen = {rank: {"stdout": 0, "stderr": 0} for rank in self.ranks}
         self.outcome: Outcome | None = None   # None while it runs
         self.interrupted = False              # SIGINT was sent to its unfinished ranks
         self.still_running: list[int] = []    # ranks still running after that SIGINT (stuck in C)
         self.death_note = ""                  # which rank died first, and how (Outcome.DIED)
-        self.published_busy = False           # the lab panel was told its ranks are busy
 
     # ------------------------------------------------------------------ progress
     def _metadata(self, index: int) -> dict:
         return self._children[index].output.metadata
 
-    def _finished(self, index: int) -> bool:
-        child = self._children[index]
-        return child.done() and child.output.done()
-
     def unfinished_ranks(self) -> list:
-        return [rank for i, rank in enumerate(self.ranks) if not self._finished(i)]
+        return self.requests.unfinished()
 
     def done(self) -> bool:
-        return not self.unfinished_ranks()
+        return self.requests.done()
 
-    def wait(self, seconds: float) -> bool:
-        """Block up to ``seconds`` or until every rank is done; True when all are done.
+    def wait(self, until: float | None) -> bool:
+        """Block until every rank is done (True), or a rank wrote, the World lost a process, or
+        the monotonic time ``until`` (False)."""
+        return self.requests.wait(until)
 
-        Waking once per poll (not once per finished rank) keeps a 512-rank cell cheap; live
-        output is forwarded between polls anyway.
-        """
-        self._all_done.wait(seconds)
-        return self.done()
+    def world_ended(self) -> bool:
+        return self.requests.world_ended()
 
-    def _count_down(self, _future) -> None:
-        with self._left_lock:
-            self._left -= 1
-            if self._left == 0:
-                self._all_done.set()
-
-    def new_output(self) -> list:
-        """[(rank, stream name, text)] written since the last call."""
+    def new_output(self, every_rank: bool = False) -> list:
+        """[(rank, stream name, text)] written since the last call, by the ranks that wrote
+        (``every_rank``: all of them, for the last look)."""
+        wrote = self._unread | self.requests.take_wrote()
+        self._unread = set()
+        indices = range(len(self.ranks)) if every_rank else sorted(wrote)
         chunks = []
-        for i, rank in enumerate(self.ranks):
-            metadata = self._metadata(i)
+        for i in indices:
+            rank, metadata = self.ranks[i], self._metadata(i)
             for name in ("stdout", "stderr"):
                 text = metadata.get(name) or ""
                 start = self._seen[rank][name]
@@ -160,7 +150,7 @@ class CellRun:
         return [self.async_result.msg_ids[index[rank]] for rank in ranks]
 
     def _wait_while_ranks_stop(self, grace: float) -> None:
-        wait_while_ranks_stop(self, grace)
+        self.requests.wait_while_stopping(grace)
 
     def release(self) -> None:
         """Let the client forget this finished cell; else memory grows cell after cell (64
@@ -168,9 +158,11 @@ class CellRun:
         broadcast request's own futures (never answered as such), and ipyparallel's AsyncResult
         memoises ``len`` in a class-wide lru_cache that holds the last 128 AsyncResults alive."""
         forget_results(self.world.client, self.async_result)
+        self.world.live.cell_ended(self.log_dir)
 
     # ------------------------------------------------------------------ results
     def results(self, unfinished_status: str = status.TIMEOUT) -> list:
+        self._unfinished_at_results = set(self.unfinished_ranks())
         return [self._result(i, rank, unfinished_status) for i, rank in enumerate(self.ranks)]
 
     def _result(self, index: int, rank: int, unfinished_status: str) -> RankResult:
@@ -178,7 +170,7 @@ class CellRun:
         result = RankResult(rank=rank, host=self.world.host_of(rank),
                             stdout=metadata.get("stdout") or "", stderr=metadata.get("stderr") or "")
         child = self._children[index]
-        if not self._finished(index):
+        if rank in self._unfinished_at_results:
             result.status = unfinished_status
         else:
             error = metadata.get("error") or _child_exception(child) or _error_result(child)
@@ -192,32 +184,6 @@ class CellRun:
             result.displays.append(metadata["execute_result"])
         result.duration = metadata.get(SECONDS_KEY)
         return result
-
-
-def wait_while_ranks_stop(run, grace: float) -> None:
-    """Wait while ``run``'s ranks keep finishing: up to ``grace`` seconds after the last one did
-    (``run`` has ``wait(seconds)`` and ``unfinished_ranks()``: a CellRun or a rank call)."""
-    left, deadline = len(run.unfinished_ranks()), time.monotonic() + grace
-    while left and time.monotonic() < deadline:
-        run.wait(0.05)
-        now_left = len(run.unfinished_ranks())
-        if now_left < left:
-            left, deadline = now_left, time.monotonic() + grace
-
-
-def forget_results(client, async_result) -> None:
-    """Let ipyparallel's client drop a finished request's results (see ``CellRun.release``)."""
-    try:
-        client.purge_local_results(jobs=async_result)
-        children = async_result._children
-        request = children[0].header["msg_id"] if children else None
-        for table in (client._futures, client._output_futures, client.metadata):
-            table.pop(request, None)
-        client.outstanding.discard(request)
-    except Exception:  # a client internal moved: a leak is better than a failed cell
-        pass
-    for method in ("__len__", "_count_chunks"):
-        getattr(getattr(type(async_result), method, None), "cache_clear", lambda: None)()
 
 
 def _child_exception(child):

@@ -17,10 +17,9 @@ from .stacks import stack_snapshot
 from .start_display import StartProgress
 from .world import World, WorldSpec
 
-POLL_SECONDS = 0.1
-# The panel polls every few seconds: only cells running longer than this are published as busy,
-# so short cells pay nothing for it.
-PUBLISH_BUSY_AFTER = 1.0
+# A long cell's GPU inventory (memory, load) is taken again after it, at most this often.
+GPUS_AFTER_LONG_CELL_EVERY_S = 60.0
+LONG_CELL_S = 1.0
 _world: World | None = None
 
 
@@ -146,9 +145,11 @@ def _run_on(world: World, ranks: list, args: MpirunArgs, code: str) -> MpirunRes
     run = CellRun(world, code, ranks, cell_dir)
     world.active_run = run  # from now on, a later cell is refused while this one's ranks run
     run.outcome = _follow(run, world, live, args.timeout)
-    live.add(run.new_output())
+    live.add(run.new_output(every_rank=True))
     stacks = stack_snapshot(world, run.ranks, cell_dir) if run.outcome is Outcome.TIMEOUT else None
     results = _finish(run)
+    if run.done():
+        world.live.cell_ended(cell_dir)
     _after_the_cell(run, world, results)
     summary = logs.write_summary(cell_dir, code, results, {"outcome": run.outcome.value})
     footer = display.footer(results, cell_dir, _outcome_note(run))
@@ -176,21 +177,18 @@ def refuse_if_stuck(world: World) -> None:
 
 
 def _follow(run: CellRun, world: World, live: display.LiveOutput, timeout: float | None) -> Outcome:
-    """Wait for the cell, streaming output; return how it ended."""
+    """Wait for the cell, streaming output; return how it ended. The wait wakes on events only
+    (world/waiting), and when output already in is due on screen (``live.wake_at``)."""
     deadline = run.started + timeout if timeout else None
     try:
         while True:
-            left = POLL_SECONDS if deadline is None else deadline - time.monotonic()
-            wait = max(0.0, min(POLL_SECONDS, left))
-            if run.wait(wait):
+            wake = [t for t in (deadline, live.wake_at()) if t is not None]
+            if run.wait(min(wake) if wake else None):
                 return Outcome.DONE
             live.add(run.new_output())
-            if not run.published_busy and time.monotonic() - run.started > PUBLISH_BUSY_AFTER:
-                world.publish(busy_ranks=run.unfinished_ranks())
-                run.published_busy = True
             if deadline is not None and time.monotonic() >= deadline:
                 return Outcome.TIMEOUT
-            if not world.processes_alive():
+            if run.world_ended():
                 return Outcome.DIED
     except KeyboardInterrupt:
         return Outcome.INTERRUPTED
@@ -223,10 +221,9 @@ def _after_the_cell(run: CellRun, world: World, results: list) -> None:
     """Name the rank that died, refresh what the panel shows, keep what ranks could not log."""
     if run.outcome is Outcome.DIED:
         run.death_note = _death_note(world)
-    if run.published_busy:  # a long cell: GPU memory and load have moved since the last look
-        if run.outcome is Outcome.DONE:
-            world.refresh_gpus(at_most_every=60.0)  # cheap, but not after every long cell
-        world.publish()
+    if run.outcome is Outcome.DONE and time.monotonic() - run.started > LONG_CELL_S:
+        # GPU memory and load have moved since the last look: cheap, but not after every cell
+        world.refresh_gpus(at_most_every=GPUS_AFTER_LONG_CELL_EVERY_S)
     if any(r.status != status.OK for r in results):
         logs.write_missing_streams(run.log_dir, results)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 
 from ..core.postmortem import choose_ranks
 from ..core.ranges import fold_hosts, fold_ranks, parse_ranks
@@ -15,6 +16,8 @@ from ..engine.script import script_problem
 from ..errors import MlpMagicError
 from . import command
 from .args import MpirunArgs
+from .ipp_private import children
+from .waiting import Requests
 
 ASK_SECONDS = 10.0            # for a quick question to idle ranks...
 ASK_SECONDS_PER_RANK = 0.05   # ... plus this per rank sharing the busiest host
@@ -104,14 +107,11 @@ def _refuse_bad_syntax(option: str, cell: str) -> None:
 def ask_ranks(world, ranks: list, function, *arguments) -> dict:
     """{rank: function(*arguments) as run on that rank}: one broadcast request; ranks that do not
     answer in time (busy with something else) are named in one error."""
-    from ipyparallel.error import TimeoutError as NotReady
-
     view = world.client.broadcast_view(targets=[world.rank_to_engine[r] for r in ranks])
     asked = view.apply_async(function, *arguments)
-    try:
-        values = asked.get(ASK_SECONDS + ASK_SECONDS_PER_RANK * world.busiest_host_ranks)
-    except NotReady:
-        late = [rank for rank, child in zip(ranks, asked._children) if not child.done()]
-        raise MlpMagicError(f"ranks {fold_ranks(late)} did not answer (busy? `%mpirun --stacks` shows "
-                            "where they are)") from None
-    return dict(zip(ranks, values))
+    requests = Requests(world, ranks, [[child] for child in children(asked)])
+    patience = ASK_SECONDS + ASK_SECONDS_PER_RANK * world.busiest_host_ranks
+    if not requests.wait_all(time.monotonic() + patience):
+        raise MlpMagicError(f"ranks {fold_ranks(requests.unfinished())} did not answer (busy? "
+                            "`%mpirun --stacks` shows where they are)")
+    return dict(zip(ranks, asked.get(0)))

@@ -60,6 +60,14 @@ class LiveOutput:
                 self._emit(shown)
         self._refresh()
 
+    def wake_at(self) -> float | None:
+        """The monotonic time at which what came already is due on screen (it waits for the
+        display's interval, or a folded line's repeat), so the caller's wait ends then; None:
+        nothing is waiting."""
+        if self.notebook:
+            return self._last_update + self.interval if self._dirty else None
+        return self.folded.next_due() if self.folded is not None else None
+
     def _fold(self, rank: int, stream: str, line: str) -> None:
         for shown in self.folded.add(rank, stream, line, time.monotonic()):
             if not self.notebook:

@@ -27,10 +27,3 @@ def complete_quiet_outputs(client) -> None:
 
         handle_then_complete._mlp_quiet = True
         handlers[kind] = handle_then_complete
-
-
-def request_futures(async_result) -> list:
-    """Every request's two futures: its reply and its output. Both travel on different sockets,
-    so a request is over only when both are done (the output completes on the rank's 'idle', or
-    on its reply when it published nothing)."""
-    return [future for child in async_result._children for future in (child, child.output)]

@@ -7,15 +7,13 @@ so that a later cell is refused instead of queueing behind it, as after a cell t
 """
 from __future__ import annotations
 
-import concurrent.futures
 import time
 
 from ..core.ranges import fold_ranks
 from ..core.start_budget import interrupt_grace
 from ..errors import MlpMagicError
-from .cell import forget_results, wait_while_ranks_stop
-
-POLL_SECONDS = 0.1
+from .ipp_private import children, forget_results
+from .waiting import Requests
 
 
 class Failed:
@@ -51,16 +49,11 @@ class RankCall:
         self.world = world
         self.ranks = ranks
         self.async_results = async_results
-        self._futures = [child for result in async_results for child in result._children]
+        self._futures = [child for result in async_results for child in children(result)]
+        self.requests = Requests(world, ranks, [[future] for future in self._futures])
 
     def unfinished_ranks(self) -> list:
-        return [rank for rank, future in zip(self.ranks, self._futures) if not future.done()]
-
-    def wait(self, seconds: float) -> bool:
-        pending = [f for f in self._futures if not f.done()]
-        if pending:
-            concurrent.futures.wait(pending, timeout=seconds)
-        return not self.unfinished_ranks()
+        return self.requests.unfinished()
 
     def settle(self) -> None:
         self._wait_while_stopping()
@@ -73,12 +66,7 @@ class RankCall:
         deadline = None if timeout is None else time.monotonic() + timeout
         interrupted = False
         try:
-            while not self.wait(POLL_SECONDS if deadline is None
-                                else max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))):
-                if deadline is not None and time.monotonic() >= deadline:
-                    break
-                if not self.world.processes_alive():
-                    break
+            self.requests.wait_all(deadline)
         except KeyboardInterrupt:
             interrupted = True
         late = self.unfinished_ranks()
@@ -103,7 +91,7 @@ class RankCall:
             self.release()
 
     def _wait_while_stopping(self) -> None:
-        wait_while_ranks_stop(self, interrupt_grace(self.world.ranks_per_cpu))
+        self.requests.wait_while_stopping(interrupt_grace(self.world.ranks_per_cpu))
 
     def _stuck_note(self) -> str:
         stuck = self.unfinished_ranks()

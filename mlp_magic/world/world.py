@@ -13,12 +13,14 @@ import os
 import socket
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass
 
 import psutil
 
 from .. import config
 from ..core.local_names import LOOPBACK, is_this_machine
+from ..core.placement import check_placement
 from ..core.ranges import fold_hosts, fold_ranks
 from ..core.start_budget import busiest_ranks_per_cpu, memory_shortfall, start_budget
 from ..core.topology import Topology
@@ -26,11 +28,15 @@ from ..engine import bootstrap as engine_bootstrap
 from ..engine import identity as engine_identity
 from ..errors import MlpMagicError
 from . import published
+from .ipp_private import children, send_interrupt
 from .launch import start_processes
+from .lifeline import Lifeline
+from .live import LiveWorld
 from .mpi import MpiInfo
 from .processes import kill_tree, wait_for_file
 from .quiet_replies import complete_quiet_outputs
 from .registration import Waiting, wait_for_engines
+from .waiting import Requests
 
 DISPLAY_CAP = 1_000_000  # characters per rank and stream shown in the notebook; the log has all
 DISPLAY_BUDGET = 64_000_000  # ... but all ranks together stay within this (512 ranks: 125 kB each)
@@ -75,6 +81,10 @@ class World:
         self.master = None             # (MASTER_ADDR, MASTER_PORT)
         self.gpus: dict = {}           # host -> HostGpus dict, for the lab panel
         self.active_run = None         # the last CellRun sent: later cells must not queue behind it
+        self.id = f"{socket.gethostname()}-{os.getpid()}-{next(_counter)}"   # the panel's name for it
+        self.live = LiveWorld([row.host for row in self.layout], self.publish)   # rank states
+        self.waiters = weakref.WeakSet()   # the Requests in flight, woken when a process of ours ends
+        self.lifeline: Lifeline | None = None
         self._gpus_refreshed_at = float("-inf")
         self._start_deadline = float("inf")
 
@@ -82,19 +92,20 @@ class World:
     def start(self) -> "World":
         reap_orphans(self.notice)
         self._refuse_beyond_memory()
-        self.workdir = tempfile.mkdtemp(prefix=f"world-{os.getpid()}-{next(_counter)}-",
-                                        dir=_run_dir())
+        self.workdir = tempfile.mkdtemp(prefix=f"world-{self.id}-", dir=_run_dir())
         self._start_deadline = time.monotonic() + self.budget.total_s  # the whole start's
         try:
+            self.publish()   # the panel shows the ranks starting
             launched = start_processes(self.spec, self.workdir, self.budget, self.notice,
                                        self.processes)
             self.mpi, self.controller_ip = launched.mpi, launched.controller_ip
             self.client_file = launched.client_file
+            self.lifeline = Lifeline(self.processes, self._lost_process)
             self._connect()
             self._map_ranks_and_bootstrap()
             self.started_at = published.now_iso()
             self.refresh_gpus()
-            self.publish()
+            self.live.ready()
         except BaseException:  # Ctrl-C included: never leave a half-started World running
             self.stop()
             raise
@@ -172,21 +183,18 @@ class World:
         self.master = (master_addr, master_port)
 
     def _gather(self, pending: dict, what: str) -> dict:
-        """{key: AsyncResult} -> {key: value}, before the start's deadline; engines that do not
-        answer fail the start with one error that names them (keys are engine ids, i.e. ranks)."""
-        from ipyparallel.error import TimeoutError as NotReady
-
-        values = {}
-        for key, result in pending.items():
-            try:
-                values[key] = result.get(max(0.1, self._start_deadline - time.monotonic()))
-            except NotReady:
-                late = [k for k, r in pending.items() if not r.ready()]
-                hosts = fold_hosts(dict.fromkeys(self.host_of(k) for k in late if k < self.np))
-                raise MlpMagicError(
-                    f"ranks {fold_ranks(late)} on {hosts} did not finish {what} within the start's "
-                    f"limit for this size ({self.budget.total_s:.0f} s); logs in {self.workdir}") from None
-        return values
+        """{rank: AsyncResult} -> {rank: value}, before the start's deadline; engines that do not
+        answer fail the start with one error that names them (engines register as their rank)."""
+        ranks = list(pending)
+        requests = Requests(self, ranks, [children(pending[r]) for r in ranks], track=False)
+        if not requests.wait_all(self._start_deadline):
+            late = requests.unfinished()
+            hosts = fold_hosts(dict.fromkeys(self.host_of(k) for k in late if k < self.np))
+            why = "the World's processes ended" if self.lifeline_ended() else \
+                f"within the start's limit for this size ({self.budget.total_s:.0f} s)"
+            raise MlpMagicError(f"ranks {fold_ranks(late)} on {hosts} did not finish {what} {why}; "
+                                f"logs in {self.workdir}")
+        return {rank: pending[rank].get(0) for rank in ranks}
 
     def _master_port(self) -> int:
         """The job's own port when it names one and it is free on rank 0's host, else a free one."""
@@ -245,8 +253,7 @@ class World:
                 if jobs_by_engine[engine] is not None:
                     self.client.abort(jobs=[jobs_by_engine[engine]], targets=[engine], block=False)
             if live:
-                self.client._send_control_request(targets=live, msg_type="interrupt_request",
-                                                  content={}, block=False)
+                send_interrupt(self.client, live)
         except Exception:  # the client itself is gone
             return False
         return len(live) == len(jobs_by_engine)
@@ -257,18 +264,30 @@ class World:
     def alive(self) -> bool:
         return self.client is not None and self.processes_alive()
 
-    def state(self, busy_ranks=()) -> dict:
+    def lifeline_ended(self) -> bool:
+        """One of the World's own processes (controller, launcher) has ended."""
+        return self.lifeline is not None and self.lifeline.ended is not None
+
+    def _lost_process(self, _process) -> None:
+        """From the lifeline's thread: every rank is gone with it; wake whoever waits on them."""
+        self.live.all_died()
+        for requests in list(self.waiters):
+            requests.wake()
+
+    def state(self) -> dict:
+        """The World's record for the panel (``mlp-magic/cluster``'s "worlds"; README's contract)."""
+        live = self.live.record()
+        engines = self.rank_to_engine
+        for row in live["ranks"]:
+            row["engine_id"] = engines.get(row["rank"])
         return {
-            "pid": os.getpid(), "started_at": self.started_at, "np": self.np,
+            "id": self.id, "pid": os.getpid(), "host": socket.gethostname(),
+            "state": "starting" if self.started_at is None else ("running" if self.alive() else "stopped"),
+            "started_at": self.started_at, "np": self.np,
             "mpi": self.mpi.flavour if self.mpi else None, "source": self.spec.topology.source,
-            "gpus": self.gpus,
+            "cell": live["cell"], "ranks": live["ranks"], "gpus": self.gpus,
             # What a later kernel needs to clean up after this one if it dies without stopping.
             "processes": [{"pid": p.pid, "create_time": p.create_time} for p in self.processes],
-            "ranks": [
-                {"rank": r.rank, "host": r.host, "engine_id": self.rank_to_engine.get(r.rank),
-                 "state": "busy" if r.rank in busy_ranks else ("idle" if self.alive() else "dead")}
-                for r in self.layout
-            ],
         }
 
     def refresh_gpus(self, timeout: float = 3.0, at_most_every: float = 0.0) -> None:
@@ -285,10 +304,11 @@ class World:
         except Exception:  # the panel is a nicety: never fail a World over it
             return
         self.gpus = {host: inventory.to_dict() for host, inventory in found.items() if not inventory.error}
+        self.live.touch()
 
-    def publish(self, busy_ranks=()) -> None:
+    def publish(self) -> None:
         try:
-            published.publish(self.state(busy_ranks))
+            published.publish(self.state())
         except OSError:
             pass  # the panel is a nicety; never fail a cell over it
 
@@ -307,6 +327,9 @@ class World:
         to end on its own, then stop whatever is left, and remove this World's files."""
         client, self.client = self.client, None
         clean = client is not None and self.started_at is not None
+        if self.lifeline is not None:
+            self.lifeline.close()   # what ends now ends on purpose
+        self.live.close()
         if client is not None:
             try:
                 if clean:
@@ -340,26 +363,6 @@ class World:
                     pass
         if self.workdir and not keep_logs:
             shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def check_placement(layout: list, identities: dict) -> None:
-    """The launcher must have put the ranks where our layout says (LOCAL_RANK, NODE_RANK and the
-    GPU each rank picks depend on it): same local rank, and one machine per layout host."""
-    machines = {}
-    for row in layout:
-        reported = identities[row.rank]
-        local = reported.get("launcher_local_rank")
-        if local is not None and local != row.local_rank:
-            raise MlpMagicError(
-                f"mpiexec placed rank {row.rank} as local rank {local} on {reported['host']}, but the "
-                f"layout expects local rank {row.local_rank} on {row.host}; check the hostfile order "
-                "and that no other mapping option (--map-by, a scheduler allocation) is in effect")
-        machines.setdefault(row.host, set()).add(reported["host"])
-    split = {host: names for host, names in machines.items() if len(names) > 1}
-    if split:
-        host, names = next(iter(split.items()))
-        machines_text = ", ".join(sorted(names))
-        raise MlpMagicError(f"the ranks meant for {host} ran on several machines ({machines_text})")
 
 
 def reap_orphans(notice=print) -> None:

@@ -47,22 +47,3 @@ def test_cell_tag_round_trip():
     assert cell_log_dir(f"print(1)\n{CELL_TAG}/tmp/x/cell-1\n") == "/tmp/x/cell-1"
     assert cell_log_dir("print(1)\n# a comment") is None
     assert os.path.basename(cell_log_dir(f"x = 1\n{CELL_TAG}/a b/c\n")) == "c"
-
-
-def test_placement_check_names_a_rank_the_launcher_put_elsewhere():
-    import pytest
-
-    from mlp_magic.errors import MlpMagicError
-    from mlp_magic.core.topology import topology_from_environment
-    from mlp_magic.world.world import check_placement
-
-    layout = topology_from_environment({}, hosts="w0:2,w1:2").layout(4)
-    good = {r: {"host": f"m{r // 2}", "launcher_local_rank": r % 2} for r in range(4)}
-    check_placement(layout, good)  # as laid out: no error
-    swapped = {**good, 1: {"host": "m0", "launcher_local_rank": 0}}
-    expected = "rank 1 as local rank 0 on m0, but the layout expects local rank 1"
-    with pytest.raises(MlpMagicError, match=expected):
-        check_placement(layout, swapped)
-    scattered = {**good, 1: {"host": "m9", "launcher_local_rank": 1}}
-    with pytest.raises(MlpMagicError, match="ranks meant for w0 ran on several machines"):
-        check_placement(layout, scattered)

@@ -1,0 +1,77 @@
+"""What we use of ipyparallel's client beyond its public API, in one place, each use with a fallback.
+
+- ``children``: an AsyncResult's per-engine futures (``_children``): the only way to wait on each
+  rank of a broadcast request, and to read each one's output as it arrives. Without them a request
+  cannot be followed rank by rank, so their absence is an error said once, not a silent loss.
+- ``on_iopub``: a future's ``iopub_callbacks`` (what ``AsyncResult.stream_output`` uses): a rank's
+  output wakes the waiting loop. Missing, output is still read at the end (it is in the request's
+  metadata), the wait is simply woken by the request's end only.
+- ``forget_results``: drops a finished request from the client's tables (``_futures``,
+  ``_output_futures``, ``outstanding``), else memory grows cell after cell; missing, it leaks.
+- ``send_interrupt``: ``_send_control_request`` (ipykernel's ``interrupt_request`` through the
+  controller, as ``Client.interrupt`` would but without waiting for every engine's reply).
+"""
+from __future__ import annotations
+
+from ..errors import MlpMagicError
+
+
+def children(async_result) -> list:
+    """One future per engine of the request, in target order."""
+    try:
+        return list(async_result._children)
+    except AttributeError:
+        raise MlpMagicError("this ipyparallel has no per-engine futures (AsyncResult._children); "
+                            "mlp_magic needs ipyparallel 8 or 9") from None
+
+
+def request_futures(async_result) -> list:
+    """Every request's two futures: its reply and its output. Both travel on different sockets,
+    so a request is over only when both are done (the output completes on the rank's 'idle', or
+    on its reply when it published nothing)."""
+    return [future for child in children(async_result) for future in (child, child.output)]
+
+
+def on_iopub(future, callback) -> bool:
+    """Call ``callback(msg)`` on the client's IO thread for each iopub message of ``future``'s
+    request; False where the client cannot (the caller then learns of output at the end only)."""
+    callbacks = getattr(future, "iopub_callbacks", None)
+    if not isinstance(callbacks, list):
+        return False
+    callbacks.append(callback)
+    return True
+
+
+def is_engine_death(future) -> bool:
+    """A finished future whose engine died: ipyparallel resolves it to an EngineError, raised or
+    as its value (a dead engine's task)."""
+    try:
+        error = future.exception(timeout=0)
+        if error is None:
+            error = future.result(timeout=0)
+    except Exception:  # noqa: BLE001 - not finished, or cancelled: not a death we can see
+        return False
+    return "EngineError" in type(error).__name__
+
+
+def forget_results(client, async_result) -> None:
+    """Let ipyparallel's client drop a finished request's results. It keeps each rank's result and
+    output, the broadcast request's own futures (never answered as such), and AsyncResult memoises
+    ``len`` in a class-wide lru_cache that holds the last 128 AsyncResults alive."""
+    try:
+        client.purge_local_results(jobs=async_result)
+        kids = async_result._children
+        request = kids[0].header["msg_id"] if kids else None
+        for table in (client._futures, client._output_futures, client.metadata):
+            table.pop(request, None)
+        client.outstanding.discard(request)
+    except Exception:  # noqa: BLE001 - a client internal moved: a leak is better than a failed cell
+        pass
+    for method in ("__len__", "_count_chunks"):
+        getattr(getattr(type(async_result), method, None), "cache_clear", lambda: None)()
+
+
+def send_interrupt(client, engines: list) -> None:
+    """ipykernel's interrupt_request to ``engines`` through the controller, not waiting for
+    their replies (a vanished host never answers)."""
+    client._send_control_request(targets=engines, msg_type="interrupt_request", content={}, block=False)

@@ -1,0 +1,133 @@
+"""The World's live record (issue 23): rank states from the one rank-waiting loop, published
+within a second while a cell runs, against a real 4-rank World."""
+import os
+import signal
+import threading
+import time
+from datetime import datetime
+
+import pytest
+
+from mlp_magic.world import command
+from mlp_magic.world import published as world_state
+
+from .conftest import run, timed_run
+
+pytestmark = pytest.mark.timeout(240)
+
+
+class RecordWatcher:
+    """Reads this kernel's published World every 20 ms in a thread: (seconds since start, record)."""
+
+    def __init__(self):
+        self.seen: list = []
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.02):
+            mine = [w for w in world_state.read_worlds() if w["pid"] == os.getpid()]
+            if mine:
+                self.seen.append((time.monotonic() - self.started, mine[0]))
+
+    def stop(self) -> list:
+        self._stop.set()
+        self._thread.join()
+        return self.seen
+
+    def first(self, predicate) -> float | None:
+        return next((t for t, record in self.seen if predicate(record)), None)
+
+
+def states(record) -> list:
+    return [r["state"] for r in record["ranks"]]
+
+
+@pytest.fixture
+def world4(ip):
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    return command.current_world()
+
+
+def test_a_sleeping_rank_shows_busy_within_a_second_and_the_others_idle(ip, world4):
+    watcher = RecordWatcher()
+    error = run(ip, "%%mpirun\n# a comment first\nimport time\nif rank == 2:\n    time.sleep(3)")
+    seen = watcher.stop()
+    assert error is None
+    shown = watcher.first(lambda r: states(r) == ["idle", "idle", "busy", "idle"])
+    assert shown is not None and shown < 1.0, shown
+    running = next(r for _, r in seen if states(r) == ["idle", "idle", "busy", "idle"])
+    assert running["cell"]["first_line"] == "import time"
+    assert running["cell"]["ranks"] == [0, 1, 2, 3]
+    assert running["id"] == world4.id and running["state"] == "running"
+    busy_since = datetime.fromisoformat(running["ranks"][2]["since"]).timestamp()
+    idle_since = datetime.fromisoformat(running["ranks"][0]["since"]).timestamp()
+    assert busy_since < idle_since < busy_since + 1.0
+    # the end of the cell reaches the file too
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        mine = [w for w in world_state.read_worlds() if w["pid"] == os.getpid()][0]
+        if states(mine) == ["idle"] * 4 and mine["cell"] is None:
+            break
+        time.sleep(0.05)
+    assert states(mine) == ["idle"] * 4 and mine["cell"] is None
+
+
+def test_each_rank_says_when_it_last_wrote(ip, world4):
+    before = time.time()
+    cell = "%%mpirun\nimport time\nif rank != 1:\n    print('step', flush=True)\ntime.sleep(0.5)"
+    assert run(ip, cell) is None
+    time.sleep(0.5)
+    ranks = [w for w in world_state.read_worlds() if w["pid"] == os.getpid()][0]["ranks"]
+    wrote = {r["rank"]: r["last_output"] for r in ranks}
+    assert wrote[1] is None or datetime.fromisoformat(wrote[1]).timestamp() < before
+    for rank in (0, 2, 3):
+        assert before <= datetime.fromisoformat(wrote[rank]).timestamp() <= time.time()
+
+
+def test_waiting_wakes_on_events_not_on_a_clock(ip, world4):
+    """A quiet 2 s cell: the old loop woke 20 times (every 0.1 s); this one when the ranks finish."""
+    assert run(ip, "%%mpirun\nimport time\ntime.sleep(2)") is None
+    assert world4.active_run.requests.wakes <= 4, world4.active_run.requests.wakes
+
+
+def test_output_wakes_the_wait_and_is_shown_before_the_cell_ends(ip, world4, capsys):
+    timer_cell = "%%mpirun\nimport time\nprint('first', rank, flush=True)\ntime.sleep(2)"
+    assert run(ip, timer_cell) is None
+    requests = world4.active_run.requests
+    assert 1 <= requests.wakes <= 10   # woken by the output and the ends, not every 0.1 s
+    out = capsys.readouterr().out
+    assert 0 <= out.index("] first ") < out.index("ranks 0-3 (4)")   # live, before the summary
+
+
+def test_a_lost_launcher_ends_the_cell_at_once_and_the_ranks_show_dead(ip, world4):
+    mpiexec = world4.processes[1]
+    timer = threading.Timer(1.0, os.killpg, (mpiexec.pid, signal.SIGKILL))
+    timer.start()
+    try:
+        error, elapsed = timed_run(ip, "%%mpirun\nimport time\ntime.sleep(60)")
+    finally:
+        timer.cancel()
+    assert "died" in str(error)
+    assert elapsed < 1.0 + 3.5, elapsed   # the launcher's note is awaited up to 2 s
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        mine = [w for w in world_state.read_worlds() if w["pid"] == os.getpid()]
+        if mine and set(states(mine[0])) == {"dead"}:
+            break
+        time.sleep(0.05)
+    assert mine and set(states(mine[0])) == {"dead"} and mine[0]["state"] == "stopped"
+    assert run(ip, "%mpirun --restart") is None
+
+
+def test_the_record_says_starting_while_the_world_starts(ip):
+    run(ip, "%mpirun --stop")
+    watcher = RecordWatcher()
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    time.sleep(1.0)   # the last change reaches the file within a second
+    seen = watcher.stop()
+    starting = [r for _, r in seen if r["state"] == "starting"]
+    assert starting and set(states(starting[0])) == {"starting"}
+    assert states(seen[-1][1]) == ["idle"] * 4 and seen[-1][1]["state"] == "running"
