@@ -23,7 +23,7 @@ from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
 
 from ..core.deadline import in_background
 from ..core.local_names import this_machine_names
-from ..core.records import Record
+from ..core.records import Record, fresh
 from ..errors import MlpMagicError
 from ..gpu import HostGpus, parse_topo_matrix
 from .model import LOCAL, ClusterState, cluster_state, failed_state, host_key, published_inventories
@@ -57,6 +57,18 @@ def _running_world() -> Any:
     return module.current_world() if module is not None else None
 
 
+class Parts(Record):
+    """What ``StateCollector.gather`` found; ``error``: no topology could be read."""
+
+    topology: Any = None
+    error: Optional[str] = None
+    names: frozenset = frozenset()
+    reachability: Mapping = fresh(dict)
+    inventories: List[HostGpus] = fresh(list)
+    layout: Any = None
+    updated_at: str = ""
+
+
 class StateCollector:
     """Callable: one ClusterState per call. ``inventories``: GPUs known already (never probed);
     ``world``: a World to show instead of this kernel's."""
@@ -70,23 +82,38 @@ class StateCollector:
             raise MlpMagicError("cluster view: gpus must be one of %s, got %r"
                                 % (", ".join(GPU_MODES), options.gpus))
         self.inventories, self.world = list(inventories), world
+        self.parts = Parts(error="not collected yet")
 
     def __call__(self) -> ClusterState:
-        now = utc_now()
         world = self.world if self.world is not None else (
             _running_world() if self.options.kernel_world else None)
         worlds = self._worlds(world)
+        self.parts = self.gather(world)
+        return self.state_with(worlds)
+
+    def gather(self, world: Any = None) -> "Parts":
+        """Everything but the published Worlds: the topology, reachability, the GPUs probed
+        (the slow part, which the live panel takes again only now and then)."""
+        now = utc_now()
         try:
             topology = self._topology(world)
         except MlpMagicError as exc:
-            return failed_state(str(exc), now, worlds)
+            return Parts(error=str(exc), updated_at=now)
         names = this_machine_names()
         reachability = self._start_reachability(topology, names)
-        published = published_inventories(worlds) if self.options.published_gpus else []
-        inventories = published + self._gpus(world, topology, names)
+        inventories = self._gpus(world, topology, names)
         layout = world.layout if world is not None and topology is world.spec.topology else None
-        return cluster_state(topology, inventories, worlds, reachability(), names, updated_at=now,
-                             layout=layout)
+        return Parts(topology=topology, names=names, reachability=reachability(), inventories=inventories,
+                     layout=layout, updated_at=now)
+
+    def state_with(self, worlds: Sequence[Mapping], parts: Optional["Parts"] = None) -> ClusterState:
+        """The picture from gathered ``parts`` (default: the last call's) and these Worlds."""
+        parts = parts or self.parts
+        if parts.error is not None:
+            return failed_state(parts.error, parts.updated_at, worlds)
+        published = published_inventories(worlds) if self.options.published_gpus else []
+        return cluster_state(parts.topology, published + parts.inventories, worlds, parts.reachability,
+                             parts.names, updated_at=parts.updated_at, layout=parts.layout)
 
     def _topology(self, world: Any) -> Any:
         options = self.options

@@ -15,6 +15,7 @@ from ..core.local_names import is_this_machine
 from ..gpu import HostGpus, host_hints
 
 LOCAL = "<local>"   # the key of this machine, whatever name a part used for it
+PRIVATE = "private"  # the part of a published World record that is never shown
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,9 @@ class EngineInfo:
     world_pid: Optional[int] = None  # the kernel whose World it belongs to
 
     def to_json(self) -> Dict[str, Any]:
-        return {"rank": self.rank, "engine_id": self.engine_id, "state": self.state,
-                "world_pid": self.world_pid}
+        """Which engines run here; their states are the World's (its "ranks"), said once there,
+        so that a rank's change is one change of the document."""
+        return {"rank": self.rank, "engine_id": self.engine_id, "world_pid": self.world_pid}
 
 
 @dataclass
@@ -91,7 +93,8 @@ class ClusterState:
             "hosts": [host.to_json() for host in self.hosts],
             "updated_at": self.updated_at,
             "error": self.error,
-            "worlds": [dict(world) for world in self.worlds],
+            # a World's "private" part (its agents' key) stays on this machine, never served
+            "worlds": [{k: v for k, v in world.items() if k != PRIVATE} for world in self.worlds],
         }
 
 

@@ -5,7 +5,11 @@ Enabled on install through ``jupyter_server_config.d/mlp_magic.json``; by hand:
 
     c.MlpMagicPanel.hostfile = "/etc/mlp/hostfile"   # or env MLP_MAGIC_HOSTFILE
     c.MlpMagicPanel.probe_timeout = 1.0              # seconds per ssh-port probe
-    c.MlpMagicPanel.cache_seconds = 4.0              # how long one snapshot serves every tab
+    c.MlpMagicPanel.cache_seconds = 4.0              # with no panel open: how old a GET's
+                                                     # topology and reachability may be
+
+The server keeps one live model of the cluster (``cluster/live``): the Worlds' files are watched,
+and every open panel gets its changes over one websocket (``mlp-magic/live``).
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from traitlets.config import Configurable
 
 from .. import config
 from ..cluster.reachability import DEFAULT_TIMEOUT
-from .snapshot import DEFAULT_CACHE_SECONDS, DEFAULT_GPU_PROBE_TIMEOUT, SnapshotCache, panel_snapshots
+from .snapshot import DEFAULT_CACHE_SECONDS, DEFAULT_GPU_PROBE_TIMEOUT, panel_model
 
 
 class MlpMagicPanel(Configurable):
@@ -32,7 +36,7 @@ class MlpMagicPanel(Configurable):
     )
     cache_seconds = Float(
         DEFAULT_CACHE_SECONDS,
-        help="Seconds one snapshot is served to every client before a new one is taken.",
+        help="With no panel open, how old (seconds) the topology and reachability a GET serves may be.",
     ).tag(config=True)
 
     @default("hostfile")
@@ -48,6 +52,12 @@ def labextension_installed() -> bool:
                for folder in jupyter_path("labextensions"))
 
 
+async def _start_jupyter_server_extension(serverapp) -> None:
+    """Once the server's event loop runs: start watching the Worlds (the routes would start it at
+    their first request otherwise, as in servers that never call this hook)."""
+    await serverapp.web_app.settings["mlp_magic_live"].ensure_started()
+
+
 def _jupyter_server_extension_points() -> list:
     return [{"module": "mlp_magic.server"}]
 
@@ -56,10 +66,9 @@ def _load_jupyter_server_extension(serverapp) -> None:
     from .handlers import setup_handlers  # tornado/jupyter_server only once a server loads us
 
     settings = MlpMagicPanel(parent=serverapp)
-    compute = panel_snapshots(settings.hostfile, settings.probe_timeout, settings.gpu_probe_timeout)
-    snapshots = SnapshotCache(compute, ttl=settings.cache_seconds)
-    serverapp.web_app.settings["mlp_magic_snapshots"] = snapshots
-    routes = setup_handlers(serverapp.web_app, snapshots)
+    live = panel_model(settings.hostfile, settings.probe_timeout, settings.gpu_probe_timeout)
+    serverapp.web_app.settings["mlp_magic_live"] = live
+    routes = setup_handlers(serverapp.web_app, live, settings.cache_seconds)
     serverapp.log.info("mlp_magic: cluster panel endpoints %s (hostfile: %s)", ", ".join(routes),
                        settings.hostfile or "from the environment")
     if not labextension_installed():

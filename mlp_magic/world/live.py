@@ -37,6 +37,7 @@ class LiveWorld:
         self._lock = threading.Lock()
         self.states = RankStates(hosts, clock())
         self.cell: Optional[dict] = None
+        self.log_dir: Optional[str] = None   # the running or last cell's (a rank's log tail)
         self._publish = publish
         self._changed = threading.Event()
         self._closed = False
@@ -78,6 +79,7 @@ class LiveWorld:
         with self._lock:
             self.cell = {"first_line": first_line(code), "started": iso(self._clock()),
                          "ranks": list(ranks), "log_dir": log_dir}
+            self.log_dir = log_dir
             self.states.version += 1
         self._changed.set()
 
@@ -92,9 +94,10 @@ class LiveWorld:
 
     # ------------------------------------------------------------------ reading
     def record(self) -> dict:
-        """{"cell": ..., "ranks": [...]} as the World's record holds them."""
+        """{"cell": ..., "log_dir": ..., "ranks": [...]} as the World's record holds them."""
         with self._lock:
-            return {"cell": dict(self.cell) if self.cell else None, "ranks": self.states.to_json()}
+            return {"cell": dict(self.cell) if self.cell else None, "log_dir": self.log_dir,
+                    "ranks": self.states.to_json()}
 
     # ------------------------------------------------------------------ publishing
     def _versions(self) -> tuple:

@@ -1,8 +1,9 @@
 """Kernels publish their World here so the Jupyter server's panel can show it.
 
 One JSON file per kernel process in ``~/.mlp_magic/worlds/`` (``$MLP_MAGIC_STATE_DIR``
-overrides). Writes are atomic (write + rename) so a reader never sees half a file; files whose
-process is gone are ignored (and removed) by readers, so a dead kernel leaves no ghost World.
+overrides), in a folder of mode 0700, each file 0600 (``mkstemp``'s). Writes are atomic (write +
+rename) so a reader never sees half a file; files whose process is gone are ignored (and
+removed) by readers, so a dead kernel leaves no ghost World.
 """
 from __future__ import annotations
 
@@ -24,9 +25,19 @@ def _path(pid: int, directory: str, host: str | None = None) -> str:
     return os.path.join(directory, f"{host or socket.gethostname()}-{pid}.json")
 
 
+def private_folder(directory: str) -> None:
+    """``directory`` exists and only its owner can list or enter it (a World's record holds the
+    key of its agents), whatever the umask; an older, wider folder of ours is narrowed."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    info = os.stat(directory)
+    if info.st_uid == os.getuid() and info.st_mode & 0o077:
+        os.chmod(directory, 0o700)
+
+
 def publish(state: dict, directory: str | None = None) -> None:
+    """Write the record atomically (a reader never sees half of it), readable by its owner only."""
     directory = directory or config.state_dir()
-    os.makedirs(directory, exist_ok=True)
+    private_folder(directory)
     state = dict(state, pid=state.get("pid", os.getpid()), host=state.get("host", socket.gethostname()),
                  updated_at=now_iso())
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")

@@ -285,9 +285,12 @@ class World:
             "state": "starting" if self.started_at is None else ("running" if self.alive() else "stopped"),
             "started_at": self.started_at, "np": self.np,
             "mpi": self.mpi.flavour if self.mpi else None, "source": self.spec.topology.source,
-            "cell": live["cell"], "ranks": live["ranks"], "gpus": self.gpus,
+            "cell": live["cell"], "log_dir": live["log_dir"], "ranks": live["ranks"], "gpus": self.gpus,
             # What a later kernel needs to clean up after this one if it dies without stopping.
             "processes": [{"pid": p.pid, "create_time": p.create_time} for p in self.processes],
+            # For the server's actions only (never served): which process each rank is.
+            "private": {"ranks": {rank: [i.get("pid"), i.get("create_time")]
+                                  for rank, i in self.identities.items()}},
         }
 
     def refresh_gpus(self, timeout: float = 3.0, at_most_every: float = 0.0) -> None:

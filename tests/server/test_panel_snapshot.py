@@ -1,15 +1,11 @@
-"""The snapshot's parts without a server: cluster's model as the panel gets it, the shared cache,
-the settings."""
+"""The document's parts without a server: cluster's model as the panel gets it, the settings."""
 from __future__ import annotations
-
-import asyncio
 
 from mlp_magic.cluster.model import cluster_state, failed_state, published_inventories, world_engines_by_key
 from mlp_magic.cluster.reachability import Reachability
 from mlp_magic.core.topology import topology_from_environment
 from mlp_magic.gpu import GpuInfo, HostGpus
 from mlp_magic.server import MlpMagicPanel
-from mlp_magic.server.snapshot import SnapshotCache
 
 LOCAL = frozenset({"localhost", "127.0.0.1", "::1", "node7"})
 TOPOLOGY = topology_from_environment({}, hosts="node7:2,node8:1")
@@ -53,79 +49,14 @@ def test_engines_are_grouped_by_host_and_ordered_by_rank():
                         "not a rank"])]
     grouped = world_engines_by_key(worlds, LOCAL)
     assert [e.rank for e in grouped["<local>"]] == [0, 1]  # localhost and node7 are one host
-    assert [e.to_json() for e in grouped["node8"]] == [
-        {"rank": 2, "engine_id": 0, "state": "busy", "world_pid": 5}]
+    assert [e.to_json() for e in grouped["node8"]] == [{"rank": 2, "engine_id": 0, "world_pid": 5}]
+    assert grouped["node8"][0].state == "busy"   # the text faces' summary; the JSON says it per rank
 
 
 def test_no_topology_gives_no_hosts_and_the_error():
     snapshot = failed_state("hostfile h line 2: bad", "t").to_json()
     assert snapshot["hosts"] == [] and snapshot["error"] == "hostfile h line 2: bad"
     assert snapshot["source"] is None
-
-
-class Clock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-
-async def test_cache_serves_one_snapshot_until_it_expires():
-    clock, calls = Clock(), []
-
-    async def compute():
-        calls.append(clock.now)
-        return {"n": len(calls)}
-
-    cache = SnapshotCache(compute, ttl=4.0, clock=clock)
-    assert await cache.get() == '{"n": 1}'
-    clock.now += 3.9
-    assert await cache.get() == '{"n": 1}'
-    clock.now += 0.2
-    assert await cache.get() == '{"n": 2}'
-    assert cache.computations == 2
-
-
-async def test_concurrent_misses_share_one_computation_and_refresh_starts_a_new_one():
-    release, calls = asyncio.Event(), []
-
-    async def compute():
-        calls.append(1)
-        number = len(calls)
-        await release.wait()
-        return {"n": number}
-
-    cache = SnapshotCache(compute, ttl=60.0)
-    waiting = [asyncio.ensure_future(cache.get()) for _ in range(10)]
-    await asyncio.sleep(0)
-    cache.invalidate()  # a refresh while the first computation runs
-    fresh = asyncio.ensure_future(cache.get())
-    await asyncio.sleep(0)
-    release.set()
-    assert {await w for w in waiting} == {'{"n": 1}'}  # the ten callers shared computation 1
-    assert await fresh == '{"n": 2}'
-    assert len(calls) == 2
-    assert await cache.get() == '{"n": 2}'  # the stale computation was not cached
-
-
-async def test_a_failed_computation_is_not_cached():
-    outcomes = [RuntimeError("driver gone"), {"ok": True}]
-
-    async def compute():
-        outcome = outcomes.pop(0)
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
-
-    cache = SnapshotCache(compute, ttl=60.0)
-    try:
-        await cache.get()
-    except RuntimeError as error:
-        assert str(error) == "driver gone"
-    else:
-        raise AssertionError("the failure was swallowed")
-    assert await cache.get() == '{"ok": true}'
 
 
 def test_hostfile_setting_defaults_to_the_environment(monkeypatch):

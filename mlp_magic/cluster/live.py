@@ -1,0 +1,160 @@
+"""The live cluster model the server keeps: one document, its changes pushed to every open panel.
+
+One ``LiveCluster`` per server (and one in ``mlp-magic top``). It holds the cluster document
+(``ClusterState.to_json()``, the one ``mlp-magic status --json`` prints) built from two kinds of
+input, each taken as often as it changes:
+- the published Worlds (their ranks' states, from each kernel's rank-waiting loop): the folder
+  is watched (cluster/dir_watch) and read again the moment a kernel writes; a World whose kernel
+  is gone drops out within ``LIVENESS_EVERY_S``;
+- the slow part (topology, reachability, this machine's GPU inventory): collected in a worker
+  thread every ``SLOW_EVERY_S`` while someone watches, or on demand (``refresh``).
+Each new document is compared with the last (core/doc_delta) and only the operations are sent,
+encoded once for every subscriber: ``{"type": "patch", "seq", "server_time", "ops"}``; a new
+subscriber first gets ``{"type": "snapshot", ...}``. Slow subscribers are the transport's
+business (server/live_socket).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from datetime import datetime, timezone
+from typing import Callable, Dict, List, Optional
+
+from ..core.doc_delta import diff
+from .collect import CollectOptions, Parts, StateCollector
+from .dir_watch import DirWatch
+
+SLOW_EVERY_S = 30.0       # topology and reachability, while someone watches
+LIVENESS_EVERY_S = 5.0    # kernels checked for life (a dead one's World leaves the document)
+REFRESH_AT_MOST_EVERY_S = 2.0
+
+
+def server_time() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class LiveCluster:
+    def __init__(self, options: CollectOptions, state_dir: str, read_worlds: Callable[[str], list]):
+        self.collector = StateCollector(options)
+        self.state_dir = state_dir
+        self._read_worlds = read_worlds
+        self.worlds: List[dict] = []
+        self.parts: Optional[Parts] = None
+        self.doc: Optional[dict] = None
+        self.seq = 0
+        self._subscribers: Dict[int, Callable[[str], None]] = {}
+        self._next_id = 0
+        self._watch = DirWatch(state_dir, self._worlds_changed)
+        self._tasks: List[asyncio.Task] = []
+        self._slow: Optional[asyncio.Future] = None
+        self._slow_at = float("-inf")
+        self.rebuilds = 0    # documents built (tests and benchmarks)
+        self.slow_collects = 0   # slow parts taken
+        self._started: Optional[asyncio.Future] = None
+
+    async def ensure_started(self) -> None:
+        """Start once, on the running event loop (every caller waits for the first document)."""
+        if self._started is None:
+            self._started = asyncio.ensure_future(self.start())
+        await asyncio.shield(self._started)
+
+    # ------------------------------------------------------------------ life
+    async def start(self) -> None:
+        self._watch.start()
+        self._reread_worlds()
+        await self.refresh()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._every(LIVENESS_EVERY_S, self._reread_worlds)),
+                       loop.create_task(self._every(SLOW_EVERY_S, self._slow_if_watched))]
+
+    def stop(self) -> None:
+        self._watch.stop()
+        for task in self._tasks:
+            task.cancel()
+
+    @staticmethod
+    async def _every(seconds: float, action) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            result = action()
+            if asyncio.iscoroutine(result):
+                await result
+
+    # ------------------------------------------------------------------ inputs
+    def _worlds_changed(self) -> None:
+        self._reread_worlds()
+
+    def _reread_worlds(self) -> None:
+        try:
+            worlds = self._read_worlds(self.state_dir)
+        except (OSError, ValueError):
+            return
+        worlds.sort(key=lambda w: (str(w.get("host")), w.get("pid") or 0))
+        if worlds != self.worlds:
+            self.worlds = worlds
+            self._rebuild()
+
+    async def _slow_if_watched(self) -> None:
+        if self._subscribers:
+            await self.refresh()
+
+    async def refresh(self, at_most_every: float = 0.0) -> dict:
+        """Take the slow part again (shared with a collect already under way); the document."""
+        if self._slow is None and time.monotonic() - self._slow_at >= at_most_every:
+            self._slow = asyncio.ensure_future(self._collect_slow())
+        if self._slow is not None:
+            await asyncio.shield(self._slow)
+        return self.doc
+
+    async def _collect_slow(self) -> None:
+        self.slow_collects += 1
+        try:
+            self.parts = await asyncio.get_running_loop().run_in_executor(None, self.collector.gather)
+            self._slow_at = time.monotonic()
+            self._rebuild()
+        finally:
+            self._slow = None
+
+    # ------------------------------------------------------------------ the document
+    def world(self, world_id: str) -> Optional[dict]:
+        """The published record of a World (its private part included), or None."""
+        return next((w for w in self.worlds if w.get("id") == world_id), None)
+
+    def _rebuild(self) -> None:
+        if self.parts is None:
+            return
+        doc = self.collector.state_with(self.worlds, self.parts).to_json()
+        self.rebuilds += 1
+        if self.doc is None:   # the first document: whoever subscribed meanwhile gets it whole
+            self.doc, self.seq = doc, 1
+            self._send(self._snapshot())
+            return
+        ops = diff(self.doc, doc)
+        if not ops:
+            return
+        self.doc, self.seq = doc, self.seq + 1
+        self._send({"type": "patch", "seq": self.seq, "server_time": server_time(), "ops": ops})
+
+    # ------------------------------------------------------------------ subscribers
+    def subscribe(self, send: Callable[[str], None]) -> Callable[[], None]:
+        """``send(text)`` gets the snapshot now, then every message; returns the unsubscribe."""
+        key, self._next_id = self._next_id, self._next_id + 1
+        self._subscribers[key] = send
+        if self.doc is not None:
+            send(json.dumps(self._snapshot()))
+        return lambda: self._subscribers.pop(key, None)
+
+    def _snapshot(self) -> dict:
+        return {"type": "snapshot", "seq": self.seq, "server_time": server_time(), "doc": self.doc}
+
+    @property
+    def watchers(self) -> int:
+        return len(self._subscribers)
+
+    def _send(self, message: dict) -> None:
+        if not self._subscribers:
+            return
+        text = json.dumps(message)   # encoded once for every subscriber
+        for send in list(self._subscribers.values()):
+            send(text)

@@ -1,0 +1,75 @@
+"""What changed between two JSON documents, as a short list of operations, and how to apply it. Pure.
+
+The panel's websocket carries the cluster document once, then only these operations: ``["set",
+path, value]`` and ``["del", path]``, a path being the keys and list indices from the top
+(``["worlds", 0, "ranks", 17, "state"]``). A list whose length changed is set whole (its items
+have no identity to follow), and so is a mapping most of whose keys changed (one operation says
+it shorter). Applying ``diff(old, new)`` to ``old`` gives ``new``; the panel's TypeScript does the
+same (labextension/src/ops.ts).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, List
+
+SET, DEL = "set", "del"
+
+
+def diff(old: Any, new: Any) -> List[list]:
+    """The operations that turn ``old`` into ``new`` (none when they are equal)."""
+    ops: List[list] = []
+    _diff(old, new, [], ops)
+    return ops
+
+
+def _diff(old: Any, new: Any, path: list, ops: List[list]) -> None:
+    if type(old) is not type(new):
+        ops.append([SET, path, new])
+    elif isinstance(new, dict):
+        _diff_dict(old, new, path, ops)
+    elif isinstance(new, list):
+        if len(old) != len(new):
+            ops.append([SET, path, new])
+        else:
+            for index, (a, b) in enumerate(zip(old, new)):
+                if a != b:
+                    _diff(a, b, path + [index], ops)
+    elif old != new:
+        ops.append([SET, path, new])
+
+
+def _diff_dict(old: dict, new: dict, path: list, ops: List[list]) -> None:
+    changed = [key for key in new if key not in old or old[key] != new[key]]
+    gone = [key for key in old if key not in new]
+    if path and len(changed) + len(gone) > max(1, len(new) // 2):
+        ops.append([SET, path, new])   # most of it changed: say it whole
+        return
+    for key in gone:
+        ops.append([DEL, path + [key]])
+    for key in changed:
+        if key in old:
+            _diff(old[key], new[key], path + [key], ops)
+        else:
+            ops.append([SET, path + [key], new[key]])
+
+
+def apply(doc: Any, ops: List[list]) -> Any:
+    """``doc`` changed by ``ops`` (a new document: ``doc`` itself is left as it was)."""
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        kind, path = op[0], op[1]
+        if not path:
+            if kind != SET:
+                raise ValueError("cannot delete the whole document")
+            doc = copy.deepcopy(op[2])
+            continue
+        parent = doc
+        for key in path[:-1]:
+            parent = parent[key]
+        if kind == SET:
+            parent[path[-1]] = copy.deepcopy(op[2])
+        elif kind == DEL:
+            del parent[path[-1]]
+        else:
+            raise ValueError(f"unknown operation {kind!r}")
+    return doc

@@ -1,0 +1,154 @@
+"""What the panel's buttons do to a World, without its kernel's help (it may be stuck in a cell).
+
+Everything needed is in the World's published record (world/world.World.state): its ranks' hosts,
+pids and process start times (in its private part), its own processes, its agents (one per host,
+agent/). Ranks on this machine are signalled directly; ranks elsewhere through their host's agent,
+which checks each pid's start time the same way, so a reused pid is never signalled.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from typing import Dict, List
+
+from ..core.local_names import is_this_machine, this_machine_names
+from ..core.ranges import fold_ranks
+from ..errors import MlpMagicError
+
+TAIL_BYTES = 64 * 1024
+AGENT_TIMEOUT_S = 5.0
+STACKS_TIMEOUT_S = 10.0
+STREAMS = ("stdout", "stderr")
+
+
+def _private(world: dict) -> dict:
+    private = world.get("private")
+    return private if isinstance(private, dict) else {}
+
+
+def _rank_processes(world: dict) -> Dict[int, list]:
+    """{rank: [pid, create_time]} as the World published them."""
+    ranks = _private(world).get("ranks") or {}
+    return {int(rank): value for rank, value in ranks.items()}
+
+
+def _hosts_of(world: dict) -> Dict[str, List[int]]:
+    hosts: Dict[str, List[int]] = {}
+    for row in world.get("ranks") or []:
+        hosts.setdefault(row["host"], []).append(row["rank"])
+    return hosts
+
+
+def same_process(pid: int, create_time) -> bool:
+    """``pid`` is still the process that started at ``create_time`` (not a reused pid)."""
+    import psutil
+
+    try:
+        return create_time is not None and abs(psutil.Process(pid).create_time() - float(create_time)) < 0.01
+    except (psutil.Error, TypeError, ValueError):
+        return False
+
+
+def signal_here(processes: Dict[int, list], ranks: List[int], sig: int = signal.SIGINT) -> List[int]:
+    """Signal the ranks of this machine that are still the processes published; the ones done."""
+    done = []
+    for rank in ranks:
+        pid, create_time = (processes.get(rank) or [None, None])[:2]
+        if pid and same_process(int(pid), create_time):
+            try:
+                os.kill(int(pid), sig)
+                done.append(rank)
+            except OSError:
+                pass
+    return done
+
+
+async def _agent_call(world: dict, host: str, op: str, **args) -> dict:
+    agent = (world.get("agents") or {}).get(host)
+    key = _private(world).get("agent_key")
+    if not agent or not key:
+        raise MlpMagicError(f"no agent on {host} for this World (it started without one)")
+    from ..agent.client import call
+
+    return await call(agent["addr"], agent["port"], key, op, timeout=AGENT_TIMEOUT_S, **args)
+
+
+async def interrupt(world: dict) -> dict:
+    """SIGINT every rank of the World (ranks between cells ignore it); what was done, host by host."""
+    names = this_machine_names()
+    processes = _rank_processes(world)
+    signalled: List[int] = []
+    problems: Dict[str, str] = {}
+    remote = {}
+    for host, ranks in _hosts_of(world).items():
+        if is_this_machine(host, names):
+            signalled += signal_here(processes, ranks)
+        else:
+            remote[host] = _agent_call(world, host, "interrupt")
+    for host, answer in zip(remote, await asyncio.gather(*remote.values(), return_exceptions=True)):
+        if isinstance(answer, BaseException):
+            problems[host] = str(answer) or type(answer).__name__
+        else:
+            signalled += list(answer.get("signalled") or [])
+    return {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
+
+
+async def stop(world: dict) -> dict:
+    """Stop the World's own processes (launcher first, then controller): its ranks go with them."""
+    from ..world.processes import kill_tree
+
+    def kill_all() -> int:
+        processes = reversed(world.get("processes") or [])
+        return sum(kill_tree(p.get("pid"), p.get("create_time")) for p in processes)
+
+    killed = await asyncio.get_running_loop().run_in_executor(None, kill_all)
+    return {"world": world.get("id"), "stopped": killed > 0, "processes": killed}
+
+
+async def stacks(world: dict) -> dict:
+    """The merged stack tree of every process on the World's hosts ({"text", "html"}, or "error")."""
+    from ..stacks import StacksFault
+    from ..stacks.command import gather
+    from ..stacks.options import StacksOptions
+
+    options = StacksOptions(hosts=",".join(_hosts_of(world)), timeout=STACKS_TIMEOUT_S)
+
+    def collect() -> dict:
+        try:
+            report = gather(options, env={})
+        except (StacksFault, MlpMagicError) as exc:
+            return {"error": str(exc)}
+        return {"text": report.text, "html": report.html}
+
+    return await asyncio.get_running_loop().run_in_executor(None, collect)
+
+
+async def tail(world: dict, rank: int, stream: str) -> str:
+    """The last ``TAIL_BYTES`` of a rank's stdout or stderr in the World's current or last cell."""
+    if stream not in STREAMS:
+        raise MlpMagicError(f"stream must be stdout or stderr, got {stream!r}")
+    rows = {row["rank"]: row for row in world.get("ranks") or []}
+    if rank not in rows:
+        raise MlpMagicError(f"rank {rank} is not in this World (0-{len(rows) - 1})")
+    log_dir = world.get("log_dir")
+    if not log_dir:
+        return ""   # no cell has run yet
+    host = rows[rank]["host"]
+    if is_this_machine(host, this_machine_names()):
+        return _tail_file(os.path.join(log_dir, f"rank{rank}.{stream}"))
+    answer = await _agent_call(world, host, "tail", rank=rank, stream=stream, bytes=TAIL_BYTES,
+                               log_dir=log_dir)
+    return answer.get("text") or ""
+
+
+def _tail_file(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - TAIL_BYTES))
+            return handle.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise MlpMagicError(f"cannot read {path}: {exc.strerror or exc}") from None

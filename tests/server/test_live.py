@@ -1,0 +1,186 @@
+"""The live panel's server side on a real jupyter_server: the websocket's snapshot and patches,
+Worlds coming and going, and the actions on a World (interrupt, restart, log tail) done without
+its kernel, on real processes."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from mlp_magic.core.doc_delta import apply
+
+pytestmark = pytest.mark.timeout(120)
+
+SIGINT_CATCHER = """
+import signal, sys, time
+def caught(*_):
+    open(sys.argv[1], "w").write("SIGINT")
+    sys.exit(0)
+signal.signal(signal.SIGINT, caught)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+class Processes:
+    """Real child processes standing in for ranks; every one is stopped at the end."""
+
+    def __init__(self, tmp_path):
+        self.tmp_path, self.children = tmp_path, []
+
+    def catcher(self, name: str) -> subprocess.Popen:
+        child = subprocess.Popen([sys.executable, "-c", SIGINT_CATCHER, str(self.tmp_path / name)],
+                                 stdout=subprocess.PIPE, text=True)
+        assert child.stdout.readline() == "ready\n"
+        self.children.append(child)
+        return child
+
+    def close(self) -> None:
+        for child in self.children:
+            child.kill()
+            child.wait()
+
+
+@pytest.fixture
+def processes(tmp_path):
+    made = Processes(tmp_path)
+    yield made
+    made.close()
+
+
+def world_record(pid: int, world_id: str = "here-1-1", ranks=None, **extra) -> dict:
+    since = "2026-11-25T10:00:00.000+00:00"
+    ranks = ranks or [{"rank": r, "host": "localhost", "state": "idle", "since": since, "last_output": None,
+                       "engine_id": r} for r in range(2)]
+    return {"id": world_id, "pid": pid, "state": "running", "np": len(ranks), "ranks": ranks, **extra}
+
+
+def publish(state_dir, record: dict) -> None:
+    path = state_dir / f"{record['id']}.json"
+    path.with_suffix(".tmp").write_text(json.dumps(record))
+    os.replace(path.with_suffix(".tmp"), path)
+
+
+async def next_message(ws, seconds: float = 5.0) -> dict:
+    text = await asyncio.wait_for(ws.read_message(), seconds)
+    assert text is not None, "the server closed the websocket"
+    return json.loads(text)
+
+
+async def test_a_panel_gets_the_document_then_each_change_of_a_world(
+        jp_fetch, jp_ws_fetch, world_state_dir):
+    ws = await jp_ws_fetch("mlp-magic", "live")
+    snapshot = await next_message(ws)
+    assert snapshot["type"] == "snapshot" and snapshot["doc"]["worlds"] == []
+    doc, seq = snapshot["doc"], snapshot["seq"]
+
+    record = world_record(os.getpid())
+    publish(world_state_dir, record)
+    started = time.monotonic()
+    patch = await next_message(ws)
+    assert patch["type"] == "patch" and patch["seq"] == seq + 1
+    assert time.monotonic() - started < 1.0      # the folder is watched, not polled every few seconds
+    doc = apply(doc, patch["ops"])
+    assert [w["id"] for w in doc["worlds"]] == ["here-1-1"]
+
+    record["ranks"][1]["state"] = "busy"
+    publish(world_state_dir, record)
+    patch = await next_message(ws)
+    assert patch["ops"] == [["set", ["worlds", 0, "ranks", 1, "state"], "busy"]]
+    doc = apply(doc, patch["ops"])
+    served = json.loads((await jp_fetch("mlp-magic", "cluster")).body)
+    assert doc == served
+    ws.close()
+
+
+async def test_the_private_part_of_a_world_is_never_served(jp_fetch, jp_ws_fetch, world_state_dir):
+    publish(world_state_dir, world_record(os.getpid(), private={"agent_key": "s3cret", "ranks": {}}))
+    served = (await jp_fetch("mlp-magic", "cluster")).body.decode()
+    assert "s3cret" not in served and '"private"' not in served
+    ws = await jp_ws_fetch("mlp-magic", "live")
+    assert "s3cret" not in await asyncio.wait_for(ws.read_message(), 5)
+    ws.close()
+
+
+async def test_a_world_whose_kernel_is_gone_leaves_within_15_s(jp_ws_fetch, world_state_dir, processes):
+    kernel = processes.catcher("unused")
+    publish(world_state_dir, world_record(kernel.pid))
+    ws = await jp_ws_fetch("mlp-magic", "live")
+    doc = (await next_message(ws))["doc"]
+    assert [w["pid"] for w in doc["worlds"]] == [kernel.pid]
+    kernel.kill()
+    kernel.wait()
+    started = time.monotonic()
+    doc = apply(doc, (await next_message(ws, 15.0))["ops"])
+    assert doc["worlds"] == [] and time.monotonic() - started < 15.0
+    ws.close()
+
+
+async def test_a_websocket_without_the_token_is_refused(jp_ws_fetch):
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_ws_fetch("mlp-magic", "live", headers={"Authorization": ""})
+    assert refused.value.code == 403
+
+
+async def test_interrupt_signals_the_ranks_still_the_published_processes(
+        jp_fetch, world_state_dir, processes):
+    rank0, rank1 = processes.catcher("rank0"), processes.catcher("rank1")
+    created = {r: psutil.Process(p.pid).create_time() for r, p in ((0, rank0), (1, rank1))}
+    # rank 1's pid is published with another start time: a reused pid, never to be signalled
+    private = {"ranks": {"0": [rank0.pid, created[0]], "1": [rank1.pid, created[1] - 5.0]}}
+    publish(world_state_dir, world_record(os.getpid(), private=private))
+
+    answer = json.loads((await jp_fetch("mlp-magic", "worlds", "here-1-1", "interrupt", method="POST",
+                                        body=b"")).body)
+    assert answer["signalled"] == "0" and answer["problems"] == {}
+    assert rank0.wait(5) == 0 and (processes.tmp_path / "rank0").read_text() == "SIGINT"
+    time.sleep(0.2)
+    assert rank1.poll() is None and not (processes.tmp_path / "rank1").exists()
+
+
+async def test_restart_stops_the_worlds_own_processes(jp_fetch, world_state_dir, processes):
+    launcher = processes.catcher("launcher")
+    record = world_record(os.getpid(), processes=[
+        {"pid": launcher.pid, "create_time": psutil.Process(launcher.pid).create_time()}])
+    publish(world_state_dir, record)
+    answer = json.loads((await jp_fetch("mlp-magic", "worlds", "here-1-1", "restart", method="POST",
+                                        body=b"")).body)
+    assert answer["stopped"] is True
+    assert launcher.wait(5) is not None
+
+
+async def test_a_ranks_log_tail_and_bad_requests(jp_fetch, world_state_dir, tmp_path):
+    logs = tmp_path / "cell"
+    logs.mkdir()
+    (logs / "rank1.stdout").write_text("x" * 70_000 + "the end\n")
+    publish(world_state_dir, world_record(os.getpid(), log_dir=str(logs)))
+    tail = await jp_fetch("mlp-magic", "worlds", "here-1-1", "ranks", "1", "log", params={"stream": "stdout"})
+    assert tail.body.decode().endswith("the end\n") and len(tail.body) == 64 * 1024
+    assert (await jp_fetch("mlp-magic", "worlds", "here-1-1", "ranks", "0", "log")).body == b""
+    for parts, params, code in ((("here-1-1", "ranks", "1", "log"), {"stream": "stdin"}, 400),
+                                (("here-1-1", "ranks", "7", "log"), {}, 400),
+                                (("nobody-1-1", "ranks", "0", "log"), {}, 404)):
+        with pytest.raises(HTTPClientError) as refused:
+            await jp_fetch("mlp-magic", "worlds", *parts, params=params)
+        assert refused.value.code == code
+
+
+async def test_actions_refuse_a_cookie_post_without_xsrf(jp_fetch, world_state_dir, processes):
+    rank0 = processes.catcher("rank0")
+    private = {"ranks": {"0": [rank0.pid, psutil.Process(rank0.pid).create_time()]}}
+    publish(world_state_dir, world_record(os.getpid(), private=private))
+    first = await jp_fetch("mlp-magic", "cluster")
+    cookies = "; ".join(h.split(";", 1)[0] for h in first.headers.get_list("Set-Cookie"))
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_fetch("mlp-magic", "worlds", "here-1-1", "interrupt", method="POST", body=b"",
+                       headers={"Authorization": "", "Cookie": cookies})
+    assert refused.value.code == 403
+    time.sleep(0.2)
+    assert rank0.poll() is None   # nothing was signalled
