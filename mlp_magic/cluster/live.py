@@ -30,6 +30,25 @@ LIVENESS_EVERY_S = 5.0    # kernels checked for life (a dead one's World leaves 
 REFRESH_AT_MOST_EVERY_S = 2.0
 
 
+def _same_process(entry) -> bool:
+    import psutil
+
+    try:
+        return abs(psutil.Process(int(entry["pid"])).create_time() - float(entry["create_time"])) < 0.01
+    except (psutil.Error, KeyError, TypeError, ValueError):
+        return False
+
+
+def as_seen(world: dict) -> dict:
+    """The record, or, when one of the World's own processes is gone while its kernel cannot say
+    so (stuck in a cell), the record of a stopped World whose ranks are dead."""
+    processes = world.get("processes") or []
+    if world.get("state") != "running" or all(_same_process(p) for p in processes):
+        return world
+    ranks = [dict(row, state="dead") if isinstance(row, dict) else row for row in world.get("ranks") or []]
+    return dict(world, state="stopped", ranks=ranks)
+
+
 def server_time() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
@@ -91,6 +110,7 @@ class LiveCluster:
         except (OSError, ValueError):
             return
         worlds.sort(key=lambda w: (str(w.get("host")), w.get("pid") or 0))
+        worlds = [as_seen(world) for world in worlds]
         if worlds != self.worlds:
             self.worlds = worlds
             self._rebuild()

@@ -184,3 +184,20 @@ async def test_actions_refuse_a_cookie_post_without_xsrf(jp_fetch, world_state_d
     assert refused.value.code == 403
     time.sleep(0.2)
     assert rank0.poll() is None   # nothing was signalled
+
+
+async def test_a_world_whose_launcher_died_shows_stopped_even_if_its_kernel_cannot_say(
+        jp_ws_fetch, world_state_dir, processes):
+    launcher = processes.catcher("launcher")
+    record = world_record(os.getpid(), processes=[
+        {"pid": launcher.pid, "create_time": psutil.Process(launcher.pid).create_time()}])
+    publish(world_state_dir, record)
+    ws = await jp_ws_fetch("mlp-magic", "live")
+    doc = (await next_message(ws))["doc"]
+    assert doc["worlds"][0]["state"] == "running"
+    launcher.kill()
+    launcher.wait()
+    doc = apply(doc, (await next_message(ws, 10.0))["ops"])   # the next liveness check, within 5 s
+    assert doc["worlds"][0]["state"] == "stopped"
+    assert {r["state"] for r in doc["worlds"][0]["ranks"]} == {"dead"}
+    ws.close()
