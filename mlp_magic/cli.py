@@ -4,6 +4,7 @@
     mlp-magic status [--hostfile F | -H HOSTS] [--json]    hosts, slots, ranks, reachability, GPUs
     mlp-magic stacks [--hostfile F | -H HOSTS] [--pid P | --match RE] [--native] ...
                                                            every rank's Python stack, merged
+    mlp-magic top [--hostfile F | -H HOSTS] [--once]       the Worlds' ranks and the GPUs, live
 
 Each subcommand lives with its feature (``cluster.cli``, ``stacks.command``); this module parses
 and dispatches. Bad input exits with status 2 and one line on stderr; a host that ``topo --host``
@@ -20,7 +21,7 @@ from .errors import MlpMagicError, unwritable_output
 from .stacks import StacksFault
 
 PROG = "mlp-magic"
-COMMANDS = ("topo", "status", "stacks")
+COMMANDS = ("topo", "status", "stacks", "top")
 
 
 class _Parser(LineParser):
@@ -44,6 +45,9 @@ def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
 
         add_topo_arguments(commands.add_parser("topo", help="GPU/NIC link matrix (like nvidia-smi topo -m)"))
         add_status_arguments(commands.add_parser("status", help="hosts, slots, ranks, reachability and GPUs"))
+        from .cluster.top import add_top_arguments
+
+        add_top_arguments(commands.add_parser("top", help="the Worlds' ranks and every host's GPUs, live"))
     from .stacks.options import add_stacks_arguments
 
     add_stacks_arguments(commands.add_parser(
@@ -57,6 +61,10 @@ def _run(args: argparse.Namespace) -> int:
         from .stacks.options import options_from
 
         return run_command(options_from(args))
+    if args.command == "top":
+        from .cluster.top import run_top
+
+        return run_top(args)
     from .cluster.cli import run_status, run_topo
 
     return run_topo(args) if args.command == "topo" else run_status(args)

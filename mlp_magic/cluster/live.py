@@ -61,6 +61,7 @@ class LiveCluster:
         self.worlds: List[dict] = []
         self.parts: Optional[Parts] = None
         self.doc: Optional[dict] = None
+        self.gpu_latest: Dict[str, list] = {}   # host -> the latest sample row of each GPU
         self.seq = 0
         self._subscribers: Dict[int, Callable[[str], None]] = {}
         self._next_id = 0

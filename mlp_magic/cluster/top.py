@@ -1,0 +1,120 @@
+"""``mlp-magic top``: the live cluster in a terminal, like htop or nvitop for the World.
+
+The same live model as the panel (cluster/live.LiveCluster: the Worlds' files watched, the GPUs'
+samples from the hosts' agents), drawn by core/render_top on every change and once a second (the
+ages tick). On a terminal it takes the whole screen (the alternate screen, restored on exit) and
+``q`` or Ctrl-C quits; otherwise (a pipe, ``--once``) it prints frames one after another.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import time
+from typing import Optional
+
+from .. import config
+from ..core.render_top import top_lines
+from .collect import CollectOptions
+from .live import LiveCluster
+
+ENTER, LEAVE = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"   # alternate screen, cursor hidden
+HOME_CLEAR = "\x1b[H\x1b[2J"
+TICK_S = 1.0
+
+
+def add_top_arguments(top) -> None:
+    top.add_argument("--hostfile", help="an MPI hostfile (else the environment decides)")
+    top.add_argument("-H", "--hosts", help="host list such as worker[0-3]:8")
+    top.add_argument("--once", action="store_true", help="print one frame and exit")
+    top.add_argument("--interval", type=float, default=TICK_S,
+                     help="seconds between frames when nothing changes (default 1)")
+
+
+class Screen:
+    """Where frames go: the whole terminal, or plain lines for a pipe."""
+
+    def __init__(self, stream, full: bool):
+        self.stream, self.full = stream, full
+        self._keys: Optional[list] = None
+
+    def __enter__(self) -> "Screen":
+        if self.full:
+            import termios
+            import tty
+
+            self._keys = termios.tcgetattr(sys.stdin.fileno())
+            tty.setcbreak(sys.stdin.fileno())
+            self.stream.write(ENTER)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        if self.full:
+            import termios
+
+            self.stream.write(LEAVE)
+            self.stream.flush()
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, self._keys)
+
+    def size(self) -> tuple:
+        columns, lines = shutil.get_terminal_size((120, 40))
+        return columns, lines if self.full else 0
+
+    def draw(self, lines: list) -> None:
+        text = "\n".join(lines)
+        self.stream.write(HOME_CLEAR + text if self.full else text + "\n\n")
+        self.stream.flush()
+
+
+async def _frames(live: LiveCluster, screen: Screen, once: bool, interval: float) -> None:
+    changed, quit_asked = asyncio.Event(), asyncio.Event()
+    unsubscribe = live.subscribe(lambda _text: changed.set())
+    loop = asyncio.get_running_loop()
+    if screen.full:
+        loop.add_reader(sys.stdin.fileno(), lambda: quit_asked.set() if os.read(0, 32)[:1] in b"qQ" else None)
+    try:
+        while True:
+            width, height = screen.size()
+            screen.draw(top_lines(live.doc, live.gpu_latest, time.time(), width, height))
+            if once:
+                return
+            changed.clear()
+            waits = [asyncio.ensure_future(e.wait()) for e in (changed, quit_asked)]
+            await asyncio.wait(waits, timeout=interval, return_when=asyncio.FIRST_COMPLETED)
+            for waiting in waits:
+                waiting.cancel()
+            if quit_asked.is_set():
+                return
+    finally:
+        unsubscribe()
+        if screen.full:
+            loop.remove_reader(sys.stdin.fileno())
+
+
+async def _top(options: CollectOptions, once: bool, interval: float) -> None:
+    live = LiveCluster(options, config.state_dir(), _read_worlds)
+    await live.start()
+    try:
+        full = not once and sys.stdout.isatty() and sys.stdin.isatty()
+        with Screen(sys.stdout, full) as screen:
+            await _frames(live, screen, once, interval)
+    finally:
+        live.stop()
+
+
+def _read_worlds(directory: str) -> list:
+    from ..world.published import read_worlds
+
+    return read_worlds(directory)
+
+
+def run_top(args) -> int:
+    """``mlp-magic top``: until q or Ctrl-C (``--once``: one frame)."""
+    from ..errors import MlpMagicError
+
+    if not args.interval or args.interval <= 0:
+        raise MlpMagicError(f"--interval must be positive, got {args.interval!r}")
+    options = CollectOptions(hostfile=args.hostfile, hosts=args.hosts, gpus="local", reach_timeout=1.0)
+    asyncio.run(_top(options, args.once, args.interval))
+    return 0
