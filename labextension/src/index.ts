@@ -11,11 +11,12 @@ import { ClusterPanel } from './panel';
  */
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'mlp-magic:cluster-panel',
-  description: 'A left-sidebar panel with the hosts, ranks, engines and GPUs of the mlp_magic cluster.',
+  description:
+    "A left-sidebar panel with the mlp_magic cluster live: every World's ranks, every host's GPUs, and actions.",
   autoStart: true,
   optional: [ILayoutRestorer],
   activate: (app: JupyterFrontEnd, restorer: ILayoutRestorer | null) => {
-    const panel = new ClusterPanel();
+    const panel = new ClusterPanel({ commands: app.commands });
     app.shell.add(panel, 'left', { rank: 900 });
     if (restorer) {
       restorer.add(panel, panel.id);

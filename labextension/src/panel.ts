@@ -1,189 +1,321 @@
 /**
- * The "MLP Cluster" side panel: polls the server extension and draws the snapshot.
+ * The "MLP Cluster" side panel: a live view of the document the websocket keeps (live.ts),
+ * drawn at most once per animation frame, and only the parts that changed.
  */
-import { Poll } from '@lumino/polling';
+import type { CommandRegistry } from '@lumino/commands';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import {
+  defaultLiveSocketUrl,
+  errorText,
   fetchCluster,
-  IClusterSnapshot,
+  IClusterDoc,
   refreshCluster,
   ServerExtensionMissing
 } from './api';
+import { el, setAttr, setText } from './dom';
+import { GpuSection } from './gpuview';
+import { HostTable } from './hosttable';
 import { clusterIcon } from './icon';
-import { hostRows, IGpuBar, IHostRow, updatedText, worldsText } from './model';
+import { ConnectionState, ILiveEnv, ISocketLike, LiveConnection } from './live';
+import { NO_WORLD_TEXT, updatedText, worldKey } from './model';
+import { LiveStore } from './store';
+import { WorldView } from './worldview';
 
-const POLL_INTERVAL_MS = 5000;
-const POLL_MAX_BACKOFF_MS = 60000;
+/** The host table starts open up to this many hosts, closed above. */
+const HOSTS_OPEN_UP_TO = 8;
 
-function element<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
+/** Ages ("busy 43 s") move on once a second. */
+const TICK_MS = 1000;
+
+/** The browser's socket, request, timers and clock for the connection. */
+export function browserEnv(): ILiveEnv {
+  return {
+    openSocket: () => new WebSocket(defaultLiveSocketUrl()) as unknown as ISocketLike,
+    fetchDoc: fetchCluster,
+    setTimeout: (callback, ms) => window.setTimeout(callback, ms),
+    clearTimeout: handle => window.clearTimeout(handle as number),
+    now: () => Date.now(),
+    isHidden: () => document.hidden
+  };
 }
 
-function bar(fraction: number | null, text: string, kind: string): HTMLElement {
-  const outer = element('div', `jp-MlpCluster-bar jp-MlpCluster-bar-${kind}`);
-  const fill = element('div', 'jp-MlpCluster-barFill');
-  fill.style.width = `${Math.round((fraction ?? 0) * 100)}%`;
-  outer.append(fill, element('span', 'jp-MlpCluster-barText', text));
-  outer.title = text;
-  return outer;
-}
+const STATE_TEXT: { [state in ConnectionState]: string } = {
+  live: '● live',
+  reconnecting: 'reconnecting…',
+  polling: 'polling every 5 s'
+};
 
-function gpuRow(gpu: IGpuBar): HTMLElement {
-  const row = element('div', 'jp-MlpCluster-gpu');
-  const label = element('span', 'jp-MlpCluster-gpuLabel', gpu.label);
-  label.title = gpu.model;
-  row.append(
-    label,
-    bar(gpu.memoryFraction, gpu.memoryText, 'memory'),
-    bar(gpu.utilizationFraction, gpu.utilizationText, 'utilization')
-  );
-  return row;
-}
+const STATE_TITLE: { [state in ConnectionState]: string } = {
+  live: 'Changes arrive as they happen (websocket).',
+  reconnecting: 'The live connection is down; trying again (0.5 s doubling to 10 s).',
+  polling: 'The live connection cannot be made; the cluster is polled every 5 s meanwhile.'
+};
 
-const REACHABLE_MARK = { yes: '✔', no: '✘', unknown: '?' };
-
-// [header, tooltip]: short headers keep the table inside the default sidebar width.
-const COLUMNS: [string, string][] = [
-  ['host', 'host name, in hostfile order'],
-  ['slots', 'slots (ranks a full job puts there)'],
-  ['ranks', 'ranks of a full job on this host'],
-  ['up', 'reachable: a TCP connect to its ssh port answered'],
-  ['engines', 'engines of running Worlds, by state']
-];
-
-function hostTable(rows: IHostRow[]): HTMLTableElement {
-  const table = element('table', 'jp-MlpCluster-hosts');
-  const head = table.createTHead().insertRow();
-  for (const [title, tooltip] of COLUMNS) {
-    const th = element('th', '', title);
-    th.title = tooltip;
-    head.appendChild(th);
-  }
-  const body = table.createTBody();
-  for (const row of rows) {
-    const tr = body.insertRow();
-    tr.className = `jp-MlpCluster-host jp-MlpCluster-reachable-${row.reachable}`;
-    tr.dataset.host = row.name;
-    tr.insertCell().textContent = row.name;
-    tr.insertCell().textContent = row.slots === null ? '' : `${row.slots}`;
-    tr.insertCell().textContent = row.ranks;
-    const reachable = tr.insertCell();
-    reachable.textContent = REACHABLE_MARK[row.reachable];
-    reachable.title = row.reachableDetail;
-    reachable.className = 'jp-MlpCluster-reachableCell';
-    const engines = tr.insertCell();
-    engines.className = 'jp-MlpCluster-engines';
-    engines.textContent = row.engines || '–';
-    if (row.gpus.length > 0) {
-      const gpus = body.insertRow().insertCell();
-      gpus.colSpan = COLUMNS.length;
-      gpus.className = 'jp-MlpCluster-gpus';
-      gpus.append(
-        element('div', 'jp-MlpCluster-gpuModels', row.gpuModels),
-        ...row.gpus.map(gpuRow)
-      );
-    }
-  }
-  return table;
+export interface IPanelOptions {
+  commands?: CommandRegistry | null;
+  env?: ILiveEnv;
 }
 
 export class ClusterPanel extends Widget {
-  constructor() {
+  constructor(options: IPanelOptions = {}) {
     super();
     this.id = 'mlp-magic-cluster';
     this.addClass('jp-MlpCluster');
     this.title.icon = clusterIcon;
     this.title.caption = 'MLP Cluster';
+    this._commands = options.commands ?? null;
 
-    const header = element('div', 'jp-MlpCluster-header');
-    const refresh = element('button', 'jp-MlpCluster-refresh jp-mod-styled', 'Refresh');
+    const header = el('div', 'jp-MlpCluster-header');
+    this._connection = el('span', 'jp-MlpLive-connection');
+    const refresh = el('button', 'jp-MlpCluster-refresh jp-mod-styled', 'Refresh');
+    refresh.type = 'button';
     refresh.title = 'Probe the hosts again now';
     refresh.addEventListener('click', () => void this.refreshNow());
-    header.append(element('h2', 'jp-MlpCluster-title', 'MLP Cluster'), refresh);
-    this._status = element('div', 'jp-MlpCluster-status', 'loading…');
-    this._content = element('div', 'jp-MlpCluster-content');
-    this.node.append(header, this._status, this._content);
+    header.append(el('h2', 'jp-MlpCluster-title', 'MLP Cluster'), refresh);
+    const statusLine = el('div', 'jp-MlpLive-statusLine');
+    this._status = el('span', 'jp-MlpCluster-status', 'loading…');
+    statusLine.append(this._connection, this._status);
+    this._error = el('div', 'jp-MlpCluster-error');
+    this._error.hidden = true;
+    this._docError = el('div', 'jp-MlpCluster-error');
+    this._docError.hidden = true;
+    this._source = el('div', 'jp-MlpCluster-source');
+    this._hosts = new HostTable();
+    this._worlds = el('div', 'jp-MlpLive-worlds');
+    this._noWorld = el('div', 'jp-MlpCluster-worlds', NO_WORLD_TEXT);
+    this._store = new LiveStore();
+    this._gpus = new GpuSection(this._store.history);
+    this._gpus.onChange = () => this.schedule();
+    this._content = el('div', 'jp-MlpCluster-content');
+    this._hostsBox = el('details', 'jp-MlpLive-hostsBox');
+    this._hostsTitle = el('summary', 'jp-MlpLive-sectionTitle', 'Hosts');
+    this._hostsBox.append(this._hostsTitle, this._source, this._hosts.node);
+    this._content.append(
+      this._docError,
+      el('h3', 'jp-MlpLive-sectionTitle', 'Worlds'),
+      this._noWorld,
+      this._worlds,
+      this._gpus.node,
+      this._hostsBox
+    );
+    this._content.hidden = true;
+    this.node.append(header, statusLine, this._error, this._content);
 
-    this._poll = new Poll({
-      factory: () => this.load(fetchCluster),
-      frequency: { interval: POLL_INTERVAL_MS, backoff: true, max: POLL_MAX_BACKOFF_MS },
-      // Stand by while the panel is not shown, or the browser tab is hidden.
-      standby: () => !this.isVisible || 'when-hidden',
-      name: 'mlp-magic:cluster'
+    this._live = new LiveConnection(this._store, options.env ?? browserEnv(), {
+      onDoc: () => this.schedule(),
+      onGpus: () => this.schedule(),
+      onState: () => this.schedule()
     });
+    this.showState();
+  }
+
+  /** The connection (tests, benchmarks). */
+  get connection(): LiveConnection {
+    return this._live;
   }
 
   dispose(): void {
-    this._poll.dispose();
+    if (this.isDisposed) {
+      return;
+    }
+    this.standBy();
+    this._gpus.dispose();
     super.dispose();
   }
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
-    void this._poll.refresh();
+    this.wake();
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    if (this.isVisible) {
+      this.wake();
+    }
+  }
+
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this.standBy();
+  }
+
+  protected onBeforeDetach(msg: Message): void {
+    this.standBy();
+    super.onBeforeDetach(msg);
+  }
+
+  /** Shown: connect (a snapshot brings the panel up to date) and let ages move on. */
+  private wake(): void {
+    this._live.start();
+    if (this._tick === null) {
+      this._tick = window.setInterval(() => {
+        this._ticked = true;
+        this.schedule();
+      }, TICK_MS);
+    }
+    this.schedule();
+  }
+
+  /** Hidden: no socket, no polls, no timers. */
+  private standBy(): void {
+    this._live.stop();
+    if (this._tick !== null) {
+      window.clearInterval(this._tick);
+      this._tick = null;
+    }
+    if (this._frame !== null) {
+      cancelAnimationFrame(this._frame);
+      this._frame = null;
+    }
   }
 
   private async refreshNow(): Promise<void> {
     try {
-      await this.load(refreshCluster);
-    } catch {
-      // load() already shows the error; the poll keeps its own schedule.
-    }
-  }
-
-  /** Fetch, then draw; a failure is shown and rethrown so the poll backs off. */
-  private async load(request: () => Promise<IClusterSnapshot>): Promise<void> {
-    try {
-      this.render(await request());
+      this._live.acceptDoc(await refreshCluster());
+      this._refreshError = null;
     } catch (error) {
-      this.showError(error);
-      throw error;
+      this._refreshError = error;
+    }
+    this.schedule();
+  }
+
+  /** Draw at the next animation frame (many messages in one frame: one drawing). */
+  private schedule(): void {
+    if (this._frame === null && !this.isDisposed) {
+      this._frame = requestAnimationFrame(() => {
+        this._frame = null;
+        this.render();
+      });
     }
   }
 
-  private render(snapshot: IClusterSnapshot): void {
-    this.removeClass('jp-mod-error');
-    const parts: HTMLElement[] = [];
-    if (snapshot.error) {
-      parts.push(element('div', 'jp-MlpCluster-error', snapshot.error));
+  private render(): void {
+    this.showState();
+    const doc = this._store.doc;
+    if (!doc) {
+      return;
     }
-    if (snapshot.source !== null) {
-      parts.push(
-        element('div', 'jp-MlpCluster-source', `${snapshot.source}, master ${snapshot.master_addr}`),
-        hostTable(hostRows(snapshot))
-      );
+    const docChanged = this._store.docVersion !== this._drawnDoc;
+    const gpusChanged = this._store.gpuVersion !== this._drawnGpus;
+    const ticked = this._ticked;
+    this._drawnDoc = this._store.docVersion;
+    this._drawnGpus = this._store.gpuVersion;
+    this._ticked = false;
+    const nowMs = this._store.serverNow(Date.now());
+    this._content.hidden = this._live.error instanceof ServerExtensionMissing;
+    if (docChanged) {
+      this.renderDoc(doc);
     }
-    parts.push(element('div', 'jp-MlpCluster-worlds', worldsText(snapshot)));
-    this._content.replaceChildren(...parts);
-    this._lastUpdate = updatedText(snapshot);
-    this._status.textContent = this._lastUpdate;
+    if (docChanged || ticked || this._worldsDirty) {
+      this._worldsDirty = false;
+      this.renderWorlds(doc, nowMs);
+    }
+    {
+      const nowS = Number.isFinite(this._store.history.latestT) ? this._store.history.latestT : nowMs / 1000;
+      this._gpus.update(doc.hosts || [], nowS, docChanged, gpusChanged);
+    }
+  }
+
+  private renderDoc(doc: IClusterDoc): void {
+    setText(this._status, updatedText(doc));
+    this._docError.hidden = !doc.error;
+    setText(this._docError, doc.error || '');
+    this._hostsBox.hidden = doc.source === null;
+    setText(this._source, doc.source === null ? '' : `${doc.source}, master ${doc.master_addr}`);
+    if (doc.hosts !== this._drawnHosts) {
+      const hosts = doc.hosts || [];
+      if (this._drawnHosts === null) {
+        // Open at first when the table is short; the person's choice after that.
+        this._hostsBox.open = hosts.length <= HOSTS_OPEN_UP_TO;
+      }
+      this._drawnHosts = doc.hosts;
+      setText(this._hostsTitle, `Hosts (${hosts.length})`);
+      this._hosts.update(hosts);
+    }
+  }
+
+  private renderWorlds(doc: IClusterDoc, nowMs: number): void {
+    const worlds = doc.worlds || [];
+    this._noWorld.hidden = worlds.length > 0;
+    const views: HTMLElement[] = [];
+    const next = new Map<string, WorldView>();
+    for (const world of worlds) {
+      const key = worldKey(world);
+      let view = this._worldViews.get(key);
+      if (!view || next.has(key)) {
+        view = new WorldView(world, this._commands);
+        view.onChange = () => {
+          this._worldsDirty = true;
+          this.schedule();
+        };
+      }
+      view.update(world, nowMs);
+      next.set(key, view);
+      views.push(view.node);
+    }
+    this._worldViews = next;
+    const current = Array.from(this._worlds.children);
+    if (current.length !== views.length || current.some((node, i) => node !== views[i])) {
+      this._worlds.replaceChildren(...views);
+    }
+  }
+
+  private showState(): void {
+    const state = this._live.state;
+    setAttr(this._connection, 'data-state', state);
+    setText(
+      this._connection,
+      state === 'reconnecting' && !this._live.everLive ? 'connecting…' : STATE_TEXT[state]
+    );
+    this._connection.title = STATE_TITLE[state];
+    const error = this._live.error ?? this._refreshError;
+    this._error.hidden = error === null;
+    if (error !== null) {
+      this.showError(error);
+    }
+    this.toggleClass('jp-mod-error', error !== null);
+    // Data kept from before a break is shown dimmed until the connection is back.
+    this._content.classList.toggle('jp-mod-stale', state === 'reconnecting' && this._live.everLive || error !== null);
   }
 
   private showError(error: unknown): void {
-    this.addClass('jp-mod-error');
     const message =
       error instanceof ServerExtensionMissing
         ? error.message
-        : `Cannot load the cluster status: ${(error as Error).message || error}. Retrying with backoff.`;
-    this._status.textContent = this._lastUpdate
-      ? `update failed; last good one ${this._lastUpdate.replace('updated ', '')}`
-      : 'no update yet';
-    this._content.replaceChildren(element('div', 'jp-MlpCluster-error', message));
+        : `Cannot load the cluster status: ${errorText(error)}. Retrying with backoff.`;
+    setText(this._error, message);
+    if (!this._store.doc) {
+      setText(this._status, 'no update yet');
+    } else if (this._live.error !== null) {
+      setText(this._status, `update failed; last good one ${updatedText(this._store.doc).replace('updated ', '')}`);
+    }
   }
 
-  private _lastUpdate = '';
-  private _poll: Poll;
+  private _commands: CommandRegistry | null;
+  private _store: LiveStore;
+  private _live: LiveConnection;
+  private _connection: HTMLElement;
   private _status: HTMLElement;
+  private _error: HTMLElement;
+  private _docError: HTMLElement;
+  private _source: HTMLElement;
   private _content: HTMLElement;
+  private _hosts: HostTable;
+  private _hostsBox: HTMLDetailsElement;
+  private _hostsTitle: HTMLElement;
+  private _worlds: HTMLElement;
+  private _noWorld: HTMLElement;
+  private _gpus: GpuSection;
+  private _worldViews = new Map<string, WorldView>();
+  private _drawnHosts: unknown = null;
+  private _drawnDoc = -1;
+  private _drawnGpus = -1;
+  private _ticked = false;
+  private _worldsDirty = false;
+  private _refreshError: unknown = null;
+  private _tick: number | null = null;
+  private _frame: number | null = null;
 }

@@ -1,0 +1,112 @@
+/**
+ * The panel's copy of the document and of the GPU samples, kept from the websocket's messages
+ * or from polls (pure: no DOM, no timers; the connection in live.ts feeds it).
+ */
+import type { IClusterDoc, LiveMessage } from './api';
+import { applyOps, PatchError, shareUnchanged } from './ops';
+import { GpuHistory } from './ring';
+
+/**
+ * What a message did: "doc" (the document changed), "gpus" (samples or history came),
+ * "gap" (a message is missing or does not fit: reconnect for a new snapshot), "ignored".
+ */
+export type Receipt = 'doc' | 'gpus' | 'gap' | 'ignored';
+
+export class LiveStore {
+  constructor(readonly history = new GpuHistory()) {}
+
+  /** The document (null before the first snapshot or poll). */
+  doc: IClusterDoc | null = null;
+  /** Bumped whenever `doc` changes; `gpuVersion` whenever samples or history come. */
+  docVersion = 0;
+  gpuVersion = 0;
+  /** The server's clock minus this browser's, in ms. */
+  offsetMs = 0;
+
+  /** The server's time now, estimated from the last message's server_time. */
+  serverNow(localNowMs: number): number {
+    return localNowMs + this.offsetMs;
+  }
+
+  /** A new connection: its first message must be a snapshot (or GPU samples), not a patch. */
+  newConnection(): void {
+    this._seq = 0;
+    this._hasSnapshot = false;
+  }
+
+  get seq(): number {
+    return this._seq;
+  }
+
+  receive(message: LiveMessage, localNowMs: number): Receipt {
+    if (!message || typeof message !== 'object' || typeof message.seq !== 'number') {
+      return 'ignored';
+    }
+    if (message.type === 'snapshot') {
+      this._seq = message.seq;
+      this._hasSnapshot = true;
+      this.clockFrom(message.server_time, localNowMs);
+      this.setDoc(message.doc);
+      return 'doc';
+    }
+    if (message.type !== 'patch' && message.type !== 'gpus' && message.type !== 'gpu_history') {
+      return 'ignored';
+    }
+    if (this._seq !== 0 && message.seq !== this._seq + 1) {
+      return 'gap';
+    }
+    if (message.type === 'patch' && (!this._hasSnapshot || this.doc === null)) {
+      return 'gap';
+    }
+    if (message.type === 'patch') {
+      try {
+        this.doc = applyOps(this.doc, message.ops || []);
+      } catch (error) {
+        if (error instanceof PatchError) {
+          return 'gap';
+        }
+        throw error;
+      }
+    }
+    this._seq = message.seq;
+    this.clockFrom(message.server_time, localNowMs);
+    if (message.type === 'patch') {
+      this.docVersion++;
+      return 'doc';
+    }
+    if (message.type === 'gpus') {
+      this.history.addSamples(message);
+    } else {
+      this.history.seed(message);
+    }
+    this.gpuVersion++;
+    return 'gpus';
+  }
+
+  /** A document from a poll (or a refresh), at the server's time when known. */
+  setPolled(doc: IClusterDoc, serverTimeMs: number | null, localNowMs: number): void {
+    if (serverTimeMs !== null) {
+      this.offsetMs = serverTimeMs - localNowMs;
+    }
+    this.setDoc(doc);
+  }
+
+  private setDoc(doc: IClusterDoc): void {
+    this.doc = shareUnchanged(this.doc, doc);
+    this.docVersion++;
+    const hosts = new Set((this.doc?.hosts || []).map(h => h.name));
+    if (hosts.size > 0) {
+      this.history.keepOnly(hosts);
+    }
+  }
+
+  private clockFrom(serverTime: string | undefined, localNowMs: number): void {
+    const ms = serverTime ? Date.parse(serverTime) : NaN;
+    if (!isNaN(ms)) {
+      this.offsetMs = ms - localNowMs;
+    }
+  }
+
+  private _seq = 0;
+  private _hasSnapshot = false;
+}
