@@ -15,6 +15,7 @@ may change ``os.environ`` between cells, and tests pass their own mappings.
 | ``MLP_MAGIC_CONTROLLER_IP``, ``MLP_HOST`` | ``controller_address`` | where the controller listens |
 | ``MLP_MAGIC_HOSTFILE``      | ``panel_hostfile``        | the lab panel's hostfile                  |
 | ``MLP_MAGIC_PULL_CAP``      | ``pull_cap``              | bytes one rank may send for --pull/--push |
+| ``MLP_MAGIC_NVML_REPLAY``   | ``nvml_replay``           | captures the GPU sampler replays (tests)  |
 | ``NO_COLOR``                | ``no_color``              | no colour on terminals                    |
 
 The job's own variables (``MLP_MPI_*``, ``MLP_WORKER_*``, Slurm, torchrun) describe the hosts,
@@ -44,6 +45,7 @@ MPIEXEC = "MLP_MAGIC_MPIEXEC"
 CONTROLLER_ADDRESS = ("MLP_MAGIC_CONTROLLER_IP", "MLP_HOST")   # the first one set wins
 PANEL_HOSTFILE = "MLP_MAGIC_HOSTFILE"
 PULL_CAP = "MLP_MAGIC_PULL_CAP"
+NVML_REPLAY = "MLP_MAGIC_NVML_REPLAY"
 DEFAULT_PULL_CAP = 64 << 20
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([KMGTkmgt]?)(?:i?[Bb])?")
@@ -142,6 +144,14 @@ def pull_cap(env: Mapping | None = None) -> int:
     if not 1 <= value < float(1 << 60):
         raise MlpMagicError(f"{PULL_CAP}={raw!r}: expected a size such as 64M, 2G or 1000000 (bytes)")
     return int(value)
+
+
+def nvml_replay(env: Mapping | None = None) -> list[str] | None:
+    """``$MLP_MAGIC_NVML_REPLAY``: the captures (nvidia-smi tables or the sampler's recordings,
+    several separated by ``os.pathsep``) the GPU sampler replays instead of asking the driver,
+    for tests and demos; None when unset."""
+    files = [name for name in _env(env).get(NVML_REPLAY, "").split(os.pathsep) if name.strip()]
+    return files or None
 
 
 def no_color(env: Mapping | None = None) -> bool:

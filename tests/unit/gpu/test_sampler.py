@@ -1,0 +1,210 @@
+"""The GPU sampler on the replay backend (real captures, frame by frame), on NVML stand-ins that
+fail the ways drivers do, and its recordings read back by the replay."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mlp_magic import config
+from mlp_magic.gpu import replay
+from mlp_magic.gpu.replay import ReplayNvml, load_capture
+from mlp_magic.gpu.sampler import GpuSampler, PidRanks, open_sampler, record
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvml"
+HANG = str(FIXTURES / "nccl-1550-h100-allgather-hang.txt")
+BURN = str(FIXTURES / "gpu-burn-114-h100.txt")
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class Clock:
+    """A clock that moves only when slept on: ticks without waiting."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.slept = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def replayed(paths, proc_root="/nonexistent", clock=None) -> tuple:
+    clock = clock or Clock()
+    nvml = ReplayNvml(load_capture(paths), sleep=clock.sleep)
+    return GpuSampler(nvml, "replay", proc_root, sleep=clock.sleep, clock=clock), clock
+
+
+def test_the_replay_serves_the_captures_one_frame_a_tick():
+    sampler, clock = replayed([HANG, BURN])
+    static = sampler.static()
+    assert (static["source"], static["error"], static["driver"]) == ("replay", None, "550.90.07")
+    assert static["gpus"][0] == {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559,
+                                 "power_limit_w": 700.0, "pci_bus_id": "0000:04:00.0"}
+    assert len(static["gpus"]) == 2   # the GPUs every capture has
+    seen = []
+    for _ in range(3):
+        seen.append(sampler.sample()["gpus"])
+        sampler.wait_tick(1.0)
+    assert seen[0] == [[100, 75370, 38, 152.0, None, 0, 0], [0, 75368, 34, 129.0, None, 0, 0]]
+    assert seen[1] == [[0, 72790, 39, 145.0, None, 0, 0], [4, 72790, 32, 140.0, None, 0, 0]]
+    assert seen[2] == seen[0]   # after the last frame, the first again
+    assert clock.now == pytest.approx(1003.0)
+
+
+def recording(tmp_path: Path, frames: list, static=None) -> str:
+    path = tmp_path / "recorded.jsonl"
+    header = {"format": replay.RECORDING_FORMAT, "version": replay.RECORDING_VERSION,
+              "static": static or {"gpus": [{"index": 0, "name": "G", "memory_total_mib": 100,
+                                             "power_limit_w": 300.0, "pci_bus_id": "00000000:3B:00.0"}]}}
+    path.write_text("\n".join(json.dumps(line) for line in [header] + frames) + "\n")
+    return str(path)
+
+
+def test_an_xid_arrives_as_an_event_during_the_tick_and_stays(tmp_path):
+    xids = ((1, 0), (2, 79), (3, 79), (4, 0))
+    frames = [{"t": t, "gpus": [[50, 10, 40, 100.5, 4, xid, 0]]} for t, xid in xids]
+    sampler, _ = replayed([recording(tmp_path, frames)])
+    xids = []
+    for _ in range(4):
+        xids.append(sampler.sample()["gpus"][0][5])
+        sampler.wait_tick(1.0)
+    assert xids == [0, 79, 79, 79]   # the last XID seen, as the panel shows it
+    assert sampler.sample()["gpus"][0][:5] == [50, 10, 40, 100.5, 4]
+
+
+def test_compute_processes_get_their_rank_from_their_environment(tmp_path):
+    proc = tmp_path / "proc"
+    for pid, environ in ((4242, b"OMPI_COMM_WORLD_RANK=3\0OMPI_COMM_WORLD_SIZE=8\0"), (77, b"HOME=/root\0")):
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "environ").write_bytes(environ)
+    processes = [[0, 4242, 1500], [0, 77, None], [0, 9, 5]]
+    frames = [{"t": 1, "gpus": [[1, 2, 3, 4.0, 0, 0, 0]], "processes": processes}]
+    sampler, _ = replayed([recording(tmp_path, frames)], proc_root=str(proc))
+    assert sampler.sample()["processes"] == [[0, 3, 4242, 1500], [0, None, 77, None], [0, None, 9, 5]]
+
+
+def test_pid_ranks_forgets_pids_that_left():
+    ranks = PidRanks("/nonexistent")
+    assert ranks.rank(5) is None and 5 in ranks._known
+    ranks.keep_only({6})
+    assert ranks._known == {}
+
+
+def test_a_recording_replays_what_was_recorded(tmp_path):
+    sampler, _ = replayed([HANG, BURN])
+    path = str(tmp_path / "out.jsonl")
+    assert record(sampler, path, seconds=1.5) == 2
+    lines = Path(path).read_text().splitlines()
+    assert json.loads(lines[0])["static"]["gpus"][1]["pci_bus_id"] == "0000:23:00.0"
+    again, _ = replayed([path])
+    assert again.static()["gpus"] == sampler.static()["gpus"]
+    assert again.sample()["gpus"] == json.loads(lines[1])["gpus"]
+
+
+class NoGpuNvml:
+    """pynvml on a machine whose driver fails (or that has none) in the ways NVML reports."""
+
+    NVML_ERROR_LIBRARY_NOT_FOUND = 12
+    NVML_ERROR_DRIVER_NOT_LOADED = 9
+
+    class NVMLError(Exception):
+        def __init__(self, value):
+            super().__init__(value)
+            self.value = value
+
+        def __str__(self):
+            names = {12: "NVML Shared Library Not Found", 9: "Driver Not Loaded"}
+            return names.get(self.value, "Unknown Error")
+
+    def __init__(self, init_error=None, count=0):
+        self.init_error, self.count = init_error, count
+
+    def nvmlInit(self):
+        if self.init_error is not None:
+            raise self.NVMLError(self.init_error)
+
+    def nvmlDeviceGetCount(self):
+        return self.count
+
+
+@pytest.mark.parametrize("nvml, error, source", [
+    (NoGpuNvml(init_error=12), "no GPUs", "none"), (NoGpuNvml(init_error=9), "no GPUs", "none"),
+    (NoGpuNvml(count=0), "no GPUs", "nvml"), (NoGpuNvml(init_error=999), "NVML: Unknown Error", "none")])
+def test_no_driver_or_no_gpu_is_a_state_not_an_exception(nvml, error, source):
+    sampler = GpuSampler(nvml)
+    static = sampler.static()
+    assert (static["error"], static["source"], static["gpus"]) == (error, source, [])
+    assert sampler.sample()["gpus"] == [] and sampler.sample()["processes"] == []
+    sampler.wait_tick(0)
+    sampler.close()
+
+
+def test_no_pynvml_at_all_is_no_gpus(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)   # import pynvml -> ImportError
+    assert GpuSampler().static()["error"] == "no GPUs"
+
+
+@pytest.mark.skipif(os.path.exists("/proc/driver/nvidia"), reason="this machine has an NVIDIA driver")
+def test_this_machine_without_a_driver_says_no_gpus():
+    assert open_sampler(env={}).static() == {"source": "none", "error": "no GPUs", "driver": None, "gpus": []}
+
+
+class OldBindingNvml(ReplayNvml):
+    """A binding with the older throttle-reasons name and no event sets (as on some drivers)."""
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle):
+        return 0x4
+
+    def __getattribute__(self, name):
+        if name in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlEventSetCreate"):
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+def test_older_bindings_throttle_reasons_and_a_plain_sleep():
+    clock = Clock()
+    sampler = GpuSampler(OldBindingNvml(load_capture([HANG]), sleep=clock.sleep), "nvml", sleep=clock.sleep,
+                         clock=clock)
+    assert [row[4] for row in sampler.sample()["gpus"]] == [0x4] * 4
+    sampler.wait_tick(1.0)
+    assert clock.slept == [1.0]
+
+
+def test_a_driver_that_cannot_wait_on_events_falls_back_to_sleeping():
+    sampler, clock = replayed([HANG])
+
+    def broken(event_set, timeout_ms):
+        raise replay.NVMLError(999)
+    sampler.nvml.nvmlEventSetWait_v2 = broken
+    sampler.wait_tick(1.0)
+    assert sampler._events is None and clock.slept == [1.0]
+
+
+def test_the_setting_names_one_or_several_captures():
+    assert config.nvml_replay({}) is None and config.nvml_replay({"MLP_MAGIC_NVML_REPLAY": ""}) is None
+    assert config.nvml_replay({"MLP_MAGIC_NVML_REPLAY": f"{HANG}{os.pathsep}{BURN}"}) == [HANG, BURN]
+    assert open_sampler({"MLP_MAGIC_NVML_REPLAY": HANG}).static()["source"] == "replay"
+
+
+def test_the_recorder_command(tmp_path):
+    out = tmp_path / "rec.jsonl"
+    command = [sys.executable, "-m", "mlp_magic.gpu.sampler", "--record", str(out), "--seconds", "0.5"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env=dict(os.environ, MLP_MAGIC_NVML_REPLAY=BURN, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr
+    assert "1 samples of 2 GPUs" in done.stdout
+    header, sample = [json.loads(line) for line in out.read_text().splitlines()]
+    assert header["format"] == "mlp_magic-nvml" and sample["gpus"][1][0] == 4
+
+
+def test_sampled_values_are_plain_json():
+    sampler, _ = replayed([BURN])
+    assert json.loads(json.dumps(sampler.sample()))["gpus"][0][3] == 145.0
