@@ -102,7 +102,7 @@ LAYERS = (
     ("mlp_magic.errors", "mlp_magic.config"),           # leaves
     ("mlp_magic.core",),                                # pure
     ("mlp_magic.engine",),                              # runs inside each rank
-    ("mlp_magic.fanout.ssh", "mlp_magic.gpu", "mlp_magic.stacks"),   # transports and probes
+    ("mlp_magic.fanout.ssh", "mlp_magic.gpu", "mlp_magic.stacks", "mlp_magic.agent"),  # transports, probes
     ("mlp_magic.world",),                               # %%mpirun
     ("mlp_magic.fanout",),                              # allrun
     ("mlp_magic.cluster",),                             # the cluster picture

@@ -1,0 +1,124 @@
+"""``python -m mlp_magic.agent``: the per-host agent's process.
+
+Served (the World's, started by ``engine/agent_start``): the first line on stdin is the setup,
+``{"key": hex, "bind": address, "ranks": {rank: {"pid", "create_time"}}, "log_root": path}``
+(on stdin, never on argv: ``ps`` shows argv); the first line on stdout is the answer,
+``{"port": N, "pid": P}`` or ``{"error": "..."}``. It then serves ``agent/server`` until its
+stdin closes or its parent changes (the rank that started it died), and exits at once.
+
+``--stdio`` (``mlp-magic top`` over ssh, where no World runs): the subscribe stream on stdout,
+no key (ssh authenticated the caller), until stdin closes or stdout's reader leaves.
+
+Either way SIGINT is ignored: a Ctrl-C meant for the World's ranks is not meant for it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+
+from .. import config
+from ..errors import MlpMagicError
+from ..gpu.sampler import open_sampler
+from .feed import Feed
+from .protocol import key_bytes
+from .server import AgentServer, listening_socket
+
+
+def _setup(line: bytes) -> dict:
+    """The setup line, checked: {"key": bytes, "bind", "ranks": {int: {"pid", "create_time"}}, "log_root"}."""
+    try:
+        setup = json.loads(line.decode("utf-8"))
+        key = key_bytes(setup["key"])
+        ranks = {int(rank): {"pid": int(info["pid"]), "create_time": float(info["create_time"])}
+                 for rank, info in dict(setup.get("ranks") or {}).items()}
+        bind = str(setup.get("bind") or "127.0.0.1")
+        log_root = str(setup.get("log_root") or config.log_root())
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise MlpMagicError(f"bad agent setup on stdin: {type(error).__name__}: {error}"[:300]) from None
+    if not key:
+        raise MlpMagicError("bad agent setup on stdin: an empty key")
+    return {"key": key, "bind": bind, "ranks": ranks, "log_root": log_root}
+
+
+def _say(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def _start_thread(target, *args) -> None:
+    threading.Thread(target=target, args=args, name=getattr(target, "__name__", "agent"), daemon=True).start()
+
+
+def _until_stdin_closes(stop: threading.Event) -> None:
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    except (OSError, ValueError):
+        pass
+    stop.set()
+
+
+def _start_feed(stop: threading.Event) -> Feed:
+    """The sampling loop, started; it ends the agent when the parent process changes."""
+    parent = os.getppid()
+    feed = Feed(open_sampler())
+    _start_thread(feed.run, stop, 1.0, lambda: os.getppid() == parent)
+    _start_thread(_until_stdin_closes, stop)
+    return feed
+
+
+def serve() -> int:
+    stop = threading.Event()
+    try:
+        setup = _setup(sys.stdin.buffer.readline())
+        listener = listening_socket(setup["bind"])
+        feed = _start_feed(stop)
+    except (MlpMagicError, OSError) as error:
+        _say({"error": str(error) if isinstance(error, MlpMagicError) else f"cannot listen: {error}"})
+        return 2
+    server = AgentServer(listener, feed, setup["key"], setup["ranks"], setup["log_root"])
+    _start_thread(server.serve_forever)
+    _say({"port": server.port, "pid": os.getpid()})
+    stop.wait()
+    return 0
+
+
+def stream_to_stdout() -> int:
+    stop = threading.Event()
+    try:
+        feed = _start_feed(stop)
+    except MlpMagicError as error:
+        _say({"error": str(error)})
+        return 2
+    subscriber = feed.subscribe()
+    out = sys.stdout.buffer
+    while not stop.is_set():
+        line = subscriber.next_line(0.5)
+        try:
+            if line is not None:
+                out.write(line)
+                out.flush()
+        except (OSError, ValueError):   # the reader left (ssh ended, | head)
+            break
+    return 0
+
+
+def main(argv=None) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv not in ([], ["--stdio"]):
+        sys.stderr.write("usage: python -m mlp_magic.agent [--stdio] (the setup line comes on stdin)\n")
+        return 2
+    return stream_to_stdout() if argv else serve()
+
+
+if __name__ == "__main__":
+    code = main()
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)   # at once: daemon threads may sit in a socket or an NVML wait

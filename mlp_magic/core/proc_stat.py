@@ -1,0 +1,37 @@
+"""When a process started, from what /proc shows of it (pure: the callers read the files).
+
+A pid names a process only while it lives; the kernel gives the number to another one later.
+Its start time tells the two apart: ``/proc/PID/stat``'s 22nd field (clock ticks after boot)
+plus the boot time (``/proc/stat``'s ``btime``), the value ``psutil.Process.create_time()``
+gives. The rank that starts a host's agent reports its own (``engine/agent_start``), and the
+agent checks it again before it signals that pid (``agent/actions``): one computation, here.
+"""
+from __future__ import annotations
+
+
+def parse_stat(data: bytes) -> tuple | None:
+    """(state letter, start time in clock ticks after boot) of a ``/proc/PID/stat`` text, or
+    None when it cannot be read as one. The command name may hold spaces and parentheses: the
+    fields after it are found from its last ")"."""
+    end = data.rfind(b")")
+    fields = data[end + 2:].split() if end >= 0 else []
+    if len(fields) < 20 or not fields[19].isdigit():
+        return None
+    return fields[0].decode("ascii", "replace"), int(fields[19])
+
+
+def parse_boot_time(data: bytes) -> float | None:
+    """The boot time (epoch seconds) in a ``/proc/stat`` text, or None."""
+    for line in data.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] == b"btime" and words[1].isdigit():
+            return float(words[1])
+    return None
+
+
+def create_time(stat: bytes, proc_stat: bytes, ticks_per_second: int) -> float | None:
+    """The epoch time the process of ``stat`` started (None when either text is unreadable)."""
+    parsed, booted = parse_stat(stat), parse_boot_time(proc_stat)
+    if parsed is None or booted is None or ticks_per_second <= 0:
+        return None
+    return booted + parsed[1] / ticks_per_second
