@@ -18,6 +18,8 @@ import { GpuHistory, GpuSeries, sparkPoints } from './ring';
 
 /** Above this many hosts with GPUs the heatmap replaces the rows (unless chosen otherwise). */
 export const HEATMAP_ABOVE_HOSTS = 8;
+/** Up to this many GPU rows, all are drawn; above, only the hosts in view. */
+const EAGER_GPUS = 64;
 /** The sparklines' window, in seconds. */
 const SPARK_WINDOW_S = 600;
 const SPARK_WIDTH = 120;
@@ -40,16 +42,7 @@ class GpuRow {
 
   readonly node: HTMLElement;
 
-  get spark(): HTMLCanvasElement {
-    return this._spark;
-  }
-
-  /** Is its sparkline in view (an IntersectionObserver says)? Hidden ones are not drawn. */
-  visible = true;
-  /** New samples came while it was out of view. */
-  stale = false;
-
-  update(gpu: IGpuView, series: GpuSeries | undefined, nowS: number, draw: boolean, colors: ISparkColors): void {
+  update(gpu: IGpuView, series: GpuSeries | undefined, nowS: number, colors: ISparkColors): void {
     setText(this._label, gpu.label);
     this._label.title = gpu.name;
     this._memory.set(gpu.memFraction, gpu.memText);
@@ -66,13 +59,8 @@ class GpuRow {
     this.node.classList.toggle('jp-mod-throttled', gpu.throttle.slowing);
     this.node.classList.toggle('jp-mod-gpuError', gpu.errors.length > 0);
     this._spark.hidden = !series;
-    if (series && (draw || this.stale)) {
-      if (this.visible) {
-        drawSparkline(this._spark, series, nowS, colors);
-        this.stale = false;
-      } else {
-        this.stale = true;
-      }
+    if (series) {
+      drawSparkline(this._spark, series, nowS, colors);
     }
   }
 
@@ -138,13 +126,16 @@ function drawSparkline(canvas: HTMLCanvasElement, series: GpuSeries, nowS: numbe
   }
 }
 
-/** One host's GPUs: .jp-MlpLive-gpus[data-host], with .jp-MlpLive-nogpu when it has none. */
+/** The height a GPU row takes (CSS), for the room kept by a block not drawn yet. */
+const GPU_ROW_PX = 72;
+
+/**
+ * One host's GPUs: .jp-MlpLive-gpus[data-host], with .jp-MlpLive-nogpu when it has none. Out
+ * of view (and not `eager`), its rows are neither built nor updated: it keeps their room and
+ * catches up when it comes into view.
+ */
 class HostGpus {
-  constructor(
-    readonly host: string,
-    private _observe: (row: GpuRow) => void,
-    private _forget: (row: GpuRow) => void
-  ) {
+  constructor(readonly host: string) {
     this.node = el('div', 'jp-MlpLive-gpus');
     this.node.dataset.host = host;
     this._head = el('div', 'jp-MlpLive-gpusHead');
@@ -153,39 +144,56 @@ class HostGpus {
   }
 
   readonly node: HTMLElement;
+  /** In view, as an IntersectionObserver last said (true where there is none). */
+  visible = true;
 
-  update(view: IHostGpuView, history: GpuHistory, nowS: number, drawSparks: boolean, colors: ISparkColors): void {
-    const shape = `${view.state}|${view.message}|${view.gpus.map(g => g.index).join(',')}`;
-    if (shape !== this._shape) {
-      this._shape = shape;
-      this._rows = [];
-      if (view.state === 'nogpu' || view.state === 'unknown') {
-        const kind = view.state === 'nogpu' ? 'jp-MlpLive-nogpu' : 'jp-MlpLive-gpuUnknown';
-        this._body.replaceChildren(el('div', kind, view.message));
-      } else {
-        this._rows.forEach(r => this._forget(r));
-        this._rows = view.gpus.map(g => new GpuRow(g.index));
-        this._rows.forEach(this._observe);
-        this._body.replaceChildren(...this._rows.map(r => r.node));
-      }
-    }
+  update(view: IHostGpuView, history: GpuHistory, nowS: number, eager: boolean, colors: () => ISparkColors): void {
     setText(this._head, `${view.host}${view.models ? ` · ${view.models}` : ''}` +
       (view.state !== 'nogpu' && view.message ? ` · ${view.message}` : '') +
       (view.state === 'inventory' ? ' · last probe (no live sampler)' : ''));
+    const shape = `${view.state}|${view.message}|${view.gpus.map(g => g.index).join(',')}`;
+    if (view.state === 'nogpu' || view.state === 'unknown') {
+      if (shape !== this._shape) {
+        this._shape = shape;
+        this._rows = [];
+        const kind = view.state === 'nogpu' ? 'jp-MlpLive-nogpu' : 'jp-MlpLive-gpuUnknown';
+        this._body.replaceChildren(el('div', kind, view.message));
+        this._body.style.minHeight = '';
+      }
+      return;
+    }
+    if (!this.visible && !eager) {
+      if (shape !== this._shape) {
+        this._shape = '';
+        this._rows = [];
+        this._body.replaceChildren();
+        this._body.style.minHeight = `${view.gpus.length * GPU_ROW_PX}px`;
+      }
+      return;
+    }
+    if (shape !== this._shape) {
+      this._shape = shape;
+      this._rows = view.gpus.map(g => new GpuRow(g.index));
+      this._body.replaceChildren(...this._rows.map(r => r.node));
+      this._body.style.minHeight = '';
+    }
     const series = history.series.get(view.host);
+    const palette = colors();
     view.gpus.forEach((gpu, i) => {
-      this._rows[i]?.update(gpu, view.state === 'live' ? series?.[gpu.index] : undefined, nowS, drawSparks, colors);
+      this._rows[i]?.update(gpu, view.state === 'live' ? series?.[gpu.index] : undefined, nowS, palette);
     });
-  }
-
-  get rows(): GpuRow[] {
-    return this._rows;
   }
 
   private _shape = '';
   private _rows: GpuRow[] = [];
   private _head: HTMLElement;
   private _body: HTMLElement;
+}
+
+/** "GPUs not sampled on w00, w01 (no sampler has reported yet)", at most 6 names then "+N". */
+export function unknownText(hosts: string[]): string {
+  const names = hosts.length > 6 ? `${hosts.slice(0, 6).join(', ')} +${hosts.length - 6}` : hosts.join(', ');
+  return `GPUs not sampled on ${names} (no sampler has reported yet)`;
 }
 
 /** The GPU section of the panel. */
@@ -231,10 +239,10 @@ export class GpuSection {
       this._observer = new IntersectionObserver(entries => {
         let wake = false;
         for (const entry of entries) {
-          const row = this._rowOfCanvas.get(entry.target);
-          if (row) {
-            row.visible = entry.isIntersecting;
-            wake = wake || (row.visible && row.stale);
+          const block = this._blockOfNode.get(entry.target);
+          if (block) {
+            wake = wake || (entry.isIntersecting && !block.visible);
+            block.visible = entry.isIntersecting;
           }
         }
         if (wake) {
@@ -270,9 +278,11 @@ export class GpuSection {
     setText(this._modeButton, heatmap ? 'show rows' : 'show heatmap');
     this._metric.hidden = !heatmap;
     this.node.hidden = hosts.length === 0;
-    const shown: IHostGpuView[] = heatmap
-      ? views.filter(v => v.host === this._picked || v.state === 'nogpu')
-      : views;
+    // Hosts no sampler reported on: one line for all of them, not a block each.
+    const unknown = views.filter(v => v.state === 'unknown').map(v => v.host);
+    const shown: IHostGpuView[] = views.filter(
+      v => v.state !== 'unknown' && (!heatmap || v.host === this._picked || v.state === 'nogpu')
+    );
     const children: HTMLElement[] = [];
     if (heatmap) {
       const map = heatmapModel(hosts, this._history.latest, this._metric.value as HeatMetric);
@@ -282,20 +292,30 @@ export class GpuSection {
     }
     const keep = new Set<string>();
     let colors: ISparkColors | null = null;
+    const palette = () => (colors = colors || sparkColors(this.node));
+    const eager = shown.reduce((n, v) => n + v.gpus.length, 0) <= EAGER_GPUS;
     for (const view of shown) {
       keep.add(view.host);
       let block = this._blocks.get(view.host);
       if (!block) {
-        block = new HostGpus(view.host, row => this.observe(row), row => this.forget(row));
+        block = new HostGpus(view.host);
         this._blocks.set(view.host, block);
+        if (this._observer) {
+          block.visible = false; // until the observer says
+          this._blockOfNode.set(block.node, block);
+          this._observer.observe(block.node);
+        }
       }
-      colors = colors || sparkColors(this.node);
-      block.update(view, this._history, nowS, samplesChanged || docChanged, colors);
+      block.update(view, this._history, nowS, eager, palette);
       children.push(block.node);
+    }
+    if (unknown.length > 0) {
+      setText(this._unknown, unknownText(unknown));
+      children.push(this._unknown);
     }
     for (const [host, block] of [...this._blocks]) {
       if (!keep.has(host)) {
-        block.rows.forEach(row => this.forget(row));
+        this._observer?.unobserve(block.node);
         this._blocks.delete(host);
       }
     }
@@ -306,24 +326,13 @@ export class GpuSection {
     }
   }
 
-  private observe(row: GpuRow): void {
-    if (this._observer) {
-      row.visible = false; // until the observer says
-      this._rowOfCanvas.set(row.spark, row);
-      this._observer.observe(row.spark);
-    }
-  }
-
-  private forget(row: GpuRow): void {
-    this._observer?.unobserve(row.spark);
-  }
-
   private heatmapShown(): boolean {
     return this._mode === 'heatmap' || (this._mode === 'auto' && this._auto);
   }
 
+  private _unknown = el('div', 'jp-MlpLive-gpuUnknown');
   private _observer: IntersectionObserver | null = null;
-  private _rowOfCanvas = new WeakMap<Element, GpuRow>();
+  private _blockOfNode = new WeakMap<Element, HostGpus>();
   private _mode: Mode = 'auto';
   private _auto = false;
   private _dirty = false;

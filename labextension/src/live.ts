@@ -15,6 +15,8 @@ export const POLL_INTERVAL_MS = 5000;
 export const POLL_MAX_MS = 60000;
 /** A socket that opened but sent no snapshot within this long is given up. */
 export const SNAPSHOT_TIMEOUT_MS = 15000;
+/** A connection live this long was healthy: the next break starts the backoff over. */
+export const HEALTHY_MS = 30000;
 
 /** The wait before reconnect attempt `attempt` (0: the first): 0.5 s, 1, 2, 4, 8, 10, 10 s... */
 export function backoffDelay(attempt: number): number {
@@ -183,7 +185,7 @@ export class LiveConnection {
     if (message.type === 'snapshot') {
       this.clear('_snapshotTimer');
       this.clear('_pollTimer');
-      this._attempt = 0;
+      this._liveSince = this._env.now();
       this._pollFailures = 0;
       this._everLive = true;
       this._error = null;
@@ -203,6 +205,10 @@ export class LiveConnection {
       return;
     }
     if (this._state === 'live') {
+      // A server that sends a snapshot and then breaks at once is not retried at 2 Hz forever.
+      if (this._env.now() - this._liveSince >= HEALTHY_MS) {
+        this._attempt = 0;
+      }
       this.setState('reconnecting');
     }
     const delay = backoffDelay(this._attempt++);
@@ -297,6 +303,7 @@ export class LiveConnection {
   private _everLive = false;
   private _running = false;
   private _attempt = 0;
+  private _liveSince = 0;
   private _pollFailures = 0;
   private _polling = false;
   private _socket: ISocketLike | null = null;

@@ -5,6 +5,7 @@ import type { IClusterDoc, IFetchedDoc, LiveMessage } from '../src/api';
 import {
   backoffDelay,
   ConnectionState,
+  HEALTHY_MS,
   ILiveEnv,
   ISocketLike,
   LiveConnection,
@@ -217,6 +218,30 @@ test('a broken socket: backoff 0.5 s doubling to 10 s, polling every 5 s meanwhi
   env.socket.fail();
   assert.equal(live.state, 'reconnecting');
   assert.deepEqual(env.pending()[0], 500);
+});
+
+test('a connection that breaks right after its snapshot backs off all the same', async () => {
+  const env = new FakeEnv();
+  const { live } = connection(env);
+  live.start();
+  const delays: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    env.socket.send(snapshot(1));
+    env.socket.send(patch(5, [])); // a gap, every time
+    const opened = env.sockets.length;
+    const start = env.time;
+    while (env.sockets.length === opened) {
+      await env.advance(100);
+    }
+    delays.push(env.time - start);
+  }
+  assert.deepEqual(delays, [500, 1000, 2000, 4000, 8000, 10000]);
+  assert.equal(live.state, 'polling');
+  // Healthy for HEALTHY_MS: the next break starts over at 0.5 s.
+  env.socket.send(snapshot(1));
+  await env.advance(HEALTHY_MS);
+  env.socket.fail();
+  assert.equal(env.pending()[0], 500);
 });
 
 test('a seq gap reconnects for a new snapshot', async () => {

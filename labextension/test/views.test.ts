@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
+import { unknownText } from '../src/gpuview';
 import { MAX_VISIBLE_ROWS, ROW_HEIGHT, visibleRange } from '../src/ranklist';
 
 test('only the rows in view, and a few around, are drawn', () => {
@@ -14,4 +15,10 @@ test('only the rows in view, and a few around, are drawn', () => {
   assert.deepEqual(visibleRange(0, 0, 0), [0, 0]);
   const [first, end] = visibleRange(576, 2345, view);
   assert.ok(end - first <= MAX_VISIBLE_ROWS + 13);
+});
+
+test('hosts without a GPU sampler are named on one line', () => {
+  assert.equal(unknownText(['a']), 'GPUs not sampled on a (no sampler has reported yet)');
+  const many = Array.from({ length: 64 }, (_, i) => `w${i}`);
+  assert.equal(unknownText(many), 'GPUs not sampled on w0, w1, w2, w3, w4, w5 +58 (no sampler has reported yet)');
 });
