@@ -43,6 +43,18 @@ def _setup(line: bytes) -> dict:
     return {"key": key, "bind": bind, "ranks": ranks, "log_root": log_root}
 
 
+def _setup_line() -> bytes:
+    """The first line on stdin, read from the descriptor itself: a buffered reader could take
+    more than the line, and the lifeline's watch reads the descriptor after it."""
+    line = b""
+    while not line.endswith(b"\n") and len(line) <= 1 << 20:
+        chunk = os.read(0, 1)
+        if not chunk:
+            break
+        line += chunk
+    return line
+
+
 def _say(message: dict) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
@@ -52,33 +64,37 @@ def _start_thread(target, *args) -> None:
     threading.Thread(target=target, args=args, name=getattr(target, "__name__", "agent"), daemon=True).start()
 
 
-def _until_stdin_closes(stop: threading.Event) -> None:
+def _watch_lifeline(stop: threading.Event, parent: int) -> None:
+    """Set ``stop`` when stdin closes (the rank that started us died) or our parent changes (it
+    died while a child it forked still holds the pipe)."""
+    import select
+
     try:
-        while sys.stdin.buffer.read(4096):
-            pass
-    except (OSError, ValueError):
+        while os.getppid() == parent:
+            if select.select([0], [], [], 1.0)[0] and not os.read(0, 4096):
+                break
+    except OSError:
         pass
     stop.set()
 
 
 def _start_feed(stop: threading.Event) -> Feed:
-    """The sampling loop, started; it ends the agent when the parent process changes."""
-    parent = os.getppid()
-    feed = Feed(open_sampler())
-    _start_thread(feed.run, stop, 1.0, lambda: os.getppid() == parent)
-    _start_thread(_until_stdin_closes, stop)
+    """The sampling loop and the lifeline's watch, started."""
+    feed = Feed(open_sampler)
+    _start_thread(feed.run, stop, 1.0)
+    _start_thread(_watch_lifeline, stop, os.getppid())
     return feed
 
 
 def serve() -> int:
     stop = threading.Event()
     try:
-        setup = _setup(sys.stdin.buffer.readline())
+        setup = _setup(_setup_line())
         listener = listening_socket(setup["bind"])
-        feed = _start_feed(stop)
     except (MlpMagicError, OSError) as error:
         _say({"error": str(error) if isinstance(error, MlpMagicError) else f"cannot listen: {error}"})
         return 2
+    feed = _start_feed(stop)
     server = AgentServer(listener, feed, setup["key"], setup["ranks"], setup["log_root"])
     _start_thread(server.serve_forever)
     _say({"port": server.port, "pid": os.getpid()})
@@ -88,11 +104,7 @@ def serve() -> int:
 
 def stream_to_stdout() -> int:
     stop = threading.Event()
-    try:
-        feed = _start_feed(stop)
-    except MlpMagicError as error:
-        _say({"error": str(error)})
-        return 2
+    feed = _start_feed(stop)
     subscriber = feed.subscribe()
     out = sys.stdout.buffer
     while not stop.is_set():

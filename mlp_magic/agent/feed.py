@@ -44,21 +44,45 @@ class Subscriber:
 
 
 class Feed:
-    """The sampler's readings, as a history and as a stream of ``{"type": "sample"}`` lines."""
+    """The sampler's readings, as a history and as a stream of ``{"type": "sample"}`` lines.
 
-    def __init__(self, sampler, host: str | None = None, history_length: int = DEFAULT_LENGTH):
-        self.sampler = sampler
-        static = sampler.static()
-        self.static = {"type": "static", "host": host or socket.gethostname(), **static}
-        self.history = GpuHistory(len(static["gpus"]), history_length)
+    The sampler is opened by ``open()``, in the sampling thread (``run``): NVML's first call
+    can hang on a GPU in trouble, exactly when the agent's other ops are wanted, so nothing
+    else waits for it. Subscribers that come earlier get the static facts once they are known.
+    """
+
+    def __init__(self, open_sampler, host: str | None = None, history_length: int = DEFAULT_LENGTH):
+        self._open_sampler, self._length = open_sampler, history_length
+        self.host = host or socket.gethostname()
+        self.sampler = None
+        self.static: dict | None = None
+        self.history: GpuHistory | None = None
         self._subscribers: set = set()
         self._lock = threading.Lock()
+
+    def _first_lines(self) -> list:
+        return [encode(self.static), encode({"type": "history", **self.history.to_json()})]
+
+    def open(self) -> None:
+        """Open the sampler (one that cannot be opened: its error as the static facts' error)."""
+        try:
+            sampler = self._open_sampler()
+            static = sampler.static()
+        except Exception as error:   # a replay file that cannot be read, a broken binding
+            sampler, static = None, {"source": "none", "error": str(error) or type(error).__name__,
+                                     "driver": None, "gpus": []}
+        with self._lock:
+            self.sampler = sampler
+            self.static = {"type": "static", "host": self.host, **static}
+            self.history = GpuHistory(len(static["gpus"]), self._length)
+            for subscriber in self._subscribers:
+                for line in self._first_lines():
+                    subscriber.push(line)
 
     def subscribe(self) -> Subscriber:
         """A subscriber whose first lines are the static facts and the history so far."""
         with self._lock:
-            first = [encode(self.static), encode({"type": "history", **self.history.to_json()})]
-            subscriber = Subscriber(first)
+            subscriber = Subscriber(self._first_lines() if self.static is not None else [])
             self._subscribers.add(subscriber)
         return subscriber
 
@@ -67,8 +91,10 @@ class Feed:
             self._subscribers.discard(subscriber)
         subscriber.close()
 
-    def tick(self) -> dict:
-        """Take one sample, keep it, send it; the sample."""
+    def tick(self) -> dict | None:
+        """Take one sample, keep it, send it; the sample (None without a sampler)."""
+        if self.sampler is None:
+            return None
         sample = self.sampler.sample()
         line = encode({"type": "sample", **sample})
         with self._lock:
@@ -78,14 +104,14 @@ class Feed:
             subscriber.push(line)
         return sample
 
-    def run(self, stop: threading.Event, tick_s: float = 1.0, still_wanted=lambda: True) -> None:
-        """Sample every ``tick_s`` until ``stop`` is set or ``still_wanted()`` says no."""
+    def run(self, stop: threading.Event, tick_s: float = 1.0) -> None:
+        """Open the sampler, then sample every ``tick_s`` until ``stop`` is set."""
+        self.open()
         while not stop.is_set():
             try:
                 self.tick()
-            except Exception:   # a reading that cannot be sent: skip the tick, keep sampling
-                pass
-            if not still_wanted():
-                stop.set()
-                return
-            self.sampler.wait_tick(tick_s)
+                if self.sampler is None:
+                    raise RuntimeError("no sampler")
+                self.sampler.wait_tick(tick_s)
+            except Exception:   # a reading that cannot be sent, a failing wait: keep the beat
+                stop.wait(tick_s)

@@ -197,11 +197,13 @@ class GpuSampler:
             if self._events is None:
                 self._sleep(left)
                 return
+            asked, before = math.ceil(left * 1000), self._clock()
             try:
-                data = self.nvml.nvmlEventSetWait_v2(self._events, math.ceil(left * 1000))
+                data = self.nvml.nvmlEventSetWait_v2(self._events, asked)
             except self.nvml.NVMLError as error:
-                if getattr(error, "value", None) != getattr(self.nvml, "NVML_ERROR_TIMEOUT", 10):
-                    self._events = None   # the driver refuses to wait: sleep from now on
+                timeout = getattr(error, "value", None) == getattr(self.nvml, "NVML_ERROR_TIMEOUT", 10)
+                if not timeout or self._clock() - before < asked / 2000:
+                    self._events = None   # it refuses to wait, or does not wait: sleep from now on
                 continue
             except AttributeError:
                 self._events = None

@@ -191,3 +191,27 @@ def test_a_machine_without_nvml_says_no_gpus(start):
     static = stream(engine, 1)[0]
     assert (static["type"], static["source"], static["error"]) == ("static", "none", "no GPUs")
     assert static["gpus"] == []
+
+
+def test_a_bad_setup_is_one_error_and_leaves_no_agent():
+    from mlp_magic.engine.agent_start import start_agent
+    from mlp_magic.errors import MlpMagicError
+
+    before = {p.pid for p in psutil.Process().children()}
+    with pytest.raises(MlpMagicError, match="the GPU agent did not start: bad agent setup on stdin"):
+        start_agent("not hex", "127.0.0.1", {}, "/tmp")
+    assert {p.pid for p in psutil.Process().children()} - before == set()
+
+
+def test_stdio_mode_streams_until_stdin_closes():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MLP_MAGIC_NVML_REPLAY=REPLAY)
+    agent = subprocess.Popen([sys.executable, "-m", "mlp_magic.agent", "--stdio"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=env)
+    try:
+        kinds = [json.loads(agent.stdout.readline())["type"] for _ in range(4)]
+        assert kinds == ["static", "history", "sample", "sample"]
+        agent.stdin.close()
+        assert agent.wait(3) == 0
+    finally:
+        agent.kill()
+        agent.wait()

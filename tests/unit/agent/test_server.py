@@ -27,7 +27,8 @@ KEY = secrets.token_hex(32)
 @pytest.fixture
 def agent(tmp_path):
     nvml = ReplayNvml(load_capture([str(HANG)]), sleep=lambda s: None)
-    feed = Feed(GpuSampler(nvml, "replay"), host="w0", history_length=5)
+    feed = Feed(lambda: GpuSampler(nvml, "replay"), host="w0", history_length=5)
+    feed.open()
     listener = listening_socket("127.0.0.1")
     served = AgentServer(listener, feed, key_bytes(KEY), {}, str(tmp_path))
     threading.Thread(target=served.serve_forever, daemon=True).start()

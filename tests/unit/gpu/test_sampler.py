@@ -188,6 +188,16 @@ def test_a_driver_that_cannot_wait_on_events_falls_back_to_sleeping():
     assert sampler._events is None and clock.slept == [1.0]
 
 
+def test_a_driver_whose_wait_does_not_wait_falls_back_to_sleeping():
+    sampler, clock = replayed([HANG])
+
+    def hasty(event_set, timeout_ms):   # a timeout at once: waiting on it would spin
+        raise replay.NVMLError(replay.NVML_ERROR_TIMEOUT)
+    sampler.nvml.nvmlEventSetWait_v2 = hasty
+    sampler.wait_tick(1.0)
+    assert sampler._events is None and clock.slept == [1.0]
+
+
 def test_the_setting_names_one_or_several_captures():
     assert config.nvml_replay({}) is None and config.nvml_replay({"MLP_MAGIC_NVML_REPLAY": ""}) is None
     assert config.nvml_replay({"MLP_MAGIC_NVML_REPLAY": f"{HANG}{os.pathsep}{BURN}"}) == [HANG, BURN]
