@@ -79,7 +79,9 @@ export class ClusterPanel extends Widget {
     statusLine.append(this._connection, this._status);
     this._error = el('div', 'jp-MlpCluster-error');
     this._error.hidden = true;
-    this._docError = el('div', 'jp-MlpCluster-error');
+    // The server's own error about the cluster (no hostfile...); .jp-MlpCluster-error is the
+    // connection's, one element only.
+    this._docError = el('div', 'jp-MlpLive-docError');
     this._docError.hidden = true;
     this._source = el('div', 'jp-MlpCluster-source');
     this._hosts = new HostTable();
@@ -266,10 +268,13 @@ export class ClusterPanel extends Widget {
   private showState(): void {
     const state = this._live.state;
     setAttr(this._connection, 'data-state', state);
-    setText(
-      this._connection,
-      state === 'reconnecting' && !this._live.everLive ? 'connecting…' : STATE_TEXT[state]
-    );
+    let label = STATE_TEXT[state];
+    if (state === 'reconnecting' && this._live.error !== null) {
+      label = 'offline, retrying…';
+    } else if (state === 'reconnecting' && !this._live.everLive) {
+      label = 'connecting…';
+    }
+    setText(this._connection, label);
     this._connection.title = STATE_TITLE[state];
     const error = this._live.error ?? this._refreshError;
     this._error.hidden = error === null;
