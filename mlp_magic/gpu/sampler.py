@@ -39,7 +39,7 @@ NO_GPUS = "no GPUs"
 # second tick for the replay, whose frames advance once per wait.
 _CLOSE_ENOUGH = 0.002
 # nvmlInit's failures that mean "this machine has no NVIDIA GPU to read", not a broken one.
-_ABSENT = ("NVML_ERROR_LIBRARY_NOT_FOUND", "NVML_ERROR_DRIVER_NOT_LOADED", "NVML_ERROR_NO_PERMISSION")
+_ABSENT = ("NVML_ERROR_LIBRARY_NOT_FOUND", "NVML_ERROR_DRIVER_NOT_LOADED")
 
 
 def _text(value) -> str:
