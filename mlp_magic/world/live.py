@@ -42,6 +42,7 @@ class LiveWorld:
         self._changed = threading.Event()
         self._closed = False
         self._written = (-1, -1)   # (state version, output version) last written
+        self._writing = threading.Lock()   # one write at a time: the publisher's or a flush
         self._thread = threading.Thread(target=self._publisher, name="mlp-world-live", daemon=True)
         self._thread.start()
 
@@ -90,7 +91,22 @@ class LiveWorld:
                 return
             self.cell = None
             self.states.version += 1
-        self._changed.set()
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the record now if it changed: when a cell returns, its record says so already
+        (``mlp-magic status`` or a script reading it right after the cell sees idle ranks)."""
+        with self._writing:
+            if self._closed or self._versions() == self._written:
+                return
+            self._written = self._versions()
+            self._write()
+
+    def _write(self) -> None:
+        try:
+            self._publish()
+        except Exception:  # noqa: BLE001 - the panel is a nicety: never stop the World over it
+            pass
 
     # ------------------------------------------------------------------ reading
     def record(self) -> dict:
@@ -120,11 +136,10 @@ class LiveWorld:
                     break
                 self._changed.wait(left)
                 self._changed.clear()
-            self._written = self._versions()
-            try:
-                self._publish()
-            except Exception:  # noqa: BLE001 - the panel is a nicety: never stop the World over it
-                pass
+            with self._writing:
+                if self._versions() != self._written:
+                    self._written = self._versions()
+                    self._write()
             written_at = time.monotonic()
             time.sleep(STATE_EVERY_S)   # coalesce: a burst of changes is one write
 
