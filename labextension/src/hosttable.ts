@@ -45,11 +45,12 @@ export class HostTable {
 
   readonly node: HTMLTableElement;
 
-  update(hosts: IHostStatus[]): void {
+  /** ``states``: each rank's state by "<world pid>/<rank>" (model.rankStatesOf). */
+  update(hosts: IHostStatus[], states: Map<string, string>): void {
     const rows: HTMLTableRowElement[] = [];
     const next = new Map<string, { tr: HTMLTableRowElement; signature: string }>();
     for (const host of hosts) {
-      const row = hostRow(host);
+      const row = hostRow(host, states);
       const signature = JSON.stringify(row);
       let drawn = this._rows.get(row.name);
       if (!drawn || next.has(row.name)) {

@@ -341,11 +341,25 @@ export interface IHostRow {
   engines: string;
 }
 
-/** "3 idle\n1 busy" from the engines of one host; "" when no World is up there. */
-export function summariseEngines(engines: IEngine[]): string {
+/** Each rank's state by "<world pid>/<rank>": the document says a state once, in its World. */
+export function rankStatesOf(worlds: IWorld[]): Map<string, string> {
+  const states = new Map<string, string>();
+  for (const world of worlds || []) {
+    for (const rank of world.ranks || []) {
+      if (rank.state) {
+        states.set(`${world.pid}/${rank.rank}`, rank.state);
+      }
+    }
+  }
+  return states;
+}
+
+/** "3 idle\n1 busy" from the engines of one host; "" when no World is up there. An engine's
+ * state is its World's rank state (``states``); an engine record of an older server has its own. */
+export function summariseEngines(engines: IEngine[], states: Map<string, string> = new Map()): string {
   const counts = new Map<string, number>();
   for (const engine of engines || []) {
-    const state = engine.state || 'unknown';
+    const state = engine.state || states.get(`${engine.world_pid}/${engine.rank}`) || 'unknown';
     counts.set(state, (counts.get(state) || 0) + 1);
   }
   return [...counts.entries()].map(([state, n]) => `${n} ${state}`).join('\n');
@@ -364,13 +378,13 @@ function reachability(
   return { reachable: 'no', reachableDetail: host.error || 'unreachable' };
 }
 
-export function hostRow(host: IHostStatus): IHostRow {
+export function hostRow(host: IHostStatus, states: Map<string, string> = new Map()): IHostRow {
   return {
     name: host.name,
     slots: host.slots ?? null,
     ranks: foldRanks(host.ranks || []),
     ...reachability(host),
-    engines: summariseEngines(host.engines)
+    engines: summariseEngines(host.engines, states)
   };
 }
 

@@ -19,7 +19,7 @@ import { GpuSection } from './gpuview';
 import { HostTable } from './hosttable';
 import { clusterIcon } from './icon';
 import { ConnectionState, ILiveEnv, ISocketLike, LiveConnection } from './live';
-import { NO_WORLD_TEXT, updatedText, worldKey } from './model';
+import { NO_WORLD_TEXT, rankStatesOf, updatedText, worldKey } from './model';
 import { LiveStore } from './store';
 import { WorldView } from './worldview';
 
@@ -227,15 +227,17 @@ export class ClusterPanel extends Widget {
     setText(this._docError, doc.error || '');
     this._hostsBox.hidden = doc.source === null;
     setText(this._source, doc.source === null ? '' : `${doc.source}, master ${doc.master_addr}`);
-    if (doc.hosts !== this._drawnHosts) {
+    // The engines column counts rank states, which live in the Worlds: either may change it.
+    if (doc.hosts !== this._drawnHosts || doc.worlds !== this._drawnHostWorlds) {
       const hosts = doc.hosts || [];
       if (this._drawnHosts === null) {
         // Open at first when the table is short; the person's choice after that.
         this._hostsBox.open = hosts.length <= HOSTS_OPEN_UP_TO;
       }
       this._drawnHosts = doc.hosts;
+      this._drawnHostWorlds = doc.worlds;
       setText(this._hostsTitle, `Hosts (${hosts.length})`);
-      this._hosts.update(hosts);
+      this._hosts.update(hosts, rankStatesOf(doc.worlds));
     }
   }
 
@@ -316,6 +318,7 @@ export class ClusterPanel extends Widget {
   private _gpus: GpuSection;
   private _worldViews = new Map<string, WorldView>();
   private _drawnHosts: unknown = null;
+  private _drawnHostWorlds: unknown = null;
   private _drawnDoc = -1;
   private _drawnGpus = -1;
   private _ticked = false;

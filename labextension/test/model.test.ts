@@ -8,6 +8,7 @@ import {
   highlightedRanks,
   hostGroups,
   hostRow,
+  rankStatesOf,
   LATE_AFTER_S,
   SILENT_FACTOR,
   SILENT_MIN_S,
@@ -273,4 +274,22 @@ test('a host row of the table', () => {
   });
   assert.equal(hostRow({ ...host, reachable: true, probe_ms: 3.4 }).reachableDetail, 'reachable (3 ms)');
   assert.equal(hostRow({ ...host, reachable: null }).reachable, 'unknown');
+});
+
+test("a host row's engines take their states from their World's ranks", () => {
+  const host: IHostStatus = {
+    name: 'w0', slots: 2, index: 0, ranks: [0, 1], reachable: true, probe_ms: null,
+    error: null, gpus: null, hints: [],
+    engines: [
+      { rank: 0, engine_id: 0, state: null, world_pid: 7 },
+      { rank: 1, engine_id: 1, state: null, world_pid: 7 },
+      { rank: 1, engine_id: 1, state: null, world_pid: 8 }
+    ]
+  };
+  const states = rankStatesOf([
+    { pid: 7, ranks: [{ rank: 0, host: 'w0', state: 'idle' }, { rank: 1, host: 'w0', state: 'busy' }] },
+    { pid: 9, ranks: [{ rank: 1, host: 'w0', state: 'dead' }] }
+  ]);
+  assert.equal(hostRow(host, states).engines, '1 idle\n1 busy\n1 unknown');
+  assert.equal(hostRow(host).engines, '3 unknown');
 });
