@@ -30,57 +30,70 @@ export class LiveStore {
 
   /** A new connection: its first message must be a snapshot (or GPU samples), not a patch. */
   newConnection(): void {
-    this._seq = 0;
+    this._seq = null;
     this._hasSnapshot = false;
   }
 
-  get seq(): number {
+  /** The seq of the last message in sequence (null: none yet on this connection). */
+  get seq(): number | null {
     return this._seq;
   }
 
+  /**
+   * One message. Sequencing: every numbered message must follow the last one (seq + 1), or it
+   * is a gap; a patch must also come after a snapshot. gpu_history, sent to one subscriber on
+   * connect, may be numbered in the sequence or outside it: it is taken either way.
+   */
   receive(message: LiveMessage, localNowMs: number): Receipt {
-    if (!message || typeof message !== 'object' || typeof message.seq !== 'number') {
+    if (!message || typeof message !== 'object') {
       return 'ignored';
     }
-    if (message.type === 'snapshot') {
-      this._seq = message.seq;
-      this._hasSnapshot = true;
-      this.clockFrom(message.server_time, localNowMs);
-      this.setDoc(message.doc);
-      return 'doc';
-    }
-    if (message.type !== 'patch' && message.type !== 'gpus' && message.type !== 'gpu_history') {
-      return 'ignored';
-    }
-    if (this._seq !== 0 && message.seq !== this._seq + 1) {
-      return 'gap';
-    }
-    if (message.type === 'patch' && (!this._hasSnapshot || this.doc === null)) {
-      return 'gap';
-    }
-    if (message.type === 'patch') {
-      try {
-        this.doc = applyOps(this.doc, message.ops || []);
-      } catch (error) {
-        if (error instanceof PatchError) {
+    const seq = typeof message.seq === 'number' ? message.seq : null;
+    const next = seq !== null && (this._seq === null || seq === this._seq + 1);
+    switch (message.type) {
+      case 'snapshot':
+        this._seq = seq ?? 0;
+        this._hasSnapshot = true;
+        this.clockFrom(message.server_time, localNowMs);
+        this.setDoc(message.doc);
+        return 'doc';
+      case 'patch':
+        if (!next || !this._hasSnapshot || this.doc === null) {
           return 'gap';
         }
-        throw error;
-      }
+        try {
+          this.doc = applyOps(this.doc, message.ops || []);
+        } catch (error) {
+          if (error instanceof PatchError) {
+            return 'gap';
+          }
+          throw error;
+        }
+        this.docVersion++;
+        break;
+      case 'gpus':
+        if (seq !== null && !next) {
+          return 'gap';
+        }
+        this.history.addSamples(message);
+        this.gpuVersion++;
+        break;
+      case 'gpu_history':
+        this.history.seed(message);
+        this.gpuVersion++;
+        if (!next) {
+          this.clockFrom(message.server_time, localNowMs);
+          return 'gpus';
+        }
+        break;
+      default:
+        return 'ignored';
     }
-    this._seq = message.seq;
+    if (seq !== null) {
+      this._seq = seq;
+    }
     this.clockFrom(message.server_time, localNowMs);
-    if (message.type === 'patch') {
-      this.docVersion++;
-      return 'doc';
-    }
-    if (message.type === 'gpus') {
-      this.history.addSamples(message);
-    } else {
-      this.history.seed(message);
-    }
-    this.gpuVersion++;
-    return 'gpus';
+    return message.type === 'patch' ? 'doc' : 'gpus';
   }
 
   /** A document from a poll (or a refresh), at the server's time when known. */
@@ -107,6 +120,6 @@ export class LiveStore {
     }
   }
 
-  private _seq = 0;
+  private _seq: number | null = null;
   private _hasSnapshot = false;
 }

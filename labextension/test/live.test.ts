@@ -53,11 +53,28 @@ test('the store: snapshot, patches in sequence, a gap, the server clock', () => 
   assert.equal(store.history.latest.get('w0')?.[0][0], 1);
   assert.equal(store.receive({ type: 'gpu_history', seq: 4, server_time: SERVER_TIME, t0: 0, step_s: 10, hosts: {} }, T0), 'gpus');
   assert.equal(store.receive({ type: 'what', seq: 5 } as unknown as LiveMessage, T0), 'ignored');
+  assert.equal(store.seq, 4);
   assert.equal(store.receive(null as unknown as LiveMessage, T0), 'ignored');
   const versions = store.docVersion;
   store.setPolled(doc(), T0 + 1000, T0);
   assert.equal(store.docVersion, versions + 1);
   assert.equal(store.offsetMs, 1000);
+});
+
+test('gpu_history is taken numbered in the sequence or outside it; unnumbered samples too', () => {
+  const store = new LiveStore();
+  store.newConnection();
+  store.receive(snapshot(7), T0);
+  // The server's counter is shared by every subscriber: this one's history carries no new seq.
+  assert.equal(store.receive({ type: 'gpu_history', seq: 7, server_time: SERVER_TIME, t0: 0, step_s: 10, hosts: {} }, T0), 'gpus');
+  assert.equal(store.receive(patch(8, []), T0), 'doc');
+  // A counter per connection: the history is the next number.
+  assert.equal(store.receive({ type: 'gpu_history', seq: 9, server_time: SERVER_TIME, t0: 0, step_s: 10, hosts: {} }, T0), 'gpus');
+  assert.equal(store.receive(patch(10, []), T0), 'doc');
+  assert.equal(store.receive({ type: 'gpus', server_time: SERVER_TIME, t: 5, hosts: {} } as unknown as LiveMessage, T0), 'gpus');
+  assert.equal(store.receive(patch(11, []), T0), 'doc');
+  assert.equal(store.receive({ type: 'gpus', seq: 13, server_time: SERVER_TIME, t: 6, hosts: {} }, T0), 'gap');
+  assert.equal(store.receive({ type: 'patch', server_time: SERVER_TIME, ops: [] } as unknown as LiveMessage, T0), 'gap');
 });
 
 test('GPU samples may come before the snapshot on a new connection', () => {
