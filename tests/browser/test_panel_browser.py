@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 # A real `nvidia-smi topo -m` capture for the GPUs of the host a World reports on; their memory
 # and utilisation in nvidia-smi's --query-gpu CSV format (no GPU exists on the test machine).
-TOPO_CAPTURE = Path("/work/shared/fixtures/topo/h100-4gpu-8nic.txt")
+TOPO_CAPTURE = REPO / "tests/fixtures/topo/h100-4gpu-8nic.txt"
 QUERY_GPU = (
     "0, NVIDIA H100 80GB HBM3, 00000000:18:00.0, 81559, 61230, 97\n"
     "1, NVIDIA H100 80GB HBM3, 00000000:2A:00.0, 81559, 60118, 95\n"
@@ -28,7 +28,6 @@ QUERY_GPU = (
 PANEL = "#mlp-magic-cluster"
 PANEL_TAB = '.jp-SideBar .lm-TabBar-tab[data-id="mlp-magic-cluster"]'
 UI_TIMEOUT_MS = 60_000
-POLL_INTERVAL_MS = 5_000  # the panel's polling period (labextension/src/panel.ts)
 
 
 @pytest.fixture
@@ -122,26 +121,52 @@ def test_panel_says_when_the_server_extension_is_missing(browser, start_lab, clu
     page.close()
 
 
+class SocketLog:
+    """The page's websockets to the panel's live route: when each opened and closed."""
+
+    def __init__(self, page):
+        self.opened: list = []
+        self.closed: list = []
+        page.on("websocket", self._opened)
+
+    def _opened(self, socket) -> None:
+        if "/mlp-magic/live" in socket.url:
+            self.opened.append(socket)
+            socket.on("close", lambda _socket: self.closed.append(socket))
+
+    def open_now(self) -> int:
+        return len(self.opened) - len(self.closed)
+
+
 def test_panel_stands_by_while_hidden(browser, start_lab, cluster):
     lab = start_lab(hostfile=str(cluster))
     page = browser.new_page()
-    requested = []
-    page.on("request", lambda req: "/mlp-magic/cluster" in req.url and requested.append(time.monotonic()))
+    sockets = SocketLog(page)
+    polled = []
+    page.on("request", lambda req: "/mlp-magic/cluster" in req.url and polled.append(req.url))
     page.goto(f"{lab.url}lab?token={lab.token}")
     tab = page.locator(PANEL_TAB)
     tab.wait_for(timeout=UI_TIMEOUT_MS)
-    page.wait_for_timeout(POLL_INTERVAL_MS + 1000)
-    assert requested == []  # the panel was never shown: nothing polled
+    page.wait_for_timeout(2000)
+    assert sockets.opened == [] and polled == []  # never shown: no connection, no request
 
     tab.click()
+    page.locator(f"{PANEL} .jp-MlpLive-connection[data-state=live]").wait_for(timeout=UI_TIMEOUT_MS)
     page.locator(f"{PANEL} tr.jp-MlpCluster-host").first.wait_for(timeout=UI_TIMEOUT_MS)
-    page.wait_for_timeout(POLL_INTERVAL_MS + 1000)
-    assert len(requested) >= 2  # shown: one request at once, then every 5 s
+    assert sockets.open_now() == 1 and polled == []  # shown: one live socket, nothing polled
 
     tab.click()  # collapses the sidebar: the panel is hidden
     page.locator(PANEL).wait_for(state="hidden", timeout=UI_TIMEOUT_MS)
-    page.wait_for_timeout(500)
-    hidden_since = len(requested)
-    page.wait_for_timeout(2 * POLL_INTERVAL_MS)
-    assert len(requested) == hidden_since
+    deadline = time.monotonic() + 10
+    while sockets.open_now() and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    assert sockets.open_now() == 0 and len(sockets.opened) == 1
+    page.wait_for_timeout(2000)
+    assert len(sockets.opened) == 1 and polled == []   # hidden: it stays closed
+
+    tab.click()  # shown again: a new connection brings it up to date
+    deadline = time.monotonic() + 10
+    while len(sockets.opened) < 2 and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    assert sockets.open_now() == 1 and len(sockets.opened) == 2 and polled == []
     page.close()
