@@ -18,7 +18,7 @@ from ..errors import MlpMagicError
 from .addresses import controller_ip
 from .mpi import (FAST_LOCAL_OMPI, OPENMPI, LaunchPlan, MpiInfo, detect_flavour, find_mpiexec,
                   hostfile_text, mpiexec_argv, names_to_forward)
-from .processes import ManagedProcess, engine_command, start_controller, wait_for_file
+from .processes import ManagedProcess, engine_command, relay_when_complete, start_controller, wait_for_file
 
 
 class Launched:
@@ -38,6 +38,8 @@ def start_processes(spec, workdir: str, budget, notice, processes: list) -> Laun
     ip = LOOPBACK if local else controller_ip(topology.host_names(), config.ssh_command(default=None))
     controller, engine_file, client_file = start_controller(workdir, ip, uuid.uuid4().hex[:8], budget.total_s)
     processes.append(controller)
+    if local:   # local engines start at once and wait for the file: they get its whole copy
+        engine_file = relay_when_complete(engine_file, controller, budget.stall_s)
     if mpi is None:
         if not local:
             raise MlpMagicError(f"no mpiexec found, needed to start ranks on {topology.source}; "

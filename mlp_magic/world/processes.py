@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -194,6 +195,31 @@ def wait_for_file(path: str, process: ManagedProcess, timeout: float) -> dict:
         time.sleep(0.02)
     raise MlpMagicError(f"{process.name} did not write {path} within {timeout:.0f} s; "
                         f"log: {process.log_path}")
+
+
+def relay_when_complete(path: str, process: ManagedProcess, timeout: float) -> str:
+    """A path the engines may read the moment it exists: ``path``'s content, once complete.
+
+    ipyparallel's controller writes its connection file in place, and an engine waiting for it
+    reads it as soon as it appears: half a file is a JSON error and a rank that exits with
+    status 1 before it logs anything (seen in CI, once in hundreds of starts). A thread waits for
+    the whole file and renames a private copy into place; if the controller fails first, no
+    copy appears and the start reports the controller's failure."""
+    relay = path[:-len(".json")] + "-whole.json" if path.endswith(".json") else path + ".whole"
+
+    def copy() -> None:
+        try:
+            info = wait_for_file(path, process, timeout)
+        except MlpMagicError:
+            return
+        partial = relay + ".partial"
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(info, handle)
+        os.replace(partial, relay)
+
+    threading.Thread(target=copy, name="mlp-connection-relay", daemon=True).start()
+    return relay
 
 
 def engine_command(url_file: str | None, patience_s: float) -> list:
