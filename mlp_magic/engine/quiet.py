@@ -33,9 +33,21 @@ def _parent_id(parent) -> str | None:
     return extract_header(parent).get("msg_id") if parent else None
 
 
-def quieten(kernel) -> None:
-    if kernel is None:
-        return
+# ipykernel's private hooks this replaces: without any of them the engine stays as ipykernel made
+# it (a 'busy' and an 'idle' per request, which the client handles as ever), only slower.
+KERNEL_HOOKS = ("_publish_status", "finish_metadata", "_publish_execute_input", "get_parent")
+
+
+def can_quieten(kernel) -> bool:
+    return (kernel is not None and all(callable(getattr(kernel, name, None)) for name in KERNEL_HOOKS)
+            and callable(getattr(getattr(kernel, "session", None), "send", None)))
+
+
+def quieten(kernel) -> bool:
+    """Replace the kernel's hooks (see the module's docstring); False, changing nothing, where
+    this ipykernel lacks one."""
+    if not can_quieten(kernel):
+        return False
     published: set = set()   # ids of requests that published on iopub since the last reply
     quiet: set = set()       # ids of requests whose reply said "no output": no 'idle' for them
     session, send = kernel.session, kernel.session.send
@@ -79,3 +91,4 @@ def quieten(kernel) -> None:
     kernel.finish_metadata = finish_noting_quiet
     kernel._publish_status = status_without_noise
     kernel._publish_execute_input = lambda code, parent, execution_count: None
+    return True

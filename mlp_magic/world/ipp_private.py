@@ -9,9 +9,16 @@
 - ``forget_results``: drops a finished request from the client's tables (``_futures``,
   ``_output_futures``, ``outstanding``), else memory grows cell after cell; missing, it leaks.
 - ``send_interrupt``: ``_send_control_request`` (ipykernel's ``interrupt_request`` through the
-  controller, as ``Client.interrupt`` would but without waiting for every engine's reply).
+  controller, as ``Client.interrupt`` would but without waiting for every engine's reply); missing,
+  the public ``send_signal(SIGINT)`` does the same through the engine's own signal handler.
+- ``reply_hooks``: the client's reply handlers by message type (``_queue_handlers``) and its
+  output futures by request (``_output_futures``), for world/quiet_replies. The engines leave out
+  a quiet request's 'idle', so without these its output would never complete: their absence is an
+  error said at the World's start, not a hang at its first cell.
 """
 from __future__ import annotations
+
+import signal
 
 from ..errors import MlpMagicError
 
@@ -74,4 +81,24 @@ def forget_results(client, async_result) -> None:
 def send_interrupt(client, engines: list) -> None:
     """ipykernel's interrupt_request to ``engines`` through the controller, not waiting for
     their replies (a vanished host never answers)."""
-    client._send_control_request(targets=engines, msg_type="interrupt_request", content={}, block=False)
+    send = getattr(client, "_send_control_request", None)
+    if send is None:
+        client.send_signal(signal.SIGINT, targets=engines, block=False)
+        return
+    send(targets=engines, msg_type="interrupt_request", content={}, block=False)
+
+
+REPLY_KINDS = ("execute_reply", "apply_reply")
+
+
+def reply_hooks(client) -> tuple:
+    """(handlers, output_futures): the client's reply handlers by message type, which may be
+    replaced by wrappers, and its output futures by request id."""
+    handlers = getattr(client, "_queue_handlers", None)
+    outputs = getattr(client, "_output_futures", None)
+    if not (isinstance(handlers, dict) and all(kind in handlers for kind in REPLY_KINDS)
+            and isinstance(outputs, dict)):
+        raise MlpMagicError("this ipyparallel's client keeps its reply handlers or output futures "
+                            "elsewhere (Client._queue_handlers, _output_futures); mlp_magic needs "
+                            "ipyparallel 8 or 9")
+    return handlers, outputs

@@ -4,12 +4,14 @@ request's metadata under ``SECONDS_KEY`` (ipyparallel's own extraction keeps kno
 from __future__ import annotations
 
 from ..engine.quiet import QUIET_KEY, SECONDS_KEY
+from .ipp_private import REPLY_KINDS, reply_hooks
 
 
 def complete_quiet_outputs(client) -> None:
-    """Wrap the client's reply handlers (they run on its IO thread) once."""
-    handlers = client._queue_handlers
-    for kind in ("execute_reply", "apply_reply"):
+    """Wrap the client's reply handlers (they run on its IO thread) once; a client without them
+    is one MlpMagicError (world/ipp_private.reply_hooks)."""
+    handlers, outputs = reply_hooks(client)
+    for kind in REPLY_KINDS:
         handle = handlers[kind]
         if getattr(handle, "_mlp_quiet", False):
             continue
@@ -21,7 +23,7 @@ def complete_quiet_outputs(client) -> None:
                 # ipyparallel's Metadata refuses unknown keys through its own __setitem__
                 dict.__setitem__(client.metadata[msg_id], SECONDS_KEY, extra[SECONDS_KEY])
             if extra.get(QUIET_KEY):
-                future = client._output_futures.get(msg_id)
+                future = outputs.get(msg_id)
                 if future is not None and not future.done():
                     future.set_result(None)
 

@@ -1,0 +1,56 @@
+"""world/ipp_private: each use of ipyparallel's client internals has its fallback or one clear
+error, checked against a real (unconnected) ipyparallel Client's attributes where it matters."""
+import signal
+from types import SimpleNamespace
+
+import pytest
+
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.ipp_private import REPLY_KINDS, reply_hooks, send_interrupt
+from mlp_magic.world.quiet_replies import complete_quiet_outputs
+
+
+def a_client(**overrides):
+    client = SimpleNamespace(_queue_handlers={kind: (lambda msg: None) for kind in REPLY_KINDS},
+                             _output_futures={}, metadata={})
+    for name, value in overrides.items():
+        if value is None:
+            delattr(client, name)
+        else:
+            setattr(client, name, value)
+    return client
+
+
+@pytest.mark.parametrize("change", [{"_queue_handlers": None}, {"_output_futures": None},
+                                    {"_queue_handlers": {"execute_reply": print}}])
+def test_a_client_without_the_hooks_is_one_clear_error(change):
+    with pytest.raises(MlpMagicError, match="ipyparallel 8 or 9"):
+        complete_quiet_outputs(a_client(**change))
+
+
+def test_the_reply_handlers_are_wrapped_once():
+    client = a_client()
+    complete_quiet_outputs(client)
+    wrapped = dict(client._queue_handlers)
+    complete_quiet_outputs(client)
+    assert client._queue_handlers == wrapped
+    assert all(getattr(h, "_mlp_quiet", False) for h in wrapped.values())
+    assert reply_hooks(client)[1] is client._output_futures
+
+
+def test_this_ipyparallels_client_has_the_hooks():
+    from ipyparallel import Client
+
+    assert callable(getattr(Client, "_send_control_request", None))
+    assert "_queue_handlers" in Client.__init__.__code__.co_names or hasattr(Client, "_queue_handlers")
+
+
+def test_interrupt_falls_back_to_the_public_signal():
+    sent = []
+    client = SimpleNamespace(send_signal=lambda sig, targets, block: sent.append((sig, targets, block)))
+    send_interrupt(client, [0, 3])
+    assert sent == [(signal.SIGINT, [0, 3], False)]
+    private = []
+    client._send_control_request = lambda **kw: private.append(kw)
+    send_interrupt(client, [1])
+    assert private == [{"targets": [1], "msg_type": "interrupt_request", "content": {}, "block": False}]
