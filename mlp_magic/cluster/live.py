@@ -24,10 +24,12 @@ from typing import Callable, Dict, List, Optional
 from ..core.doc_delta import diff
 from .collect import CollectOptions, Parts, StateCollector
 from .dir_watch import DirWatch
+from .gpu_feed import GpuFeed
 
 SLOW_EVERY_S = 30.0       # topology and reachability, while someone watches
 LIVENESS_EVERY_S = 5.0    # kernels checked for life (a dead one's World leaves the document)
 REFRESH_AT_MOST_EVERY_S = 2.0
+GPUS_EVERY_S = 1.0        # one "gpus" message for all hosts, when new samples came
 
 
 def _same_process(entry) -> bool:
@@ -61,7 +63,8 @@ class LiveCluster:
         self.worlds: List[dict] = []
         self.parts: Optional[Parts] = None
         self.doc: Optional[dict] = None
-        self.gpu_latest: Dict[str, list] = {}   # host -> the latest sample row of each GPU
+        self.gpu_feed = GpuFeed(self._rebuild)   # the agents' readings, while watched
+        self._gpus_sent = 0
         self.seq = 0
         self._subscribers: Dict[int, Callable[[str], None]] = {}
         self._next_id = 0
@@ -86,10 +89,12 @@ class LiveCluster:
         await self.refresh()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._every(LIVENESS_EVERY_S, self._reread_worlds)),
-                       loop.create_task(self._every(SLOW_EVERY_S, self._slow_if_watched))]
+                       loop.create_task(self._every(SLOW_EVERY_S, self._slow_if_watched)),
+                       loop.create_task(self._every(GPUS_EVERY_S, self._send_gpus))]
 
     def stop(self) -> None:
         self._watch.stop()
+        self.gpu_feed.stop()
         for task in self._tasks:
             task.cancel()
 
@@ -114,7 +119,21 @@ class LiveCluster:
         worlds = [as_seen(world) for world in worlds]
         if worlds != self.worlds:
             self.worlds = worlds
+            self._follow_agents()
             self._rebuild()
+
+    def _follow_agents(self) -> None:
+        """The Worlds' agents are followed while someone watches (a running loop is needed)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self.gpu_feed.follow(self.worlds, watched=bool(self._subscribers))
+
+    @property
+    def gpu_latest(self) -> Dict[str, list]:
+        """{host: the newest reading of each GPU} (``mlp-magic top``)."""
+        return {host: rows for host, (_, rows) in self.gpu_feed.latest.items()}
 
     async def _slow_if_watched(self) -> None:
         if self._subscribers:
@@ -146,6 +165,8 @@ class LiveCluster:
         if self.parts is None:
             return
         doc = self.collector.state_with(self.worlds, self.parts).to_json()
+        for host in doc.get("hosts") or []:
+            host["live_gpus"] = self.gpu_feed.hosts.get(host.get("name"))
         self.rebuilds += 1
         if self.doc is None:   # the first document: whoever subscribed meanwhile gets it whole
             self.doc, self.seq = doc, 1
@@ -164,10 +185,27 @@ class LiveCluster:
         self._subscribers[key] = send
         if self.doc is not None:
             send(json.dumps(self._snapshot()))
-        return lambda: self._subscribers.pop(key, None)
+            if self.gpu_feed.histories:   # the sparklines' last ten minutes, to this one only
+                send(json.dumps({"type": "gpu_history", "seq": self.seq, "server_time": server_time(),
+                                 **self.gpu_feed.history_message(time.time())}))
+        self._follow_agents()
+
+        def unsubscribe() -> None:
+            self._subscribers.pop(key, None)
+            self._follow_agents()
+        return unsubscribe
 
     def _snapshot(self) -> dict:
         return {"type": "snapshot", "seq": self.seq, "server_time": server_time(), "doc": self.doc}
+
+    def _send_gpus(self) -> None:
+        """The newest samples of every host, unnumbered (they change no document), when new."""
+        if self.gpu_feed.sample_count == self._gpus_sent:
+            return
+        self._gpus_sent = self.gpu_feed.sample_count
+        samples = self.gpu_feed.samples_message()
+        if samples is not None:
+            self._send({"type": "gpus", "server_time": server_time(), **samples})
 
     @property
     def watchers(self) -> int:

@@ -15,7 +15,9 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
+from ..cluster.gpu_feed import histories_of
 from ..cluster.live import REFRESH_AT_MOST_EVERY_S, LiveCluster
+from ..core.gpu_history import CSV_HEADER
 from ..errors import MlpMagicError
 from . import actions
 from .live_socket import AUTH_RESOURCE, LiveSocket
@@ -111,6 +113,32 @@ class LogHandler(_LiveHandler):
         self.finish(text)
 
 
+class GpuHistoryHandler(_LiveHandler):
+    """GET ?format=csv|json[&host=H]: every host's GPU readings of the last ten minutes, 1 Hz."""
+
+    @web.authenticated
+    @authorized("read")
+    async def get(self) -> None:
+        wanted, host = self.get_argument("format", "json"), self.get_argument("host", None)
+        if wanted not in ("csv", "json"):
+            raise web.HTTPError(400, f"format {wanted!r}: csv or json")
+        histories = await histories_of(self.live.gpu_feed, self.live.worlds)
+        if host is not None:
+            if host not in histories:
+                known = ", ".join(sorted(histories)) or "none"
+                raise web.HTTPError(404, f"no GPU history of host {host!r} (hosts with one: {known})")
+            histories = {host: histories[host]}
+        self.set_header("Cache-Control", "no-store")
+        if wanted == "json":
+            self.write_json({name: history.to_json() for name, history in sorted(histories.items())})
+            return
+        lines = [CSV_HEADER] + [line for name, history in sorted(histories.items())
+                                for line in history.csv_lines(name)]
+        self.set_header("Content-Type", "text/csv; charset=UTF-8")
+        self.set_header("Content-Disposition", 'attachment; filename="gpu-history.csv"')
+        self.finish("\n".join(lines) + "\n")
+
+
 def setup_handlers(web_app, live: LiveCluster, cache_seconds: float = 4.0) -> list:
     """Register the routes under ``{base_url}mlp-magic/``; returns their URL patterns."""
     base_url = web_app.settings.get("base_url", "/")
@@ -127,6 +155,7 @@ def setup_handlers(web_app, live: LiveCluster, cache_seconds: float = 4.0) -> li
         (route("worlds", WORLD_ID, "restart"), RestartHandler, shared),
         (route("worlds", WORLD_ID, "stacks"), StacksHandler, shared),
         (route("worlds", WORLD_ID, "ranks", r"(?P<rank>[0-9]{1,7})", "log"), LogHandler, shared),
+        (route("gpus", "history"), GpuHistoryHandler, shared),
     ]
     web_app.add_handlers(".*$", routes)
     return [pattern for pattern, _, _ in routes]

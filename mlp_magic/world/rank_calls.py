@@ -34,23 +34,25 @@ def call(world, ranks: list, function, *args, timeout: float | None = None, what
     return pending.answers(timeout, what)
 
 
-def call_each(world, arguments: dict, function, timeout: float | None = None, what: str = "") -> dict:
-    """{rank: answer} of ``function(*arguments[rank])`` on each rank (one request per rank)."""
+def call_each(world, arguments: dict, function, timeout: float | None = None, what: str = "",
+              track: bool = True) -> dict:
+    """{rank: answer} of ``function(*arguments[rank])`` on each rank (one request per rank);
+    ``track``: the ranks show busy meanwhile (off for the World's own work at its start)."""
     ranks = list(arguments)
     results = [world.client[world.rank_to_engine[r]].apply_async(function, *arguments[r]) for r in ranks]
-    return RankCall(world, ranks, results).answers(timeout, what)
+    return RankCall(world, ranks, results, track=track).answers(timeout, what)
 
 
 class RankCall:
     """Requests in flight on ``ranks``; has what ``World.active_run`` needs (settle,
     unfinished_ranks, release) when some ranks must be remembered as busy."""
 
-    def __init__(self, world, ranks: list, async_results: list):
+    def __init__(self, world, ranks: list, async_results: list, track: bool = True):
         self.world = world
         self.ranks = ranks
         self.async_results = async_results
         self._futures = [child for result in async_results for child in children(result)]
-        self.requests = Requests(world, ranks, [[future] for future in self._futures])
+        self.requests = Requests(world, ranks, [[future] for future in self._futures], track=track)
 
     def unfinished_ranks(self) -> list:
         return self.requests.unfinished()

@@ -31,6 +31,7 @@ from . import published
 from .ipp_private import children, send_interrupt
 from .launch import start_processes
 from .lifeline import Lifeline
+from .agents import start_agents
 from .live import LiveWorld
 from .mpi import MpiInfo
 from .processes import kill_tree, wait_for_file
@@ -80,6 +81,8 @@ class World:
         self.identities: dict = {}     # rank -> what its engine reported (pid, host, stacks file...)
         self.master = None             # (MASTER_ADDR, MASTER_PORT)
         self.gpus: dict = {}           # host -> HostGpus dict, for the lab panel
+        self.agents: dict = {}         # host -> {addr, port, pid} | {error} (world/agents)
+        self.agent_key = None
         self.active_run = None         # the last CellRun sent: later cells must not queue behind it
         self.id = f"{socket.gethostname()}-{os.getpid()}-{next(_counter)}"   # the panel's name for it
         self.live = LiveWorld([row.host for row in self.layout], self.publish)   # rank states
@@ -103,6 +106,7 @@ class World:
             self.lifeline = Lifeline(self.processes, self._lost_process)
             self._connect()
             self._map_ranks_and_bootstrap()
+            self.agents, self.agent_key = start_agents(self)   # live GPUs, actions without the kernel
             self.started_at = published.now_iso()
             self.refresh_gpus()
             self.live.ready()
@@ -289,8 +293,9 @@ class World:
             # What a later kernel needs to clean up after this one if it dies without stopping.
             "processes": [{"pid": p.pid, "create_time": p.create_time} for p in self.processes],
             # For the server's actions only (never served): which process each rank is.
+            "agents": self.agents,
             "private": {"ranks": {rank: [i.get("pid"), i.get("create_time")]
-                                  for rank, i in self.identities.items()}},
+                                  for rank, i in self.identities.items()}, "agent_key": self.agent_key},
         }
 
     def refresh_gpus(self, timeout: float = 3.0, at_most_every: float = 0.0) -> None:

@@ -1,0 +1,175 @@
+"""The server's live GPU readings: one subscription to each running World's per-host agent
+(agent/, started by world/agents), held only while a panel or ``top`` watches.
+
+From each agent's stream (agent/client.subscribe): the host's static facts and compute processes
+become ``live_gpus`` in the document's host row (a patch when they change, never per sample); the
+samples go into a ring buffer per host (core/gpu_history: the sparklines' history and the CSV or
+JSON export) and into ``latest``, from which the aggregator (cluster/live) sends one "gpus" message
+a second for all hosts. A subscription that breaks is made again (0.5 s doubling to 10 s); a host
+whose agent has no GPUs is told once and not followed further (it sends no samples).
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Callable, Dict, Optional, Tuple
+
+from ..agent.client import AgentError, subscribe
+from ..core.gpu_history import GpuHistory
+from ..errors import MlpMagicError
+
+SILENT_S = 5.0            # an agent that sends nothing this long is asked again
+BACKOFF_S = (0.5, 10.0)   # first and longest wait before asking a broken agent again
+GPU_FACTS = ("index", "name", "memory_total_mib", "power_limit_w")
+
+
+class _Done(Exception):
+    """The agent has nothing more to say (no GPUs): stop following it."""
+
+
+def agent_targets(worlds: list) -> Dict[Tuple[str, str], tuple]:
+    """{(world id, host): (addr, port, key)} of every running World's agents that started."""
+    targets = {}
+    for world in worlds:
+        key = (world.get("private") or {}).get("agent_key")
+        if world.get("state") != "running" or not key:
+            continue
+        for host, entry in (world.get("agents") or {}).items():
+            if isinstance(entry, dict) and entry.get("port"):
+                targets[(world.get("id"), host)] = (entry.get("addr"), int(entry["port"]), key)
+    return targets
+
+
+def live_gpus(static: dict, processes: list) -> dict:
+    """A host row's ``live_gpus`` from an agent's static facts and its latest processes."""
+    return {"source": static.get("source"), "error": static.get("error"),
+            "gpus": [{name: gpu.get(name) for name in GPU_FACTS} for gpu in static.get("gpus") or []],
+            "processes": [list(row) for row in processes]}
+
+
+class GpuFeed:
+    """``changed()`` is called when a host's ``live_gpus`` changed (the document must be rebuilt)."""
+
+    def __init__(self, changed: Callable[[], None]):
+        self._changed = changed
+        self._tasks: Dict[Tuple[str, str], asyncio.Task] = {}
+        self.hosts: Dict[str, dict] = {}          # host -> live_gpus
+        self.histories: Dict[str, GpuHistory] = {}
+        self.latest: Dict[str, tuple] = {}        # host -> (t, rows), the newest sample
+        self.sample_count = 0                     # samples taken in (the "gpus" sender's cue)
+
+    # ------------------------------------------------------------------ which agents
+    def follow(self, worlds: list, watched: bool) -> None:
+        """Follow exactly the agents of ``worlds`` (none when nobody watches)."""
+        targets = agent_targets(worlds) if watched else {}
+        for key in [k for k in self._tasks if k not in targets]:
+            self._tasks.pop(key).cancel()
+            self._forget(key[1])
+        for key, (addr, port, secret) in targets.items():
+            if key not in self._tasks:
+                self._tasks[key] = asyncio.ensure_future(self._follow(key[1], addr, port, secret))
+
+    def stop(self) -> None:
+        self.follow([], watched=False)
+
+    def _forget(self, host: str) -> None:
+        if any(key[1] == host for key in self._tasks):
+            return   # another World's agent on the same host still speaks for it
+        self.histories.pop(host, None)
+        self.latest.pop(host, None)
+        if self.hosts.pop(host, None) is not None:
+            self._changed()
+
+    async def _follow(self, host: str, addr: str, port: int, key: str) -> None:
+        wait = BACKOFF_S[0]
+        while True:
+            try:
+                await subscribe(addr, port, key, lambda message: self._take(host, message),
+                                timeout=SILENT_S)
+            except _Done:
+                return
+            except (AgentError, MlpMagicError, OSError) as error:
+                broken = {"source": None, "error": f"agent: {error}", "gpus": [], "processes": []}
+                self._set_host(host, broken)
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, BACKOFF_S[1])
+
+    # ------------------------------------------------------------------ what agents say
+    def _take(self, host: str, message: dict) -> None:
+        kind = message.get("type")
+        if kind == "static":
+            self._set_host(host, live_gpus(message, []))
+            self.histories[host] = GpuHistory(len(message.get("gpus") or []))
+            if not message.get("gpus"):
+                raise _Done()
+        elif kind == "history":
+            self._take_history(host, message)
+        elif kind == "sample":
+            self._take_sample(host, message)
+
+    def _take_history(self, host: str, message: dict) -> None:
+        try:
+            self.histories[host] = GpuHistory.from_json(message)
+        except MlpMagicError:
+            pass   # an agent of another version: the samples from now on still count
+
+    def _take_sample(self, host: str, message: dict) -> None:
+        t, rows = float(message.get("t") or 0.0), message.get("gpus") or []
+        history = self.histories.get(host)
+        if history is not None and len(rows) == history.gpus:
+            history.append(t, rows)
+        self.latest[host] = (t, rows)
+        self.sample_count += 1
+        known = self.hosts.get(host)
+        processes = [list(row) for row in message.get("processes") or []]
+        if known is not None and known["processes"] != processes:
+            self._set_host(host, dict(known, processes=processes))
+
+    def _set_host(self, host: str, view: dict) -> None:
+        if self.hosts.get(host) != view:
+            self.hosts[host] = view
+            self._changed()
+
+    # ------------------------------------------------------------------ messages
+    def samples_message(self) -> Optional[dict]:
+        """{"t", "hosts": {host: rows}} of the newest samples, or None when there are none."""
+        if not self.latest:
+            return None
+        return {"t": max(t for t, _ in self.latest.values()),
+                "hosts": {host: rows for host, (_, rows) in self.latest.items()}}
+
+    def history_message(self, now: float, seconds: float = 600.0, step_s: float = 10.0) -> dict:
+        """{"t0", "step_s", "hosts": {host: {"util": [[...] per GPU], "mem": [...]}}}."""
+        t0 = now - seconds
+        hosts = {}
+        for host, history in self.histories.items():
+            if len(history):
+                hosts[host] = {"util": history.series("util_pct", since=t0, step_s=step_s)[1],
+                               "mem": history.series("mem_used_mib", since=t0, step_s=step_s)[1]}
+        return {"t0": t0, "step_s": step_s, "hosts": hosts}
+
+
+async def _one_history(addr: str, port: int, key: str, timeout: float) -> GpuHistory | None:
+    found = []
+
+    def take(message: dict) -> None:
+        if message.get("type") == "static" and not message.get("gpus"):
+            raise _Done()
+        if message.get("type") == "history":
+            found.append(GpuHistory.from_json(message))
+            raise _Done()
+
+    try:
+        await asyncio.wait_for(subscribe(addr, port, key, take, timeout=timeout), timeout)
+    except (_Done, AgentError, MlpMagicError, OSError, asyncio.TimeoutError):
+        pass
+    return found[0] if found else None
+
+
+async def histories_of(feed: GpuFeed, worlds: list, timeout: float = 3.0) -> Dict[str, GpuHistory]:
+    """Every host's history: the feed's where it follows the host, else asked of the host's agent
+    once (each agent keeps its last ten minutes whether anyone watched or not)."""
+    found = dict(feed.histories)
+    asked = {host: where for (_, host), where in agent_targets(worlds).items() if host not in found}
+    answers = await asyncio.gather(*(_one_history(*where, timeout) for where in asked.values()))
+    found.update({host: history for host, history in zip(asked, answers) if history is not None})
+    return found
