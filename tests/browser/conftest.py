@@ -80,9 +80,10 @@ def free_loopback_port() -> int:
 class LabServer:
     """`jupyter lab` in its own config/data/runtime dirs, stopped (by its own pid) on close."""
 
-    def __init__(self, home: Path, labextensions: Path, server_extension: bool, panel_config: dict):
-        self.port = free_loopback_port()
-        self.token = secrets.token_hex(16)
+    def __init__(self, home: Path, labextensions: Path, server_extension: bool, panel_config: dict,
+                 port: int | None = None, token: str | None = None):
+        self.port = port or free_loopback_port()   # a given port: the same server, restarted
+        self.token = token or secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log_path = home / "lab.log"
         config_dir = home / "config"
@@ -159,8 +160,10 @@ def labextensions_dir(tmp_path_factory, built_labextension) -> Path:
 def start_lab(tmp_path, labextensions_dir):
     servers = []
 
-    def start(server_extension: bool = True, **panel_config) -> LabServer:
-        server = LabServer(tmp_path / f"lab{len(servers)}", labextensions_dir, server_extension, panel_config)
+    def start(server_extension: bool = True, port: int | None = None, token: str | None = None,
+              **panel_config) -> LabServer:
+        server = LabServer(tmp_path / f"lab{len(servers)}", labextensions_dir, server_extension, panel_config,
+                           port, token)
         servers.append(server)
         return server
 
