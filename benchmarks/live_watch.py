@@ -112,3 +112,21 @@ class Poller(_LoopThread):
                 await asyncio.sleep(self.interval - (time.monotonic() - start) % self.interval)
         finally:
             client.close()
+
+
+def main() -> None:
+    """``python live_watch.py BASE_URL TOKEN``: one panel's websocket in a process of its own (as a
+    browser tab is), until stdin closes; prints {"messages": {...}, "bytes": n} then."""
+    import sys
+
+    watcher = SocketWatcher(sys.argv[1], sys.argv[2]).start()
+    if not watcher.connected.wait(15):
+        raise SystemExit("the websocket did not connect")
+    print("connected", flush=True)
+    sys.stdin.read()
+    watcher.stop()
+    print(json.dumps({"messages": watcher.messages, "bytes": watcher.bytes}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -2,7 +2,8 @@
 
 A real World of ``--np`` local ranks in this process, and a jupyter_server with mlp_magic's
 extension serving its live record. The same cells run with the panel closed (no websocket) and
-open (a websocket on ``mlp-magic/live`` receiving every patch, as a browser tab does), in
+open (a websocket on ``mlp-magic/live`` receiving every patch, in a process of its own as a
+browser tab is), in
 alternating blocks so both see the same machine:
 1. a warm ``pass`` cell, ``--pass-rounds`` times each way: median round trip;
 2. a training-like cell of fixed work: every rank runs the same number of steps of a 256x256
@@ -20,13 +21,13 @@ import json
 import os
 import secrets
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from live_watch import SocketWatcher  # noqa: E402
 from panel_load import free_loopback_port, start_server  # noqa: E402
 
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -62,24 +63,27 @@ def calibrate_steps(shell, seconds: float) -> int:
 
 
 class Panel:
-    """The panel's websocket, opened and closed between blocks."""
+    """The panel's websocket, opened and closed between blocks, in a process of its own (a browser
+    tab is not in the kernel's process: a watcher thread here would take the kernel's GIL)."""
 
     def __init__(self, base: str, token: str):
         self.base, self.token = base, token
-        self.socket = None
+        self.process = None
         self.patches = 0
 
     def open(self) -> None:
-        self.socket = SocketWatcher(self.base, self.token).start()
-        if not self.socket.connected.wait(15):
+        watcher = os.path.join(os.path.dirname(os.path.abspath(__file__)), "live_watch.py")
+        self.process = subprocess.Popen([sys.executable, watcher, self.base, self.token],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if self.process.stdout.readline().strip() != "connected":
             raise SystemExit("the panel's websocket did not connect")
         time.sleep(0.5)   # its snapshot is in
 
     def close(self) -> None:
-        if self.socket is not None:
-            self.socket.stop()
-            self.patches += self.socket.messages.get("patch", 0)
-            self.socket = None
+        if self.process is not None:
+            said, _ = self.process.communicate("", timeout=30)
+            self.patches += json.loads(said.splitlines()[-1])["messages"].get("patch", 0)
+            self.process = None
 
 
 def alternate(panel: Panel, rounds: int, block: int, measure) -> dict:
