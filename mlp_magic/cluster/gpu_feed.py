@@ -7,14 +7,20 @@ samples go into a ring buffer per host (core/gpu_history: the sparklines' histor
 JSON export) and into ``latest``, from which the aggregator (cluster/live) sends one "gpus" message
 a second for all hosts. A subscription that breaks is made again (0.5 s doubling to 10 s); a host
 whose agent has no GPUs is told once and not followed further (it sends no samples).
+``mlp-magic top`` with no World on a host starts the agent there itself, in its ``--stdio`` mode
+(``stdio_argv``: here directly, elsewhere over ssh), for as long as it runs.
 """
 from __future__ import annotations
 
 import asyncio
+import json
+import shlex
+import sys
 from typing import Callable, Dict, Optional, Tuple
 
 from ..agent.client import AgentError, subscribe
 from ..core.gpu_history import GpuHistory
+from ..core.local_names import stays_here
 from ..errors import MlpMagicError
 
 SILENT_S = 5.0            # an agent that sends nothing this long is asked again
@@ -39,6 +45,16 @@ def agent_targets(worlds: list) -> Dict[Tuple[str, str], tuple]:
     return targets
 
 
+def stdio_argv(host: str, ssh: list, python: str = sys.executable) -> list:
+    """The agent in ``--stdio`` mode on ``host`` (the same image everywhere: this Python's path)."""
+    from ..fanout.ssh.argv import as_target, destination, ssh_options
+
+    command = [python, "-m", "mlp_magic.agent", "--stdio"]
+    if stays_here(host):
+        return command
+    return [*ssh, *ssh_options(5.0, None), *destination(as_target(host)), shlex.join(command)]
+
+
 def live_gpus(static: dict, processes: list) -> dict:
     """A host row's ``live_gpus`` from an agent's static facts and its latest processes."""
     return {"source": static.get("source"), "error": static.get("error"),
@@ -52,6 +68,7 @@ class GpuFeed:
     def __init__(self, changed: Callable[[], None]):
         self._changed = changed
         self._tasks: Dict[Tuple[str, str], asyncio.Task] = {}
+        self._stdio: Dict[str, asyncio.Task] = {}   # host -> its --stdio agent (top, no World)
         self.hosts: Dict[str, dict] = {}          # host -> live_gpus
         self.histories: Dict[str, GpuHistory] = {}
         self.latest: Dict[str, tuple] = {}        # host -> (t, rows), the newest sample
@@ -70,6 +87,33 @@ class GpuFeed:
 
     def stop(self) -> None:
         self.follow([], watched=False)
+        for task in self._stdio.values():
+            task.cancel()
+
+    def follow_stdio(self, argvs: Dict[str, list]) -> None:
+        """Start ``{host: argv}``'s agents in ``--stdio`` mode and follow them (``top``)."""
+        for host, argv in argvs.items():
+            if host not in self._stdio:
+                self._stdio[host] = asyncio.ensure_future(self._follow_stdio(host, argv))
+
+    async def _follow_stdio(self, host: str, argv: list) -> None:
+        process = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+        try:
+            async for line in process.stdout:
+                try:
+                    self._take(host, json.loads(line))
+                except ValueError:
+                    continue   # a login banner, a half line
+            code = await process.wait()
+            self._set_host(host, {"source": None, "error": f"GPU agent ended (exit {code})",
+                                  "gpus": [], "processes": []})
+        except _Done:
+            pass
+        finally:
+            if process.returncode is None:
+                process.kill()   # its stdin closes with it: the remote agent ends too
 
     def _forget(self, host: str) -> None:
         if any(key[1] == host for key in self._tasks):

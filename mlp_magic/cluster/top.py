@@ -17,11 +17,13 @@ from typing import Optional
 from .. import config
 from ..core.render_top import top_lines
 from .collect import CollectOptions
+from .gpu_feed import agent_targets, stdio_argv
 from .live import LiveCluster
 
 ENTER, LEAVE = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"   # alternate screen, cursor hidden
 HOME_CLEAR = "\x1b[H\x1b[2J"
 TICK_S = 1.0
+FIRST_READINGS_S = 3.0   # --once: how long the frame waits for the agents top started
 
 
 def add_top_arguments(top) -> None:
@@ -92,10 +94,35 @@ async def _frames(live: LiveCluster, screen: Screen, once: bool, interval: float
             loop.remove_reader(sys.stdin.fileno())
 
 
+def _agents_on_demand(live: LiveCluster, ssh) -> dict:
+    """{host: argv} of the GPU agents ``top`` starts itself: on every host no running World's agent
+    speaks for (and not known unreachable), here directly, elsewhere over ssh, in --stdio mode."""
+    covered = {host for _, host in agent_targets(live.worlds)}
+    ssh_argv = config.ssh_command(ssh)
+    return {row["name"]: stdio_argv(row["name"], ssh_argv) for row in (live.doc or {}).get("hosts") or []
+            if row["name"] not in covered and row.get("reachable") is not False}
+
+
+async def _first_readings(live: LiveCluster, hosts, seconds: float) -> None:
+    """For one frame: wait (up to ``seconds``) until every host's agent said what it has."""
+    deadline = time.monotonic() + seconds
+    feed = live.gpu_feed
+
+    def said(host) -> bool:
+        view = feed.hosts.get(host)
+        return view is not None and (not view["gpus"] or host in feed.latest)
+    while time.monotonic() < deadline and not all(said(host) for host in hosts):
+        await asyncio.sleep(0.05)
+
+
 async def _top(options: CollectOptions, once: bool, interval: float) -> None:
     live = LiveCluster(options, config.state_dir(), _read_worlds)
     await live.start()
+    on_demand = _agents_on_demand(live, options.ssh)
+    live.gpu_feed.follow_stdio(on_demand)
     try:
+        if once:
+            await _first_readings(live, on_demand, FIRST_READINGS_S)
         full = not once and sys.stdout.isatty() and sys.stdin.isatty()
         with Screen(sys.stdout, full) as screen:
             await _frames(live, screen, once, interval)

@@ -84,3 +84,28 @@ def test_the_screen_follows_a_cell_and_q_quits(ip, world4):
         except (ProcessLookupError, ChildProcessError):
             pass
         os.close(fd)
+
+
+def test_with_no_world_top_starts_the_hosts_agent_itself_and_leaves_none(tmp_path):
+    """No World: ``top`` runs the agent in --stdio mode on the host (here directly; elsewhere over
+    ssh), replaying a real capture; the agent ends with ``top``."""
+    from pathlib import Path
+
+    import psutil
+
+    capture = Path(__file__).resolve().parents[1] / "fixtures/nvml/nccl-1550-h100-allgather-hang.txt"
+    (tmp_path / "worlds").mkdir()
+    env = dict(os.environ, MLP_MAGIC_STATE_DIR=str(tmp_path / "worlds"), MLP_MAGIC_NVML_REPLAY=str(capture))
+
+    def agents() -> set:
+        return {p.pid for p in psutil.process_iter(["cmdline"])
+                if "mlp_magic.agent" in " ".join(p.info["cmdline"] or [])}
+
+    before = agents()
+    done = subprocess.run(TOP + ["--once"], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    gpus = [line.split() for line in done.stdout.splitlines() if "GPU" in line and "localhost" in line]
+    # the capture: GPU0 at 100 %, 75370 of 81559 MiB, 38 C, 152 W; four GPUs
+    assert len(gpus) == 4 and gpus[0][1:] == ["GPU0", "100%", "73.6/80G", "38C", "152W"], done.stdout
+    time.sleep(0.5)
+    assert agents() <= before
