@@ -43,6 +43,48 @@ export function rankList(ranks: number[], max = 6): string {
   return `${word} ${ranges.slice(0, max).join(',')} +${rest}`;
 }
 
+/** "0-3,5" -> [0, 1, 2, 3, 5] (what foldRanks writes, and the server's folded rank sets). */
+export function unfoldRanks(folded: string): number[] {
+  const ranks: number[] = [];
+  for (const part of folded.split(',')) {
+    const [first, last] = part.trim().split('-').map(Number);
+    if (part.trim() === '' || !Number.isInteger(first)) {
+      continue;
+    }
+    const end = Number.isInteger(last) ? last : first;
+    for (let r = first; r <= end; r++) {
+      ranks.push(r);
+    }
+  }
+  return ranks;
+}
+
+/**
+ * What the Interrupt button says of POST .../interrupt's answer. The server names the signalled
+ * ranks folded ("0-3,5"; "" for none); a list of ranks is taken too. Hosts it could not reach
+ * ("problems": {host: why}) are named after.
+ */
+export function interruptText(answer: unknown): string {
+  const said = (answer || {}) as { signalled?: unknown; problems?: unknown; message?: unknown };
+  const problems = Object.entries((said.problems as Record<string, unknown>) || {});
+  const unreached = problems.length
+    ? ` Not reached: ${problems.map(([host, why]) => `${host} (${String(why)})`).join(', ')}.`
+    : '';
+  let ranks: number[] | null = null;
+  if (Array.isArray(said.signalled)) {
+    ranks = said.signalled.map(Number).filter(Number.isInteger);
+  } else if (typeof said.signalled === 'string') {
+    ranks = unfoldRanks(said.signalled);
+  }
+  if (ranks === null) {
+    return (typeof said.message === 'string' && said.message ? said.message : 'Interrupt sent.') + unreached;
+  }
+  const done = ranks.length
+    ? `Interrupt sent to ${rankList(ranks)}.`
+    : 'No rank was running anything to interrupt.';
+  return done + unreached;
+}
+
 /** Epoch ms of an ISO 8601 time, or null. */
 export function parseTime(iso: string | null | undefined): number | null {
   if (!iso) {

@@ -15,7 +15,7 @@ import {
   worldStacks
 } from './api';
 import { actionButton, el, setText } from './dom';
-import { foldRanks, rankList } from './format';
+import { foldRanks, interruptText, rankList } from './format';
 import {
   cellLine,
   highlightedRanks,
@@ -181,15 +181,7 @@ export class WorldView {
 
   private async interrupt(): Promise<void> {
     const id = this.key;
-    await this.run('Interrupting', async () => {
-      const answer = (await interruptWorld(id)) as { signalled?: number[]; message?: string };
-      if (Array.isArray(answer?.signalled)) {
-        return answer.signalled.length
-          ? `Interrupt sent to ${rankList(answer.signalled)}.`
-          : 'No rank was running anything to interrupt.';
-      }
-      return answer?.message || 'Interrupt sent.';
-    });
+    await this.run('Interrupting', async () => interruptText(await interruptWorld(id)));
   }
 
   private async restart(): Promise<void> {

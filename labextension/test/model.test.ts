@@ -2,7 +2,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import type { IHostStatus, IRank, IWorld } from '../src/api';
-import { ageSeconds, foldRanks, formatAge, rankList, shortAge } from '../src/format';
+import {
+  ageSeconds,
+  foldRanks,
+  formatAge,
+  interruptText,
+  rankList,
+  shortAge,
+  unfoldRanks
+} from '../src/format';
 import {
   cellLine,
   highlightedRanks,
@@ -42,6 +50,28 @@ test('ranks fold into ranges', () => {
   assert.equal(foldRanks([5, 0, 1, 2, 3, 3]), '0-3,5');
   assert.equal(foldRanks([17, 301]), '17,301');
   assert.equal(foldRanks([0, 2, 4, 5, 6, 9]), '0,2,4-6,9');
+});
+
+test('folded rank sets unfold', () => {
+  assert.deepEqual(unfoldRanks('0-3,5'), [0, 1, 2, 3, 5]);
+  assert.deepEqual(unfoldRanks(''), []);
+  assert.deepEqual(unfoldRanks('7'), [7]);
+  assert.deepEqual(unfoldRanks(foldRanks([1, 2, 9, 300, 301])), [1, 2, 9, 300, 301]);
+});
+
+test("the Interrupt button reads the server's answer: ranks folded, or a list", () => {
+  // mlp_magic/server/actions.interrupt answers {"world", "signalled": "0-3", "problems": {}}
+  assert.equal(interruptText({ world: 'w-1-0', signalled: '0-3', problems: {} }), 'Interrupt sent to ranks 0-3.');
+  assert.equal(interruptText({ signalled: '2', problems: {} }), 'Interrupt sent to rank 2.');
+  assert.equal(interruptText({ signalled: '', problems: {} }), 'No rank was running anything to interrupt.');
+  assert.equal(interruptText({ signalled: [0, 1] }), 'Interrupt sent to ranks 0-1.');
+  assert.equal(
+    interruptText({ signalled: '0-7', problems: { w1: 'timed out' } }),
+    'Interrupt sent to ranks 0-7. Not reached: w1 (timed out).'
+  );
+  assert.equal(interruptText({ message: 'done' }), 'done');
+  assert.equal(interruptText({}), 'Interrupt sent.');
+  assert.equal(interruptText(null), 'Interrupt sent.');
 });
 
 test('rank lists stop after six ranges and count the rest', () => {
