@@ -1,0 +1,155 @@
+"""Helpers of the live panel's browser tests: a real World run by a kernel-like process
+(world_driver.py), the panel's page, and a hand-written World of any size."""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+PANEL = "#mlp-magic-cluster"
+PANEL_TAB = '.jp-SideBar .lm-TabBar-tab[data-id="mlp-magic-cluster"]'
+UI_TIMEOUT_MS = 60_000
+
+
+class Kernel:
+    """world_driver.py: cells in, "ended" lines out (read by a thread, so that every wait is
+    bounded). close() leaves none of its processes behind, even when a cell still hangs."""
+
+    def __init__(self, state_dir: Path):
+        env = dict(os.environ, MLP_MAGIC_STATE_DIR=str(state_dir))
+        self.process = subprocess.Popen([sys.executable, str(HERE / "world_driver.py")], env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.said: queue.Queue = queue.Queue()
+        self._sent = self._ended = 0
+        threading.Thread(target=self._read, daemon=True).start()
+        try:
+            assert self.next(60) == {"ready": True}
+        except BaseException:
+            self.close()
+            raise
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            said = json.loads(line)
+            self._ended += bool(said.get("ended"))
+            self.said.put(said)
+
+    def run(self, cell: str) -> float:
+        """Send a cell; the monotonic time it was sent (latencies are measured from it)."""
+        self._sent += 1
+        sent = time.monotonic()
+        self.process.stdin.write(json.dumps(cell) + "\n")
+        self.process.stdin.flush()
+        return sent
+
+    def next(self, seconds: float) -> dict:
+        return self.said.get(timeout=seconds)
+
+    def close(self) -> None:
+        """Ctrl-C a cell still running, then stdin closed: the driver stops its World and exits.
+        Whatever of it is left after that (a driver stuck in a cell) is killed by its PID."""
+        if self.process.poll() is None:
+            descendants = self.process_tree()
+            if self._sent > self._ended:
+                self.process.send_signal(signal.SIGINT)
+                _until(lambda: self._sent <= self._ended, 20)
+            self.process.stdin.close()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+            _, alive = psutil.wait_procs(descendants, timeout=10)
+            for process in alive:
+                try:
+                    process.kill()   # psutil checks the start time: never a recycled PID
+                except psutil.NoSuchProcess:
+                    pass
+
+    def process_tree(self) -> list:
+        """The driver's processes: its World's controller, launcher, engines, agents."""
+        try:
+            return psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+
+
+def _until(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+class Panel:
+    """The panel in a page of its own: its ranks' and its connection's states."""
+
+    def __init__(self, browser, lab, init_script: str | None = None, open_tab: bool = True):
+        self.page = browser.new_page(viewport={"width": 1400, "height": 900})
+        if init_script:
+            self.page.add_init_script(init_script)   # before any script of the page
+        self.page.goto(f"{lab.url}lab?token={lab.token}")
+        self.page.locator(PANEL_TAB).wait_for(timeout=UI_TIMEOUT_MS)
+        if open_tab:
+            self.open()
+
+    def open(self) -> None:
+        self.page.locator(PANEL_TAB).click(timeout=UI_TIMEOUT_MS)
+        self.connection_is("live", UI_TIMEOUT_MS)
+
+    def locator(self, selector: str):
+        return self.page.locator(f"{PANEL} {selector}")
+
+    def connection_is(self, state: str, timeout_ms: float) -> None:
+        self.locator(f".jp-MlpLive-connection[data-state={state}]").wait_for(timeout=timeout_ms)
+
+    def states(self) -> dict:
+        """{rank: data-state} of the rank rows in the DOM (those in view, the list is virtual)."""
+        rows = self.page.eval_on_selector_all(f"{PANEL} .jp-MlpLive-rank[data-rank]",
+                                              "rows => rows.map(r => [r.dataset.rank, r.dataset.state])")
+        return {int(rank): state for rank, state in rows}
+
+    def wait_for_states(self, wanted: dict, seconds: float, since: float | None = None) -> float | None:
+        """Seconds from ``since`` (monotonic; default now) until every rank in ``wanted`` shows
+        its state, or None when that took over ``seconds``."""
+        started = time.monotonic() if since is None else since
+        while time.monotonic() - started < seconds:
+            states = self.states()
+            if all(states.get(rank) == state for rank, state in wanted.items()):
+                return time.monotonic() - started
+            self.page.wait_for_timeout(10)
+        return None
+
+
+def big_world(state_dir: Path, hosts: int, per_host: int) -> Path:
+    """A World record of hosts x per_host ranks, all idle, its kernel this process (so alive)."""
+    names = [f"127.0.1.{h + 1}" for h in range(hosts)]
+    now = "2026-11-25T10:00:00.000+00:00"
+    ranks = [{"rank": h * per_host + g, "host": host, "state": "idle", "since": now,
+              "last_output": None, "engine_id": h * per_host + g}
+             for h, host in enumerate(names) for g in range(per_host)]
+    record = {"id": "big-1-1", "pid": os.getpid(), "host": socket.gethostname(), "state": "running",
+              "np": len(ranks), "mpi": "openmpi", "started_at": now, "updated_at": now,
+              "ranks": ranks, "cell": None}
+    path = state_dir / "big-1-1.json"
+    rewrite(path, record)
+    return path
+
+
+def rewrite(path: Path, record: dict) -> None:
+    """As the kernel publishes: a whole new file, renamed into place (a reader never sees half)."""
+    part = path.parent / f".tmp-{path.name}"   # a dot first: readers skip it
+    part.write_text(json.dumps(record))
+    os.replace(part, path)
