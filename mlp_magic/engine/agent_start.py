@@ -62,13 +62,21 @@ def _first_line(fd: int, timeout: float) -> bytes:
     return received.split(b"\n", 1)[0]
 
 
+def error_line(text: str) -> str:
+    """What a failed Python said, in one line: its last line naming an error (a traceback's
+    exception, "Fatal Python error: ..."), else its last line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    return (errors or lines or [""])[-1][:300]
+
+
 def _refused(process, errors, why: str) -> MlpMagicError:
-    """Stop a failed agent; the error names why and the end of what it wrote on stderr."""
+    """Stop a failed agent; the error names why and what it said on stderr."""
     if process.poll() is None:
         process.kill()
     process.wait()
     errors.seek(0)
-    said = errors.read()[-400:].decode("utf-8", "replace").strip().replace("\n", " | ")
+    said = error_line(errors.read()[-8192:].decode("utf-8", "replace"))
     return MlpMagicError(f"the GPU agent did not start: {why}" + (f" ({said})" if said else ""))
 
 

@@ -50,14 +50,21 @@ def start_agents(world, timeout: float = START_TIMEOUT_S) -> tuple:
     agents = {}
     for host, rank in firsts.items():
         answer = answers.get(rank)
-        if isinstance(answer, Failed) or not isinstance(answer, dict):
-            agents[host] = {"error": answer.message if isinstance(answer, Failed) else repr(answer)}
-        else:
+        if isinstance(answer, dict) and "port" in answer:
             agents[host] = {"addr": arguments[rank][1], "port": answer["port"], "pid": answer["pid"]}
+        else:
+            agents[host] = {"error": _why(answer)}
     note = agents_note(agents)
     if note:
         world.notice(note)
     return agents, key
+
+
+def _why(answer) -> str:
+    """A failed start in one line: our own error's words as they are (it is meant for users)."""
+    if isinstance(answer, Failed):
+        return answer.message.removeprefix(f"{MlpMagicError.__name__}: ")
+    return f"unexpected answer from the engine: {answer!r}"[:300]
 
 
 def agents_note(agents: dict) -> str | None:
