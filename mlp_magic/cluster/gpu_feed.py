@@ -5,8 +5,11 @@ From each agent's stream (agent/client.subscribe): the host's static facts and c
 become ``live_gpus`` in the document's host row (a patch when they change, never per sample); the
 samples go into a ring buffer per host (core/gpu_history: the sparklines' history and the CSV or
 JSON export) and into ``latest``, from which the aggregator (cluster/live) sends one "gpus" message
-a second for all hosts. A subscription that breaks is made again (0.5 s doubling to 10 s); a host
-whose agent has no GPUs is told once and not followed further (it sends no samples).
+a second for all hosts. The agent's own history (it samples whether watched or not) seeds the
+host's buffer and is handed on at once (``history_came``): the panel whose opening made us follow
+the agent gets the ten minutes before it too. A subscription that breaks is made again (0.5 s
+doubling to 10 s, from 0.5 s again once one worked), and its host's last readings are dropped
+(they are no longer live); a host whose agent has no GPUs is told once and not followed further.
 ``mlp-magic top`` with no World on a host starts the agent there itself, in its ``--stdio`` mode
 (``stdio_argv``: here directly, elsewhere over ssh), for as long as it runs.
 """
@@ -16,6 +19,7 @@ import asyncio
 import json
 import shlex
 import sys
+import time
 from typing import Callable, Dict, Optional, Tuple
 
 from ..agent.client import AgentError, subscribe
@@ -25,6 +29,7 @@ from ..errors import MlpMagicError
 
 SILENT_S = 5.0            # an agent that sends nothing this long is asked again
 BACKOFF_S = (0.5, 10.0)   # first and longest wait before asking a broken agent again
+FRESH_S = 2.0             # an agent's newest history sample still shown as its latest reading
 GPU_FACTS = ("index", "name", "memory_total_mib", "power_limit_w")
 
 
@@ -63,10 +68,12 @@ def live_gpus(static: dict, processes: list) -> dict:
 
 
 class GpuFeed:
-    """``changed()`` is called when a host's ``live_gpus`` changed (the document must be rebuilt)."""
+    """``changed()`` is called when a host's ``live_gpus`` changed (the document must be rebuilt),
+    ``history_came(host)`` when an agent's history of ``host`` was taken in."""
 
-    def __init__(self, changed: Callable[[], None]):
+    def __init__(self, changed: Callable[[], None], history_came: Callable[[str], None] = lambda host: None):
         self._changed = changed
+        self._history_came = history_came
         self._tasks: Dict[Tuple[str, str], asyncio.Task] = {}
         self._stdio: Dict[str, asyncio.Task] = {}   # host -> its --stdio agent (top, no World)
         self.hosts: Dict[str, dict] = {}          # host -> live_gpus
@@ -126,14 +133,21 @@ class GpuFeed:
     async def _follow(self, host: str, addr: str, port: int, key: str) -> None:
         wait = BACKOFF_S[0]
         while True:
+            heard = []
+
+            def take(message: dict) -> None:
+                heard.append(True)
+                self._take(host, message)
             try:
-                await subscribe(addr, port, key, lambda message: self._take(host, message),
-                                timeout=SILENT_S)
+                await subscribe(addr, port, key, take, timeout=SILENT_S)
+                why = "the agent closed the connection"
             except _Done:
                 return
             except (AgentError, MlpMagicError, OSError) as error:
-                broken = {"source": None, "error": f"agent: {error}", "gpus": [], "processes": []}
-                self._set_host(host, broken)
+                why = str(error)
+            self.latest.pop(host, None)   # no longer live: no "gpus" message repeats them
+            self._set_host(host, {"source": None, "error": f"agent: {why}", "gpus": [], "processes": []})
+            wait = BACKOFF_S[0] if heard else wait
             await asyncio.sleep(wait)
             wait = min(wait * 2, BACKOFF_S[1])
 
@@ -152,9 +166,14 @@ class GpuFeed:
 
     def _take_history(self, host: str, message: dict) -> None:
         try:
-            self.histories[host] = GpuHistory.from_json(message)
+            history = self.histories[host] = GpuHistory.from_json(message)
         except MlpMagicError:
-            pass   # an agent of another version: the samples from now on still count
+            return   # an agent of another version: the samples from now on still count
+        newest = history.latest()
+        if newest is not None and host not in self.latest and newest[0] > time.time() - FRESH_S:
+            self.latest[host] = newest   # the next "gpus" message need not wait for a sample
+            self.sample_count += 1
+        self._history_came(host)
 
     def _take_sample(self, host: str, message: dict) -> None:
         t, rows = float(message.get("t") or 0.0), message.get("gpus") or []
@@ -181,12 +200,14 @@ class GpuFeed:
         return {"t": max(t for t, _ in self.latest.values()),
                 "hosts": {host: rows for host, (_, rows) in self.latest.items()}}
 
-    def history_message(self, now: float, seconds: float = 600.0, step_s: float = 10.0) -> dict:
-        """{"t0", "step_s", "hosts": {host: {"util": [[...] per GPU], "mem": [...]}}}."""
+    def history_message(self, now: float, seconds: float = 600.0, step_s: float = 10.0,
+                        only: Optional[str] = None) -> dict:
+        """{"t0", "step_s", "hosts": {host: {"util": [[...] per GPU], "mem": [...]}}} (one host
+        with ``only``)."""
         t0 = now - seconds
         hosts = {}
         for host, history in self.histories.items():
-            if len(history):
+            if len(history) and only in (None, host):
                 hosts[host] = {"util": history.series("util_pct", since=t0, step_s=step_s)[1],
                                "mem": history.series("mem_used_mib", since=t0, step_s=step_s)[1]}
         return {"t0": t0, "step_s": step_s, "hosts": hosts}

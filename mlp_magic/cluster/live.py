@@ -63,7 +63,7 @@ class LiveCluster:
         self.worlds: List[dict] = []
         self.parts: Optional[Parts] = None
         self.doc: Optional[dict] = None
-        self.gpu_feed = GpuFeed(self._rebuild)   # the agents' readings, while watched
+        self.gpu_feed = GpuFeed(self._rebuild, self._send_history)   # the agents' readings, while watched
         self._gpus_sent = 0
         self.seq = 0
         self._subscribers: Dict[int, Callable[[str], None]] = {}
@@ -186,14 +186,23 @@ class LiveCluster:
         if self.doc is not None:
             send(json.dumps(self._snapshot()))
             if self.gpu_feed.histories:   # the sparklines' last ten minutes, to this one only
-                send(json.dumps({"type": "gpu_history", "seq": self.seq, "server_time": server_time(),
-                                 **self.gpu_feed.history_message(time.time())}))
+                send(json.dumps(self._history(None)))
         self._follow_agents()
 
         def unsubscribe() -> None:
             self._subscribers.pop(key, None)
             self._follow_agents()
         return unsubscribe
+
+    def _history(self, host: Optional[str]) -> dict:
+        """A "gpu_history" message (every host's, or ``host``'s); numbered as the document it
+        follows, which the panel takes as outside the sequence."""
+        return {"type": "gpu_history", "seq": self.seq, "server_time": server_time(),
+                **self.gpu_feed.history_message(time.time(), only=host)}
+
+    def _send_history(self, host: str) -> None:
+        """An agent's history just came (we began to follow it): to every panel, which has none."""
+        self._send(self._history(host))
 
     def _snapshot(self) -> dict:
         return {"type": "snapshot", "seq": self.seq, "server_time": server_time(), "doc": self.doc}

@@ -85,3 +85,69 @@ def test_nobody_watching_means_no_subscription(replaying_world):
             live.stop()
 
     assert asyncio.run(unwatched()) == (0, {})
+
+
+def agent_pids() -> set:
+    return {p.pid for p in psutil.process_iter(["cmdline"])
+            if "mlp_magic.agent" in " ".join(p.info["cmdline"] or [])}
+
+
+def test_an_agent_that_cannot_start_is_one_line_and_the_world_goes_on(ip, replaying_world):
+    from mlp_magic.world.agents import start_agents
+
+    world = replaying_world
+    (host, entry), = world.agents.items()
+    first = min(row.rank for row in world.layout if row.host == host)
+    # The host's first engine: its agent stopped, and no Python starts from its environment any more.
+    broken = run(ip, f"%%mpirun --ranks {first}\nimport os\nfrom mlp_magic.engine import agent_start\n"
+                     "agent = agent_start._agent.pop('process')\nagent.kill()\nagent.wait()\n"
+                     "os.environ['PYTHONHOME'] = '/nonexistent'")
+    assert broken is None and not psutil.pid_exists(entry["pid"])
+    before, said = agent_pids(), []
+    world.notice = said.append
+    started = time.monotonic()
+    agents, key = start_agents(world)
+    assert time.monotonic() - started < 10
+    assert list(agents) == [host] and agents[host]["error"].startswith("the GPU agent did not start: ")
+    assert said == [f"mlp_magic: no live GPU readings from {host}: {agents[host]['error']}"]
+    assert "\n" not in said[0] and "Traceback" not in said[0]
+    assert agent_pids() <= before   # the failed agent left nothing
+    assert run(ip, f"%%mpirun --ranks {first}\nos.environ.pop('PYTHONHOME')") is None
+    assert run(ip, "%%mpirun\nprint(rank)") is None   # the World goes on
+
+
+def test_a_broken_agent_is_shown_broken_and_its_last_readings_are_dropped(monkeypatch, tmp_path):
+    """A real agent (this process standing in for its engine) followed, then killed: the host's
+    live_gpus says why, its readings leave the "gpus" messages, and the feed keeps asking."""
+    import secrets
+
+    from mlp_magic.cluster.gpu_feed import GpuFeed
+    from mlp_magic.engine.agent_start import start_agent
+
+    monkeypatch.setenv(config.NVML_REPLAY, str(CAPTURE))
+    key = secrets.token_hex(32)
+    answer = start_agent(key, "127.0.0.1", {}, str(tmp_path))
+    world = {"id": "w-1-1", "state": "running", "private": {"agent_key": key},
+             "agents": {"here": {"addr": "127.0.0.1", "port": answer["port"]}}}
+
+    async def follow() -> tuple:
+        feed = GpuFeed(lambda: None)
+        feed.follow([world], watched=True)
+        try:
+            deadline = time.monotonic() + 5
+            while "here" not in feed.latest and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            live = feed.latest.get("here")
+            psutil.Process(answer["pid"]).kill()
+            deadline = time.monotonic() + 3
+            while "here" in feed.latest and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            return live, dict(feed.latest), feed.hosts["here"], feed.samples_message()
+        finally:
+            feed.stop()
+
+    live, latest, view, message = asyncio.run(follow())
+    assert live is not None and live[1][0][:4] == [100, 75370, 38, 152.0]
+    assert latest == {} and message is None
+    assert view["error"].startswith("agent: ") and view["gpus"] == []
+    psutil.Process(answer["pid"]).wait(5) if psutil.pid_exists(answer["pid"]) else None

@@ -1,6 +1,10 @@
 """cluster/gpu_feed: which agents are followed, and what their messages become (no network: the
 agent's messages are handed in as agent/client would)."""
+import time
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mlp_magic.cluster.gpu_feed import GpuFeed, _Done, agent_targets, live_gpus
 
@@ -56,3 +60,63 @@ def test_an_agents_history_of_another_shape_is_left_and_the_samples_still_count(
     feed._take("w0", {"type": "history", "gpus": 2, "metrics": ["other"], "samples": []})
     feed._take("w0", {"type": "sample", "t": 1.0, "gpus": [[1] * 7, [2] * 7], "processes": []})
     assert len(feed.histories["w0"]) == 1
+
+
+# ---------------------------------------------------------------- any stream of messages (hypothesis)
+PROCESSES = st.lists(st.tuples(st.integers(0, 1), st.none() | st.integers(0, 7), st.integers(1, 99),
+                               st.integers(0, 81559)).map(list), max_size=3)
+READINGS = st.lists(st.none() | st.integers(0, 100), min_size=7, max_size=7)
+SAMPLE_ROWS = st.lists(READINGS, min_size=2, max_size=2)
+
+
+@given(st.lists(st.tuples(SAMPLE_ROWS, PROCESSES), max_size=20))
+def test_the_document_changes_only_when_the_processes_do(samples):
+    """Whatever the samples, live_gpus changes (a patch) once for the static facts and then only
+    when the processes differ from the last ones; the samples all reach the buffer and the
+    newest is the one the next "gpus" message carries."""
+    changes = []
+    feed = GpuFeed(lambda: changes.append(1))
+    feed._take("w0", STATIC)
+    shown, expected_changes = [], 1
+    for t, (rows, processes) in enumerate(samples):
+        feed._take("w0", {"type": "sample", "t": float(t), "gpus": rows, "processes": processes})
+        expected_changes += processes != shown
+        shown = processes
+    assert len(changes) == expected_changes and feed.hosts["w0"]["processes"] == shown
+    assert len(feed.histories["w0"]) == len(samples) and feed.sample_count == len(samples)
+    if samples:
+        assert feed.samples_message() == {"t": float(len(samples) - 1), "hosts": {"w0": samples[-1][0]}}
+
+
+@given(st.lists(st.tuples(st.sampled_from(["w0", "w1", "w2"]), st.floats(0, 1000)), max_size=12))
+def test_the_gpus_message_holds_each_hosts_newest_sample_at_the_newest_time(samples):
+    feed = GpuFeed(lambda: None)
+    newest = {}
+    for host, t in samples:
+        rows = [[int(t) % 101] * 7]
+        feed._take(host, {"type": "sample", "t": t, "gpus": rows, "processes": []})
+        newest[host] = (t, rows)
+    message = feed.samples_message()
+    if not samples:
+        assert message is None
+    else:
+        assert message["hosts"] == {host: rows for host, (_, rows) in newest.items()}
+        assert message["t"] == max(t for t, _ in newest.values())
+
+
+def test_an_agents_history_seeds_the_buffer_the_latest_reading_when_fresh_and_is_handed_on():
+    came = []
+    feed = GpuFeed(lambda: None, came.append)
+    feed._take("w0", STATIC)
+    now = time.time()
+    rows = [[50, 1000, 40, 100.0, 0, 0, 0], [60, 2000, 41, 110.0, 0, 0, 0]]
+    history = {"type": "history", "gpus": 2, "length": 600, "samples": [[now - 1.0, rows], [now - 0.5, rows]]}
+    feed._take("w0", history)
+    assert came == ["w0"] and len(feed.histories["w0"]) == 2
+    assert feed.latest["w0"] == (now - 0.5, rows) and feed.sample_count == 1   # sent with the next tick
+    assert list(feed.history_message(now, only="w0")["hosts"]) == ["w0"]
+    assert feed.history_message(now, only="w9")["hosts"] == {}
+
+    stale = GpuFeed(lambda: None)   # an agent whose sampler has been stuck: its history is not "now"
+    stale._take("w1", dict(history, samples=[[now - 60.0, rows]]))
+    assert stale.latest == {} and stale.sample_count == 0 and len(stale.histories["w1"]) == 1
