@@ -17,7 +17,7 @@ from tornado import web
 
 from ..cluster.gpu_feed import histories_of
 from ..cluster.live import REFRESH_AT_MOST_EVERY_S, LiveCluster
-from ..core.gpu_history import CSV_HEADER
+from ..core.gpu_history import history_csv, history_json
 from ..errors import MlpMagicError
 from . import actions
 from .live_socket import AUTH_RESOURCE, LiveSocket
@@ -114,7 +114,8 @@ class LogHandler(_LiveHandler):
 
 
 class GpuHistoryHandler(_LiveHandler):
-    """GET ?format=csv|json[&host=H]: every host's GPU readings of the last ten minutes, 1 Hz."""
+    """GET ?format=csv|json[&host=H]: every host's GPU readings of the last ten minutes, 1 Hz
+    (core/gpu_history's export); a bad format or a host with no history: one 400 error."""
 
     @web.authenticated
     @authorized("read")
@@ -126,17 +127,15 @@ class GpuHistoryHandler(_LiveHandler):
         if host is not None:
             if host not in histories:
                 known = ", ".join(sorted(histories)) or "none"
-                raise web.HTTPError(404, f"no GPU history of host {host!r} (hosts with one: {known})")
+                raise web.HTTPError(400, f"no GPU history of host {host!r} (hosts with one: {known})")
             histories = {host: histories[host]}
         self.set_header("Cache-Control", "no-store")
         if wanted == "json":
-            self.write_json({name: history.to_json() for name, history in sorted(histories.items())})
+            self.write_json(history_json(histories))
             return
-        lines = [CSV_HEADER] + [line for name, history in sorted(histories.items())
-                                for line in history.csv_lines(name)]
         self.set_header("Content-Type", "text/csv; charset=UTF-8")
         self.set_header("Content-Disposition", 'attachment; filename="gpu-history.csv"')
-        self.finish("\n".join(lines) + "\n")
+        self.finish(history_csv(histories))
 
 
 def setup_handlers(web_app, live: LiveCluster, cache_seconds: float = 4.0) -> list:

@@ -62,8 +62,8 @@ async def test_the_history_of_an_unwatched_agent_as_csv_and_json(jp_fetch, world
 
     reply = await jp_fetch("mlp-magic", "gpus", "history", params={"format": "json", "host": "localhost"})
     body = json.loads(reply.body)
-    assert list(body) == ["localhost"] and body["localhost"]["gpus"] == 4
-    assert len(body["localhost"]["samples"]) >= 2
+    assert body["metrics"][:2] == ["util_pct", "mem_used_mib"] and list(body["hosts"]) == ["localhost"]
+    assert body["hosts"]["localhost"]["gpus"] == 4 and len(body["hosts"]["localhost"]["samples"]) >= 2
     assert key not in reply.body.decode()
 
 
@@ -73,7 +73,24 @@ async def test_bad_arguments_are_one_clear_error(jp_fetch, world_state_dir):
     assert refused.value.code == 400 and b"csv or json" in refused.value.response.body
     with pytest.raises(HTTPClientError) as missing:
         await jp_fetch("mlp-magic", "gpus", "history", params={"host": "nowhere"})
-    assert missing.value.code == 404 and b"nowhere" in missing.value.response.body
+    assert missing.value.code == 400 and b"no GPU history of host 'nowhere'" in missing.value.response.body
+    assert b"Traceback" not in missing.value.response.body
     started = time.monotonic()
     reply = await jp_fetch("mlp-magic", "gpus", "history")
-    assert json.loads(reply.body) == {} and time.monotonic() - started < 5
+    assert json.loads(reply.body)["hosts"] == {} and time.monotonic() - started < 5
+
+
+async def test_agents_that_refuse_or_stay_silent_give_no_history_and_no_hang(
+        jp_fetch, world_state_dir, loopback_hosts):
+    """A World whose agents are gone (connection refused) or hung (no answer): the route answers
+    within its deadline with what it has, nothing, rather than wait on them."""
+    agents = {"gone": {"addr": "127.0.0.3", "port": loopback_hosts.refusing_port},
+              "hung": {"addr": "127.0.0.4", "port": loopback_hosts.silent_port}}
+    publish(world_state_dir, world_record(os.getpid(), agents=agents, private={"agent_key": "ab" * 32}))
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    reply = await jp_fetch("mlp-magic", "gpus", "history", params={"format": "csv"})
+    assert reply.body.decode() == CSV_HEADER + "\n" and time.monotonic() - started < 5
+    with pytest.raises(HTTPClientError) as missing:
+        await jp_fetch("mlp-magic", "gpus", "history", params={"host": "hung"})
+    assert missing.value.code == 400 and b"(hosts with one: none)" in missing.value.response.body
