@@ -46,3 +46,12 @@ def healthy_testbed(testbed):
         if not any("sshd" in line for _, line in testbed.processes_on(host.index)):
             testbed.start_sshd(host.index)
     return testbed
+
+
+@pytest.fixture
+def bed(healthy_testbed, monkeypatch):
+    """The test bed, with this process's ssh connections kept in the bed's private directory."""
+    for key, value in healthy_testbed.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("MLP_MAGIC_SSH", raising=False)
+    return healthy_testbed

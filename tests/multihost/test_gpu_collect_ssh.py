@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from mlp_magic.cluster.text import state_text
 from mlp_magic.cluster.widget import cluster_view
@@ -21,15 +20,6 @@ from mlp_magic.fanout.ssh.runner import CONNECT_GRACE
 from mlp_magic.gpu.collect import collect_over_ssh
 
 SLACK = 2.0   # ssh handshakes and interpreter start on a small, shared machine
-
-
-@pytest.fixture
-def bed(healthy_testbed, monkeypatch):
-    """The test bed, with this process's ssh connections kept in the bed's private directory."""
-    for key, value in healthy_testbed.env().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("MLP_MAGIC_SSH", raising=False)
-    return healthy_testbed
 
 
 def fake_python(tmp_path, body: str) -> str:

@@ -10,19 +10,10 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
 from mlp_magic.cluster.gpu_feed import GpuFeed, stdio_argv
 
 CAPTURE = Path(__file__).resolve().parents[1] / "fixtures/nvml/nccl-1550-h100-allgather-hang.txt"
-
-
-@pytest.fixture
-def bed(healthy_testbed, monkeypatch):
-    for key, value in healthy_testbed.env().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("MLP_MAGIC_SSH", raising=False)
-    return healthy_testbed
 
 
 def remote_agents() -> set:
