@@ -23,7 +23,7 @@ from .live import LiveCluster
 ENTER, LEAVE = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"   # alternate screen, cursor hidden
 HOME_CLEAR = "\x1b[H\x1b[2J"
 TICK_S = 1.0
-FIRST_READINGS_S = 3.0   # --once: how long the frame waits for the agents top started
+FIRST_READINGS_S = 3.0   # --once: how long the frame waits for every agent's first readings
 
 
 def add_top_arguments(top) -> None:
@@ -104,7 +104,8 @@ def _agents_on_demand(live: LiveCluster, ssh) -> dict:
 
 
 async def _first_readings(live: LiveCluster, hosts, seconds: float) -> None:
-    """For one frame: wait (up to ``seconds``) until every host's agent said what it has."""
+    """For one frame: wait (up to ``seconds``) until every host's agent (the Worlds' and those
+    ``top`` started) said what it has."""
     deadline = time.monotonic() + seconds
     feed = live.gpu_feed
 
@@ -120,13 +121,16 @@ async def _top(options: CollectOptions, once: bool, interval: float) -> None:
     await live.start()
     on_demand = _agents_on_demand(live, options.ssh)
     live.gpu_feed.follow_stdio(on_demand)
+    watching = live.subscribe(lambda _text: None)   # a watcher: the Worlds' agents are followed now
     try:
         if once:
-            await _first_readings(live, on_demand, FIRST_READINGS_S)
+            worlds_hosts = {host for _, host in agent_targets(live.worlds)}
+            await _first_readings(live, set(on_demand) | worlds_hosts, FIRST_READINGS_S)
         full = not once and sys.stdout.isatty() and sys.stdin.isatty()
         with Screen(sys.stdout, full) as screen:
             await _frames(live, screen, once, interval)
     finally:
+        watching()
         live.stop()
 
 

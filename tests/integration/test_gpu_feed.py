@@ -151,3 +151,21 @@ def test_a_broken_agent_is_shown_broken_and_its_last_readings_are_dropped(monkey
     assert latest == {} and message is None
     assert view["error"].startswith("agent: ") and view["gpus"] == []
     psutil.Process(answer["pid"]).wait(5) if psutil.pid_exists(answer["pid"]) else None
+
+
+def test_top_once_waits_for_the_worlds_agent_and_shows_its_gpus(replaying_world):
+    """``mlp-magic top --once`` with a World up: the frame waits for the World's agent's first
+    readings (it starts no agent of its own on the World's host), so the GPUs are in the frame."""
+    import os
+    import subprocess
+    import sys
+
+    host = replaying_world.layout[0].host
+    top = [sys.executable, "-m", "mlp_magic.cli", "top", "-H", f"{host}:4", "--once"]
+    env = dict(os.environ)
+    env.pop(config.NVML_REPLAY, None)   # only the World's agent replays the capture
+    done = subprocess.run(top, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    gpus = [line.split() for line in done.stdout.splitlines() if "GPU" in line and host in line]
+    # the capture: GPU0 at 100 %, 75370 of 81559 MiB, 38 C, 152 W; four GPUs
+    assert len(gpus) == 4 and gpus[0][1:] == ["GPU0", "100%", "73.6/80G", "38C", "152W"], done.stdout
