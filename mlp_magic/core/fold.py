@@ -27,7 +27,7 @@ import difflib
 from .fold_columns import slot_summaries
 from .fold_numbers import MASK, fill, label_before
 from .fold_shapes import Template, shapes_of, templates_of
-from .grouping import MemberSet
+from .grouping import MemberSet, common_ends
 from .records import Record
 
 ALIGN_LIMIT = 40_000         # middle lengths multiplied: beyond this, difflib (quadratic) is not run
@@ -150,8 +150,7 @@ def _align(templates: list) -> list:
 
 def _matching_pairs(a: list, b: list) -> list:
     """(index in a, index in b) of the lines aligned: common head, difflib's middle, common tail."""
-    head = _common_prefix(a, b)
-    tail = _common_prefix(a[head:][::-1], b[head:][::-1])
+    head, tail = common_ends(a, b)
     pairs = [(i, i) for i in range(head)]
     middle_a, middle_b = a[head:len(a) - tail], b[head:len(b) - tail]
     if middle_a and middle_b and len(middle_a) * len(middle_b) <= ALIGN_LIMIT:
@@ -160,21 +159,6 @@ def _matching_pairs(a: list, b: list) -> list:
             pairs.extend((head + block.a + k, head + block.b + k) for k in range(block.size))
     pairs.extend((len(a) - tail + k, len(b) - tail + k) for k in range(tail))
     return pairs
-
-
-def _common_prefix(a: list, b: list) -> int:
-    """How many leading items a and b share (list slices compare in C; bisection)."""
-    size = min(len(a), len(b))
-    if a[:size] == b[:size]:
-        return size
-    low, high = 0, size          # a[:low] == b[:low]; a[:high] != b[:high]
-    while high - low > 1:
-        middle = (low + high) // 2
-        if a[low:middle] == b[low:middle]:
-            low = middle
-        else:
-            high = middle
-    return low
 
 
 # ------------------------------------------------------------------ building a folded group

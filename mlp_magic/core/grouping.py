@@ -138,8 +138,7 @@ def diff_against_majority(group: OutputGroup, majority: OutputGroup) -> str:
     old, new = majority.output_lines(), group.output_lines()
     # difflib is quadratic-ish; outputs differ in a few lines, so diff only the middle that
     # differs (plus context) and shift the hunk line numbers back.
-    head = _common_prefix_length(old, new)
-    tail = _common_suffix_length(old, new, head)
+    head, tail = common_ends(old, new)
     start = max(head - DIFF_CONTEXT, 0)
     keep_tail = max(tail - DIFF_CONTEXT, 0)
     lines = difflib.unified_diff(
@@ -149,20 +148,25 @@ def diff_against_majority(group: OutputGroup, majority: OutputGroup) -> str:
     return "\n".join(_shift_hunk_header(line, start) for line in lines)
 
 
-def _common_prefix_length(old: list[str], new: list[str]) -> int:
-    length = min(len(old), len(new))
-    for index in range(length):
-        if old[index] != new[index]:
-            return index
-    return length
+def common_ends(a: list, b: list) -> tuple[int, int]:
+    """(head, tail): how many leading and trailing items a and b share, the tail not reaching
+    into the head (list slices compare in C; bisection)."""
+    head = _common_prefix(a, b)
+    return head, _common_prefix(a[head:][::-1], b[head:][::-1])
 
 
-def _common_suffix_length(old: list[str], new: list[str], prefix: int) -> int:
-    limit = min(len(old), len(new)) - prefix
-    for count in range(limit):
-        if old[-1 - count] != new[-1 - count]:
-            return count
-    return limit
+def _common_prefix(a: list, b: list) -> int:
+    size = min(len(a), len(b))
+    if a[:size] == b[:size]:
+        return size
+    low, high = 0, size          # a[:low] == b[:low]; a[:high] != b[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _shift_hunk_header(line: str, offset: int) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from ..errors import MlpMagicError
+from .ranges import quote
 from .records import Record
 
 MAX_SLOTS = 1 << 20      # per host; a typo such as slots=80000000 fails here, not in a layout
@@ -48,11 +49,6 @@ class HostEntry(Record, frozen=True):
     port: int | None = None  # ssh port (pssh format, OpenMPI port=)
     user: str | None = None
     line: int = 0            # 1-based line (or item) number in the source, for messages
-
-
-def quote(text: str, limit: int = 80) -> str:
-    """The user's text for a message: repr, shortened when very long."""
-    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 def _is_ipv6(name: str) -> bool:
@@ -188,17 +184,16 @@ def _parse_line(line: str, fmt: str, where: str, lineno: int) -> list:
     return _parse_openmpi_line(tokens, where, lineno)
 
 
-def _reject_duplicates(entries: list, source: str) -> None:
-    """Host names are case-insensitive; a host listed twice would get two blocks of ranks."""
-    first_line: dict = {}
-    for entry in entries:
-        key = entry.name.lower()
-        if key in first_line:
-            raise MlpMagicError(
-                f"{source} line {entry.line}: duplicate host {quote(entry.name)} "
-                f"(already on line {first_line[key]}; give its slots once)"
-            )
-        first_line[key] = entry.line
+def reject_duplicates(places, source: str, units: str = "lines") -> None:
+    """``places``: (host name, its line or entry number), in order. Host names are
+    case-insensitive; a host listed twice would get two separate blocks of ranks (and mpiexec
+    would merge them): refused, naming both places."""
+    first: dict = {}
+    for name, number in places:
+        seen = first.setdefault(name.lower(), number)
+        if seen != number:
+            raise MlpMagicError(f"{source}: host {quote(name)} is listed twice "
+                                f"({units} {seen} and {number}; list it once)")
 
 
 def parse_hostfile(text: str, source: str = "hostfile", fmt: str = "auto") -> list[HostEntry]:
@@ -214,7 +209,7 @@ def parse_hostfile(text: str, source: str = "hostfile", fmt: str = "auto") -> li
             entries += _parse_line(line, fmt, f"{source} line {lineno} {quote(line)}", lineno)
     if not entries:
         raise MlpMagicError(f"{source}: no hosts in it (empty, or only comments)")
-    _reject_duplicates(entries, source)
+    reject_duplicates(((e.name, e.line) for e in entries), source)
     return entries
 
 

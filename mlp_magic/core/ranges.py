@@ -24,9 +24,9 @@ _LAST_NUMBER = re.compile(r"^(.*?)([0-9]+)([^0-9]*)$", re.DOTALL)
 _NODE_FORBIDDEN = re.compile(r"[\[\],\s]")
 
 
-def _quote(text: str) -> str:
-    """The user's text for an error message, shortened when it is very long."""
-    return repr(text if len(text) <= 80 else text[:77] + "...")
+def quote(text: str, limit: int = 80) -> str:
+    """The user's text for a message: repr, shortened when very long."""
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 # ---------------------------------------------------------------- ranks
@@ -57,7 +57,7 @@ def parse_ranks(spec: str, world_size: int | None = None, *, option: str = "--ra
     for piece in (p.strip() for p in text.split(",")):
         chosen.update(_parse_rank_piece(piece, text, world_size, option))
         if len(chosen) > MAX_RANKS:
-            raise MlpMagicError(f"{option}: {_quote(text)} names more than {MAX_RANKS} ranks")
+            raise MlpMagicError(f"{option}: {quote(text)} names more than {MAX_RANKS} ranks")
     return sorted(chosen)
 
 
@@ -68,8 +68,8 @@ def _parse_rank_piece(piece: str, spec: str, world_size: int | None, option: str
         return range(world_size)
     match = _RANK_PIECE.fullmatch(piece)
     if not match or any(len(g or "") > _MAX_DIGITS for g in match.groups()):
-        what = _quote(piece) if piece else "an empty item"
-        where = "" if piece == spec else f" in {_quote(spec)}"
+        what = quote(piece) if piece else "an empty item"
+        where = "" if piece == spec else f" in {quote(spec)}"
         raise MlpMagicError(f"{option}: {what}{where} is not a rank or a range like 2-5")
     first = int(match.group(1))
     last = int(match.group(2)) if match.group(2) is not None else first
@@ -132,7 +132,7 @@ def expand_hosts(spec: str) -> list[str]:
         expanded = _expand_item(item, spec)
         generated += len(expanded)
         if generated > MAX_HOSTS:
-            raise MlpMagicError(f"host list {_quote(spec)} names more than {MAX_HOSTS} hosts")
+            raise MlpMagicError(f"host list {quote(spec)} names more than {MAX_HOSTS} hosts")
         names.update(dict.fromkeys(expanded))
     return list(names)
 
@@ -143,17 +143,17 @@ def _split_top_level(spec: str) -> list[str]:
     for index, char in enumerate(spec):
         if char == "[":
             if depth:
-                raise MlpMagicError(f"host list {_quote(spec)}: nested '['")
+                raise MlpMagicError(f"host list {quote(spec)}: nested '['")
             depth = 1
         elif char == "]":
             if not depth:
-                raise MlpMagicError(f"host list {_quote(spec)}: ']' without '['")
+                raise MlpMagicError(f"host list {quote(spec)}: ']' without '['")
             depth = 0
         elif char == "," and not depth:
             items.append(spec[start:index])
             start = index + 1
     if depth:
-        raise MlpMagicError(f"host list {_quote(spec)}: unclosed '['")
+        raise MlpMagicError(f"host list {quote(spec)}: unclosed '['")
     items.append(spec[start:])
     return items
 
@@ -161,7 +161,7 @@ def _split_top_level(spec: str) -> list[str]:
 def _expand_item(item: str, spec: str) -> list[str]:
     """One item, e.g. "rack[1-2]-n[01-02]" -> the product of its brackets, in order."""
     if re.search(r"\s", item):
-        raise MlpMagicError(f"host list {_quote(spec)}: {_quote(item)} contains whitespace")
+        raise MlpMagicError(f"host list {quote(spec)}: {quote(item)} contains whitespace")
     # re.split with a capturing group alternates: text, bracket body, text, ...
     parts = re.split(r"\[([^\]]*)\]", item)
     texts, bodies = parts[0::2], parts[1::2]
@@ -170,7 +170,7 @@ def _expand_item(item: str, spec: str) -> list[str]:
     for options in choices:
         total *= len(options)
     if total > MAX_HOSTS:
-        raise MlpMagicError(f"host list {_quote(spec)}: {_quote(item)} names more than {MAX_HOSTS} hosts")
+        raise MlpMagicError(f"host list {quote(spec)}: {quote(item)} names more than {MAX_HOSTS} hosts")
     names = []
     for combo in itertools.product(*choices):
         pieces = [texts[0]]
@@ -184,19 +184,19 @@ def _expand_item(item: str, spec: str) -> list[str]:
 def _expand_bracket(body: str, item: str, spec: str) -> list[str]:
     """ "01-03,7" -> ["01", "02", "03", "7"]; padding comes from each range's first number."""
     if not body:
-        raise MlpMagicError(f"host list {_quote(spec)}: empty brackets in {_quote(item)}")
+        raise MlpMagicError(f"host list {quote(spec)}: empty brackets in {quote(item)}")
     numbers: list[str] = []
     for piece in body.split(","):
         match = _RANK_PIECE.fullmatch(piece)
         if not match or any(len(g or "") > _MAX_DIGITS for g in match.groups()):
             raise MlpMagicError(
-                f"host list {_quote(spec)}: {_quote(piece)} is not a number or a range like 0-3")
+                f"host list {quote(spec)}: {quote(piece)} is not a number or a range like 0-3")
         first_text, last_text = match.group(1), match.group(2) or match.group(1)
         first, last = int(first_text), int(last_text)
         if last < first:
-            raise MlpMagicError(f"host list {_quote(spec)}: range {piece} goes backwards")
+            raise MlpMagicError(f"host list {quote(spec)}: range {piece} goes backwards")
         if len(numbers) + last - first >= MAX_HOSTS:
-            raise MlpMagicError(f"host list {_quote(spec)}: {_quote(item)} names more than {MAX_HOSTS} hosts")
+            raise MlpMagicError(f"host list {quote(spec)}: {quote(item)} names more than {MAX_HOSTS} hosts")
         width = len(first_text) if first_text.startswith("0") else 0
         numbers.extend(f"{n:0{width}d}" for n in range(first, last + 1))
     return numbers

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping  # not typing: its import slows th
 
 from ..errors import MlpMagicError
 from .hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, parse_host_list, parse_hostfile,
-                       quote, split_outside_brackets)
-from .ranges import MAX_HOSTS, MAX_RANKS
+                       reject_duplicates, split_outside_brackets)
+from .ranges import MAX_HOSTS, MAX_RANKS, quote
 from .local_names import LOCALHOST, LOOPBACK, is_this_machine
 from .records import Record
 
@@ -264,16 +264,6 @@ def _from_slurm(env: Mapping) -> tuple | None:
     return [HostEntry(n, c, line=i + 1) for i, (n, c) in enumerate(zip(names, counts))], f"${variable}"
 
 
-def _reject_duplicates(entries: list, source: str) -> None:
-    """A host listed twice would get two separate blocks of ranks (and mpiexec would merge them)."""
-    seen: dict = {}
-    for entry in entries:
-        first = seen.setdefault(entry.name.lower(), entry.line)
-        if first != entry.line:
-            raise MlpMagicError(f"{source}: host {quote(entry.name)} is listed twice "
-                                f"(entries {first} and {entry.line})")
-
-
 # ---------------------------------------------------------------------------------------------
 # Master address and port.
 
@@ -359,7 +349,7 @@ def topology_from_environment(
         entries, source = [HostEntry(LOCALHOST, max(1, local_slots()), line=1)], LOCAL_SOURCE
     else:
         entries, source = found
-        _reject_duplicates(entries, source)
+        reject_duplicates(((e.name, e.line) for e in entries), source, units="entries")
     is_local = len(entries) == 1 and is_this_machine(entries[0].name, local_names)
     host_objects = tuple(Host(e.name, e.slots, index, e.port, e.user) for index, e in enumerate(entries))
     return Topology(

@@ -25,6 +25,7 @@ import shlex
 import stat
 
 from ... import config
+from ...core.hostfile import reject_duplicates
 from ...core.local_names import is_this_machine
 from ...errors import MlpMagicError
 
@@ -84,11 +85,7 @@ def as_targets(hosts) -> list[Target]:
     targets = [as_target(h) for h in hosts]
     if not targets:
         raise MlpMagicError("no hosts to run on (the host list is empty)")
-    seen: set[str] = set()
-    for target in targets:
-        if target.name in seen:
-            raise MlpMagicError(f"host {target.name!r} is listed twice")
-        seen.add(target.name)
+    reject_duplicates(((t.name, i) for i, t in enumerate(targets, 1)), "hosts", units="entries")
     return targets
 
 

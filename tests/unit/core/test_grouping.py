@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlp_magic.core.grouping import OutputGroup, diff_against_majority, group_results, majority
+from mlp_magic.core.grouping import OutputGroup, common_ends, diff_against_majority, group_results, majority
 from mlp_magic.core.render_html import render_groups_html
 from mlp_magic.core.render_text import render_groups_text
 from mlp_magic.core.results import ERROR, FAILED, OK, TIMEOUT, UNREACHABLE, HostResult, RankResult
@@ -241,3 +241,12 @@ def test_peak_memory_stays_under_three_times_the_raw_output():
     finally:
         tracemalloc.stop()
     assert peak <= 3 * raw, f"peak {peak:,} bytes for {raw:,} bytes of output"
+
+
+@given(st.lists(st.integers(0, 3), max_size=12), st.lists(st.integers(0, 3), max_size=12))
+def test_common_ends_are_the_longest_shared_head_and_tail_that_do_not_overlap(a, b):
+    head, tail = common_ends(a, b)
+    assert a[:head] == b[:head] and (head == min(len(a), len(b)) or a[head] != b[head])
+    assert head + tail <= min(len(a), len(b))
+    assert a[len(a) - tail:] == b[len(b) - tail:]
+    assert head + tail == min(len(a), len(b)) or a[len(a) - tail - 1] != b[len(b) - tail - 1]

@@ -186,7 +186,7 @@ def test_worker_num_zero_is_not_a_platform_job():
     ({"MLP_WORKER_NUM": "2", "MLP_WORKER_ALL_HOSTS": "a,$(x)"},
      "$MLP_WORKER_ALL_HOSTS: invalid host name '$(x)'"),
     ({"MLP_WORKER_NUM": "2", "MLP_WORKER_0_HOST": "x", "MLP_WORKER_1_HOST": "X"},
-     "$MLP_WORKER_NUM: host 'X' is listed twice (entries 1 and 2)"),
+     "$MLP_WORKER_NUM: host 'X' is listed twice (entries 1 and 2; list it once)"),
     ({"MLP_WORKER_NUM": "1", "MLP_WORKER_0_PORT": "70000"}, "$MLP_WORKER_0_PORT '70000' is more than 65535"),
     ({"MLP_WORKER_NUM": "1", "MLP_WORKER_0_PORT": "http"},
      "$MLP_WORKER_0_PORT must be a non-negative integer, got 'http'"),
