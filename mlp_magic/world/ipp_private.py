@@ -61,6 +61,18 @@ def is_engine_death(future) -> bool:
     return "EngineError" in type(error).__name__
 
 
+def remote_error(future):
+    """The exception a finished future of a request stands for, or None: ipyparallel resolves a
+    request that raised on its engine to the RemoteError (or EngineError, TaskAborted) as its
+    value, not as the future's exception."""
+    if not future.done() or future.cancelled():
+        return None
+    error = future.exception()
+    if error is None:
+        error = future.result()
+    return error if isinstance(error, BaseException) else None
+
+
 def forget_results(client, async_result) -> None:
     """Let ipyparallel's client drop a finished request's results. It keeps each rank's result and
     output, the broadcast request's own futures (never answered as such), and AsyncResult memoises

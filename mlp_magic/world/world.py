@@ -21,14 +21,14 @@ import psutil
 from .. import config
 from ..core.local_names import LOOPBACK, is_this_machine
 from ..core.placement import check_placement
-from ..core.ranges import fold_hosts, fold_ranks
+from ..core.ranges import fold_ranks
 from ..core.start_budget import busiest_ranks_per_cpu, memory_shortfall, start_budget
 from ..core.topology import Topology
 from ..engine import bootstrap as engine_bootstrap
 from ..engine import identity as engine_identity
 from ..errors import MlpMagicError
-from . import published
-from .ipp_private import children, send_interrupt
+from . import published, start_calls
+from .ipp_private import send_interrupt
 from .launch import start_processes
 from .lifeline import Lifeline
 from .agents import start_agents
@@ -37,7 +37,6 @@ from .mpi import MpiInfo
 from .processes import kill_tree, wait_for_file
 from .quiet_replies import complete_quiet_outputs
 from .registration import Waiting, wait_for_engines
-from .waiting import Requests
 
 DISPLAY_CAP = 1_000_000  # characters per rank and stream shown in the notebook; the log has all
 DISPLAY_BUDGET = 64_000_000  # ... but all ranks together stay within this (512 ranks: 125 kB each)
@@ -147,8 +146,8 @@ class World:
 
     def _map_ranks_and_bootstrap(self) -> None:
         identify, ip = engine_identity.identify, self.controller_ip
-        identities = self._gather({eid: self.client[eid].apply_async(identify, ip)
-                                   for eid in self.client.ids}, "saying who they are")
+        asked = {eid: self.client[eid].apply_async(identify, ip) for eid in self.client.ids}
+        identities = self._gather(asked, "saying who they are", "identifying itself (engine/identity)")
         by_rank = {}
         for engine_id, identity in identities.items():
             rank = identity["rank"]
@@ -183,22 +182,14 @@ class World:
             engine = self.client[self.rank_to_engine[row.rank]]
             pending[row.rank] = engine.apply_async(engine_bootstrap.bootstrap, variables, names,
                                                    self.mpi is not None, display_cap(self.spec.np), retention)
-        self._gather(pending, "their set-up (variables, MPI_Init, hooks)")
+        self._gather(pending, "their set-up (variables, MPI_Init, hooks)",
+                     "the set-up (variables, MPI_Init, hooks)")
         self.master = (master_addr, master_port)
 
-    def _gather(self, pending: dict, what: str) -> dict:
-        """{rank: AsyncResult} -> {rank: value}, before the start's deadline; engines that do not
-        answer fail the start with one error that names them (engines register as their rank)."""
-        ranks = list(pending)
-        requests = Requests(self, ranks, [children(pending[r]) for r in ranks], track=False)
-        if not requests.wait_all(self._start_deadline):
-            late = requests.unfinished()
-            hosts = fold_hosts(dict.fromkeys(self.host_of(k) for k in late if k < self.np))
-            why = "the World's processes ended" if self.lifeline_ended() else \
-                f"within the start's limit for this size ({self.budget.total_s:.0f} s)"
-            raise MlpMagicError(f"ranks {fold_ranks(late)} on {hosts} did not finish {what} {why}; "
-                                f"logs in {self.workdir}")
-        return {rank: pending[rank].get(0) for rank in ranks}
+    def _gather(self, pending: dict, what: str, step: str) -> dict:
+        """{rank: AsyncResult} -> {rank: value} before the start's deadline, or one error line
+        naming the ranks that failed or never answered (world/start_calls)."""
+        return start_calls.gather(self, pending, what, self._start_deadline, step)
 
     def _master_port(self) -> int:
         """The job's own port when it names one and it is free on rank 0's host, else a free one."""
@@ -208,7 +199,7 @@ class World:
             return fallback
         rank0 = self.client[self.rank_to_engine[0]]
         asked = rank0.apply_async(engine_identity.port_is_free, wanted)
-        if self._gather({0: asked}, "checking $MASTER_PORT")[0]:
+        if self._gather({0: asked}, "checking $MASTER_PORT", "checking $MASTER_PORT")[0]:
             return wanted
         self.notice(f"mlp_magic: MASTER_PORT {wanted} (from the environment) is already in use on "
                     f"{self.host_of(0)}; the ranks use the free port {fallback} instead")

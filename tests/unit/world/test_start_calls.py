@@ -1,0 +1,24 @@
+"""world/start_calls: a failed call of the World's start reads as one line, each cause once with
+its ranks and hosts (the real thing: tests/integration/test_start_failures.py)."""
+from ipyparallel.error import EngineError, RemoteError
+
+from mlp_magic.world.start_calls import cause, failure_line
+
+
+def test_a_remote_error_is_its_type_and_message():
+    error = RemoteError("ModuleNotFoundError", "No module named 'mpi4py'", "Traceback ...\n")
+    assert cause(error) == "ModuleNotFoundError: No module named 'mpi4py'"
+    assert cause(RemoteError("SystemExit", "", "Traceback\n  File x\nSystemExit\n")) == "SystemExit"
+    assert cause(EngineError("Engine 3 died while running task 'abc'")) == \
+        "EngineError: Engine 3 died while running task 'abc'"
+
+
+def test_each_cause_once_with_its_ranks_and_hosts():
+    hosts = {0: "w0", 1: "w0", 2: "w1", 3: "w1", 4: "w2"}
+    missing = RemoteError("ModuleNotFoundError", "No module named 'mpi4py'", "")
+    failed = {2: missing, 3: missing, 4: RemoteError("ImportError", "libmpi.so.40:\n  not found", ""),
+              0: missing}
+    line = failure_line(failed, hosts.get, "the set-up", "/logs/w")
+    assert line == ("the World did not start: the set-up failed on ranks 0,2-3 (3) on w[0-1]: "
+                    "ModuleNotFoundError: No module named 'mpi4py'; rank 4 on w2: ImportError: "
+                    "libmpi.so.40: not found; logs in /logs/w")
