@@ -5,6 +5,8 @@
     mlp-magic stacks [--hostfile F | -H HOSTS] [--pid P | --match RE] [--native] ...
                                                            every rank's Python stack, merged
     mlp-magic top [--hostfile F | -H HOSTS] [--once]       the Worlds' ranks and the GPUs, live
+    mlp-magic doctor [--hostfile F | -H HOSTS] [--package NAME] [--links] [--json]
+                                                           every host checked and compared, the odd one named
 
 Each subcommand lives with its feature (``cluster.cli``, ``stacks.command``); this module parses
 and dispatches. Bad input exits with status 2 and one line on stderr; a host that ``topo --host``
@@ -21,7 +23,7 @@ from .errors import MlpMagicError, unwritable_output
 from .stacks import StacksFault
 
 PROG = "mlp-magic"
-COMMANDS = ("topo", "status", "stacks", "top")
+COMMANDS = ("topo", "status", "stacks", "top", "doctor")
 
 
 class _Parser(LineParser):
@@ -48,6 +50,10 @@ def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
         from .cluster.top import add_top_arguments
 
         add_top_arguments(commands.add_parser("top", help="the Worlds' ranks and every host's GPUs, live"))
+        from .doctor.options import add_doctor_arguments
+
+        add_doctor_arguments(commands.add_parser(
+            "doctor", help="check every host of the job at once and name the odd one out"))
     from .stacks.options import add_stacks_arguments
 
     add_stacks_arguments(commands.add_parser(
@@ -65,6 +71,11 @@ def _run(args: argparse.Namespace) -> int:
         from .cluster.top import run_top
 
         return run_top(args)
+    if args.command == "doctor":
+        from .doctor.command import run_command as run_doctor
+        from .doctor.options import options_from as doctor_options
+
+        return run_doctor(doctor_options(args))
     from .cluster.cli import run_status, run_topo
 
     return run_topo(args) if args.command == "topo" else run_status(args)

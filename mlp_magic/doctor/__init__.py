@@ -1,0 +1,2 @@
+"""``mlp-magic doctor`` / ``%mlp_doctor``: every host of a job checked at once, compared, the odd one
+named (options, the per-host probe, collecting over ssh or a World's engines, the link test)."""

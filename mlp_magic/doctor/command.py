@@ -1,0 +1,55 @@
+"""``mlp-magic doctor`` and ``%mlp_doctor``: ask every host, compare, report.
+
+  options -> the hosts (``core/topology``: hostfile, -H, the MLP_* variables, Slurm; else this
+  machine) -> ``collect`` (every host at once, one deadline) -> ``core/doctor_checks`` (findings,
+  what all share) -> [--links: ``doctor/links``] -> text, HTML or JSON.
+
+Exit status: 0 when no finding is an error, 1 when one is, 2 for bad input.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+
+from .collect import collect
+from .options import DoctorOptions
+
+
+def _expected_gpus(env: Mapping) -> int | None:
+    """MLP_WORKER_GPU when it is a count (0 on CPU jobs)."""
+    text = str(env.get("MLP_WORKER_GPU", "")).strip()
+    return int(text) if text.isdigit() and int(text) <= 64 else None
+
+
+def gather(options: DoctorOptions, env: Mapping | None = None, transport_for=None, world=None):
+    """The report (``core/doctor.Report``). ``transport_for``: a live World's transport (the
+    magic); ``world``: that World, for ``--links`` on its ranks."""
+    from ..core.doctor_checks import Context, check_hosts
+    from ..core.topology import topology_from_environment
+
+    env = os.environ if env is None else env
+    started = time.monotonic()
+    topology = topology_from_environment(env, hostfile=options.hostfile, hosts=options.hosts)
+    asked, answers = collect(topology.hosts, options, env, transport_for)
+    context = Context(expected_gpus=_expected_gpus(env), asked_packages=options.packages,
+                      windows=answers.windows, timeout=options.timeout)
+    report = check_hosts(asked, answers.facts, answers.failures, context)
+    if options.links:
+        from .links import run_links
+
+        run_links(report, topology, options, env, world)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def run_command(options: DoctorOptions) -> int:
+    """``mlp-magic doctor``: print the report (or its JSON); the exit status."""
+    report = gather(options)
+    if options.json:
+        print(json.dumps(report.to_json(), indent=1))
+    else:
+        sys.stdout.write(report.text)
+    return report.exit_status
