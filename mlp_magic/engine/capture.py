@@ -18,6 +18,8 @@ import time
 import traceback
 
 from .fd_watch import take_over
+from .identity import stacks_path
+from .private_files import open_private, private_dirs, private_file
 
 CELL_TAG = "# mlp_magic cell: "
 FLUSH_SECONDS = 0.5
@@ -33,14 +35,15 @@ def own_log_root() -> str:
 def open_rank_log(path: str):
     """(file, path) for a rank's log: the path the client asked for, else the same cell folder
     under this host's own ~/.mlp_magic/logs (another user, another $HOME), else (None, reason).
-    Logging must never raise into the user's print()."""
+    Logging must never raise into the user's print(). Folders 0700, the file 0600
+    (engine/private_files): a log holds the cell's code and output."""
     cell, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
     own_root = own_log_root()
     reason = ""
     for candidate in (path, os.path.join(own_root, cell, name)):
         try:
-            os.makedirs(os.path.dirname(candidate), exist_ok=True)
-            return open(candidate, "w", encoding="utf-8", errors="backslashreplace"), candidate
+            private_dirs(os.path.dirname(candidate))
+            return open_private(candidate, "w", encoding="utf-8", errors="backslashreplace"), candidate
         except OSError as err:
             reason = f"{candidate}: {err.strerror or err}"
     return None, reason
@@ -189,7 +192,13 @@ def _fd_route(stream, index: int):
 
 
 def install_capture(shell, rank: int, display_cap: int) -> None:
-    """Tee every tagged cell's streams (and fd 1/2 output) into its log folder, from now on."""
+    """Tee every tagged cell's streams (and fd 1/2 output) into its log folder, from now on.
+    The stack dump's file is made here too, private, before engine/bootstrap opens it by name:
+    a dump names the user's files and functions."""
+    try:
+        private_file(stacks_path())
+    except OSError:
+        pass   # bootstrap's own open then says why
     if "capture" in _STATE:  # bootstrap again (restart of the hooks): replace, never stack
         shell.events.unregister("pre_run_cell", _STATE["capture"].pre_run_cell)
         shell.events.unregister("post_run_cell", _STATE["capture"].post_run_cell)

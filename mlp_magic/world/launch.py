@@ -14,6 +14,7 @@ import uuid
 from .. import config
 from ..core.local_names import LOOPBACK
 from ..core.topology import count_local_gpus
+from ..engine.private_files import open_private
 from ..errors import MlpMagicError
 from .addresses import controller_ip
 from .mpi import (FAST_LOCAL_OMPI, OPENMPI, LaunchPlan, MpiInfo, detect_flavour, find_mpiexec,
@@ -79,10 +80,10 @@ def _mpiexec(spec, mpi: MpiInfo, workdir: str, command: list, env: dict) -> Mana
         ssh_agent=_ssh_agent(mpi, workdir), local=topology.is_local,
         as_root=os.geteuid() == 0, hostfile_path=os.path.join(workdir, "hostfile"),
     )
-    with open(plan.hostfile_path, "w") as handle:
+    with open_private(plan.hostfile_path) as handle:
         handle.write(hostfile_text(mpi.flavour, counts))
     argv = mpiexec_argv(mpi, plan)
-    with open(os.path.join(workdir, "mpiexec.argv"), "w") as handle:
+    with open_private(os.path.join(workdir, "mpiexec.argv")) as handle:
         handle.write(shlex.join(argv) + "\n")
     return ManagedProcess(argv, os.path.join(workdir, "mpiexec.log"), env, "mpiexec")
 
@@ -96,7 +97,7 @@ def _ssh_agent(mpi: MpiInfo, workdir: str) -> str | None:
     if mpi.flavour == OPENMPI or len(ssh) == 1:
         return shlex.join(ssh)
     wrapper = os.path.join(workdir, "ssh-agent")
-    with open(wrapper, "w") as handle:
+    with open_private(wrapper) as handle:
         handle.write(f"#!/bin/sh\nexec {shlex.join(ssh)} \"$@\"\n")
     os.chmod(wrapper, 0o700)
     return wrapper

@@ -8,6 +8,9 @@ Retention: cell directories older than ``$MLP_MAGIC_LOG_KEEP_DAYS`` days (defaul
 everything) are removed from the log root, once per kernel on its first cell, and once per World
 start on every host by its first engine (each host keeps its own logs). Only directories named
 as cells are named here are touched, and only by their age (name and last change both older).
+
+Every folder made for a cell is 0700 and every file 0600, whatever the umask (engine/private_files):
+they hold every cell's code and output.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import config
+from ..engine.private_files import open_private, private_dirs
 from ..engine.retention import prune
 
 _pruned_roots: set = set()
@@ -51,7 +55,7 @@ _SUMMARY_FIELDS = ("rank", "host", "status", "duration", "truncated")
 
 
 def _write_summary(cell_dir: str, code: str, results: list, extra: dict | None = None) -> None:
-    os.makedirs(cell_dir, exist_ok=True)
+    private_dirs(cell_dir)
     ranks = []
     for result in results:  # plain fields only (no deep copy of outputs): cheap on the GIL
         record = {name: getattr(result, name) for name in _SUMMARY_FIELDS}
@@ -59,7 +63,7 @@ def _write_summary(cell_dir: str, code: str, results: list, extra: dict | None =
             record["error"] = result.error
         ranks.append(record)
     summary = {"code": code, "ranks": ranks, **(extra or {})}
-    with open(os.path.join(cell_dir, "summary.json"), "w") as handle:
+    with open_private(os.path.join(cell_dir, "summary.json")) as handle:
         handle.write(json.dumps(summary, default=str))
 
 
@@ -69,13 +73,13 @@ def write_missing_streams(cell_dir: str, results: list) -> None:
 
 
 def _write_missing_streams(cell_dir: str, results: list) -> None:
-    os.makedirs(cell_dir, exist_ok=True)
+    private_dirs(cell_dir)
     for result in results:
         for stream in ("stdout", "stderr"):
             path = os.path.join(cell_dir, f"rank{result.rank}.{stream}")
             text = getattr(result, stream)
             if text and not os.path.exists(path):
-                with open(path, "w", encoding="utf-8", errors="backslashreplace") as handle:
+                with open_private(path, "w", encoding="utf-8", errors="backslashreplace") as handle:
                     handle.write(text)
 
 
@@ -86,7 +90,7 @@ def write_stacks(cell_dir: str, dumps: dict):
 
 def _write_stacks(cell_dir: str, dumps: dict) -> None:
     folder = os.path.join(cell_dir, "stacks")
-    os.makedirs(folder, exist_ok=True)
+    private_dirs(folder)
     for rank, text in dumps.items():
-        with open(os.path.join(folder, f"rank{rank}.txt"), "w") as handle:
+        with open_private(os.path.join(folder, f"rank{rank}.txt")) as handle:
             handle.write(text)

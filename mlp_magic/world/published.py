@@ -14,6 +14,7 @@ import tempfile
 from datetime import datetime, timezone
 
 from .. import config
+from ..engine.private_files import private_dirs
 
 
 def now_iso() -> str:
@@ -28,7 +29,7 @@ def _path(pid: int, directory: str, host: str | None = None) -> str:
 def private_folder(directory: str) -> None:
     """``directory`` exists and only its owner can list or enter it (a World's record holds the
     key of its agents), whatever the umask; an older, wider folder of ours is narrowed."""
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    private_dirs(directory)
     info = os.stat(directory)
     if info.st_uid == os.getuid() and info.st_mode & 0o077:
         os.chmod(directory, 0o700)

@@ -26,6 +26,7 @@ from ..core.start_budget import busiest_ranks_per_cpu, memory_shortfall, start_b
 from ..core.topology import Topology
 from ..engine import bootstrap as engine_bootstrap
 from ..engine import identity as engine_identity
+from ..engine.private_files import narrow_tree, private_dirs
 from ..errors import MlpMagicError
 from . import published, start_calls
 from .ipp_private import send_interrupt
@@ -84,6 +85,7 @@ class World:
         self.agent_key = None
         self.active_run = None         # the last CellRun sent: later cells must not queue behind it
         self.id = f"{socket.gethostname()}-{os.getpid()}-{next(_counter)}"   # the panel's name for it
+        self.as_root = os.geteuid() == 0   # said in every description: each rank may change anything
         self.live = LiveWorld([row.host for row in self.layout], self.publish)   # rank states
         self.waiters = weakref.WeakSet()   # the Requests in flight, woken when a process of ours ends
         self.lifeline: Lifeline | None = None
@@ -126,6 +128,7 @@ class World:
 
         controller = self.processes[0]
         info = wait_for_file(self.client_file, controller, self.budget.stall_s)
+        narrow_tree(self.workdir)   # the controller's profile: IPython's README is copied 0644
         self.client = ipyparallel.Client(info, timeout=self.budget.stall_s)
         complete_quiet_outputs(self.client)
         _quiet_ipyparallel()
@@ -318,7 +321,8 @@ class World:
         where = "; ".join(f"{h}: ranks {fold_ranks(r)}" for h, r in hosts.items())
         mpi = f"{self.mpi.flavour} {self.mpi.version}" if self.mpi else "no MPI"
         state = "running" if self.alive() else "stopped"
-        return f"World of {self.np} ranks ({mpi}, {self.spec.topology.source}), {state}: {where}"
+        root = ", as root" if self.as_root else ""
+        return f"World of {self.np} ranks ({mpi}, {self.spec.topology.source}{root}), {state}: {where}"
 
     # ----------------------------------------------------------------------------- stop
     def stop(self) -> None:
@@ -375,9 +379,8 @@ def reap_orphans(notice=print) -> None:
 
 
 def _run_dir() -> str:
-    path = os.path.join(config.home(), "run")
-    os.makedirs(path, exist_ok=True)
-    return path
+    """The folder of the Worlds' own folders (0700, as each of them: mkdtemp's)."""
+    return private_dirs(os.path.join(config.home(), "run"))
 
 
 def _quiet_ipyparallel() -> None:
