@@ -2,7 +2,8 @@
 
 ``%%mpirun`` -> ``world.command``; ``%allrun`` / ``%%allrun`` -> ``fanout.magic`` (through the
 live World's engines when it covers the hosts, else ssh); ``%mlp_cluster`` -> ``cluster``;
-``%mlp_stacks`` -> ``stacks.command`` (the same report as ``mlp-magic stacks``).
+``%mlp_stacks`` -> ``stacks.command`` (the same report as ``mlp-magic stacks``); ``%mlp_doctor`` ->
+``doctor.command`` (the same report as ``mlp-magic doctor``).
 """
 from __future__ import annotations
 
@@ -140,6 +141,29 @@ class MlpMagics(Magics):
         else:
             display({"text/plain": report.text.rstrip(), "text/html": report.html}, raw=True)
 
+    @no_var_expand
+    @line_magic
+    @_one_line_errors
+    def mlp_doctor(self, line: str = ""):
+        """Check every host of the job at once and name the odd one out: ``%mlp_doctor [--hostfile F |
+        -H HOSTS] [--package NAME ...] [--timeout S] [--ssh CMD] [--python PATH] [--no-import] [--links
+        [--np N] [--fraction F] [--size MB]] [--json]``. Through the live World's engines when it covers
+        the hosts, else ssh."""
+        import json
+
+        from IPython.display import display
+
+        from .doctor.command import gather
+        from .doctor.options import parse_doctor_line
+
+        options = parse_doctor_line(line, os.environ, self.shell.user_ns)
+        report = gather(options, transport_for=_world_transport_for(mpirun.current_world()))
+        if options.json:
+            print(json.dumps(report.to_json(), indent=1))
+        else:
+            display({"text/plain": report.text.rstrip(), "text/html": report.html}, raw=True)
+        return None
+
     def _store(self, name: str | None, value) -> None:
         """``-o NAME``: the run's Results in the notebook's namespace."""
         if name:
@@ -147,8 +171,8 @@ class MlpMagics(Magics):
 
 
 def _world_transport_for(world):
-    """For ``%mlp_stacks``: the live World's engines reach the hosts it covers (no ssh), as for
-    ``%allrun``; None without a World."""
+    """For ``%mlp_stacks`` and ``%mlp_doctor``: the live World's engines reach the hosts it covers
+    (no ssh), as for ``%allrun``; None without a World."""
     if world is None:
         return None
     from .fanout.via_engines import WorldTransport, covers

@@ -24,9 +24,9 @@ def _expected_gpus(env: Mapping) -> int | None:
     return int(text) if text.isdigit() and int(text) <= 64 else None
 
 
-def gather(options: DoctorOptions, env: Mapping | None = None, transport_for=None, world=None):
+def gather(options: DoctorOptions, env: Mapping | None = None, transport_for=None):
     """The report (``core/doctor.Report``). ``transport_for``: a live World's transport (the
-    magic); ``world``: that World, for ``--links`` on its ranks."""
+    magic's), used where it covers the hosts."""
     from ..core.doctor_checks import Context, check_hosts
     from ..core.topology import topology_from_environment
 
@@ -40,7 +40,7 @@ def gather(options: DoctorOptions, env: Mapping | None = None, transport_for=Non
     if options.links:
         from .links import run_links
 
-        run_links(report, topology, options, env, world)
+        run_links(report, topology, options, env)
     report.seconds = time.monotonic() - started
     return report
 

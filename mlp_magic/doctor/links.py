@@ -1,0 +1,134 @@
+"""``--links``: start the link test on the job's ranks and add what it measured to the report.
+
+The ranks are laid out as ``%%mpirun`` lays them (``core/topology``: every slot, or ``--np``),
+started by the job's own mpiexec (``world/mpi``: the same command line a World's start builds),
+or, on this machine with no MPI, as plain processes. Rank 0 hosts torch.distributed's store on
+the master address. Everything started is stopped when the test ends, fails, or passes its
+deadline; any failure is one finding, never a traceback.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from ..core.doctor_links import add_link_findings
+from ..engine.identity import free_port
+
+MIN_SECONDS = 60.0
+
+
+def _layout(topology, np):
+    """[(host, ranks on it)] and the first rank of each host with ranks."""
+    np = np or topology.total_slots
+    counts = [(host.name, n) for host, n in zip(topology.hosts, topology.ranks_per_host(np, True)) if n]
+    leaders, first = [], 0
+    for _, n in counts:
+        leaders.append(first)
+        first += n
+    return counts, leaders, np
+
+
+def _rank_command(np: int, master: str, leaders: list, options, timeout: float) -> list:
+    return [sys.executable, "-m", "mlp_magic.doctor.links_rank", "--np", str(np), "--master", master,
+            "--bytes", str(int(options.size_mb * 1e6)), "--leaders", ",".join(map(str, leaders)),
+            "--timeout", "%g" % timeout]
+
+
+def _start(topology, counts, command, env, workdir) -> list:
+    """The processes that run every rank: one mpiexec, or plain local processes."""
+    from ..world.mpi import (LaunchPlan, detect_flavour, find_mpiexec, hostfile_text, mpiexec_argv,
+                             names_to_forward)
+
+    path = find_mpiexec(env)
+    np = sum(n for _, n in counts)
+    if path is None:
+        if not topology.is_local:
+            raise RuntimeError("no mpiexec found: the link test needs the job's MPI to start ranks on "
+                               "other hosts")
+        return [subprocess.Popen(command, env=dict(env, MLP_MAGIC_RANK=str(r)), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+                for r in range(np)]
+    mpi = detect_flavour(path)
+    ssh = env.get("MLP_MAGIC_SSH")
+    plan = LaunchPlan(counts=counts, command=command, forward=names_to_forward(env), ssh_agent=ssh or None,
+                      local=topology.is_local, as_root=os.geteuid() == 0,
+                      hostfile_path=os.path.join(workdir, "hostfile"))
+    with open(plan.hostfile_path, "w") as handle:
+        handle.write(hostfile_text(mpi.flavour, counts))
+    return [subprocess.Popen(mpiexec_argv(mpi, plan), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)]
+
+
+def _stop(processes: list) -> None:
+    for process in processes:
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+    for process in processes:
+        process.wait()
+
+
+def _answer(outputs: list) -> dict:
+    """Rank 0's JSON line, else the first error any rank printed, else the launcher's last words."""
+    lines = [line for out, _ in outputs for line in out.splitlines() if line.startswith("{")]
+    answers = []
+    for line in lines:
+        try:
+            answers.append(json.loads(line))
+        except ValueError:
+            pass
+    for answer in answers:
+        if "seconds" in answer:
+            return answer
+    if answers:
+        return {"error": answers[0].get("error", "no answer")}
+    last = [line for _, err in outputs for line in err.splitlines() if line.strip()]
+    return {"error": "the ranks gave no answer" + (f": {last[-1][:300]}" if last else "")}
+
+
+def measure(topology, options, env) -> dict:
+    """The link test's answer (``core/doctor_links.add_link_findings`` reads it)."""
+    counts, leaders, np = _layout(topology, options.np)
+    if np < 2:
+        return {"error": "the link test needs 2 ranks or more (--np 2)", "hosts": [h for h, _ in counts]}
+    timeout = max(MIN_SECONDS, options.timeout * 3)
+    master = f"{topology.master_addr}:{free_port()}"
+    env = dict(env)
+    if topology.is_local:
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        env.update({"OMPI_MCA_btl": env.get("OMPI_MCA_btl", "self,sm,tcp"), "OMPI_MCA_pml": "ob1"})
+    with tempfile.TemporaryDirectory(prefix="mlp-doctor-links-") as workdir:
+        command = _rank_command(np, master, leaders, options, timeout)
+        processes = _start(topology, counts, command, env, workdir)
+        deadline = time.monotonic() + timeout + 5
+        outputs = []
+        try:
+            for process in processes:
+                outputs.append(process.communicate(timeout=max(0.1, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            return {"error": f"the link test did not finish within {timeout:g} s (a hung collective: "
+                             "run again with NCCL_DEBUG=INFO)", "hosts": [h for h, _ in counts]}
+        finally:
+            _stop(processes)
+    answer = _answer(outputs)
+    names = {rank: host for (host, _), rank in zip(counts, leaders)}
+    answer["pairs"] = [[names.get(a, str(a)), names.get(b, str(b)), bw]
+                       for a, b, bw in answer.get("pairs", [])]
+    answer.setdefault("hosts", [h for h, _ in counts])
+    return answer
+
+
+def run_links(report, topology, options, env) -> None:
+    """Measure and add the findings; a failure to start is a finding too."""
+    try:
+        answer = measure(topology, options, env)
+    except Exception as error:   # no mpiexec, an mpiexec that is not MPI, no free port
+        answer = {"error": f"{type(error).__name__}: {error}"[:300], "hosts": list(topology.host_names())}
+    add_link_findings(report, answer, options.fraction)

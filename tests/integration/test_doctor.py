@@ -1,0 +1,127 @@
+"""``mlp-magic doctor`` on this machine: the real probe in a process of its own, bad input as findings
+(an unknown package, no Python, a module whose import raises or hangs), the exit status, --json, the
+link test on 4 local ranks with gloo, and ``%mlp_doctor`` through a live World's engines."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from mlp_magic.world import command
+
+from .conftest import child_pids, run
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def doctor(*args, env=None, timeout=180):
+    environ = dict(os.environ, **(env or {}))
+    for name in ("MLP_MPI_HOSTS", "MLP_MPI_HOSTFILE", "MLP_WORKER_GPU", "MLP_MAGIC_NVML_REPLAY"):
+        if not env or name not in env:
+            environ.pop(name, None)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "mlp_magic.cli", "doctor", *args], env=environ,
+                          capture_output=True, text=True, timeout=timeout)
+    assert "Traceback" not in done.stdout + done.stderr
+    return done, time.monotonic() - started
+
+
+def findings(done) -> dict:
+    return {(f["check"], f["title"]): f for f in json.loads(done.stdout)["findings"]}
+
+
+def test_this_machine_alone_with_an_unknown_package_is_a_warning_and_exit_0():
+    done, _ = doctor("--json", "--no-import", "--package", "no-such-package-xyz")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["hosts"] == ["localhost"] and report["exit_status"] == 0
+    unknown = findings(done)[("software", "package no-such-package-xyz")]
+    assert unknown["severity"] == "warning" and "is the name right?" in unknown["detail"]
+    shared = {s["title"] for s in report["shared"]}
+    assert {"Python", "mlp_magic", "torch", "GPU count", "/dev/shm size"} <= shared
+
+
+def test_no_python_on_the_host_is_an_error_finding_and_exit_1():
+    done, took = doctor("--json", "--python", "/nonexistent/bin/python3", "--timeout", "5")
+    assert done.returncode == 1
+    missing = findings(done)[("reachability", "no Python")]
+    assert missing["hosts"] == ["localhost"] and "exit 127" in missing["detail"]
+    assert took < 5 + 3
+
+
+def test_a_broken_module_and_a_hanging_one_are_findings_within_the_deadline(tmp_path):
+    for name, body in (("ipykernel", "raise ImportError('libzmq.so.5: cannot open shared object file')\n"),
+                       ("hangs_on_import", "import time\ntime.sleep(600)\n")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(body)
+    before = child_pids()
+    done, took = doctor("--json", "--timeout", "6", "--package", "hangs_on_import",
+                        env={"PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 1
+    found = findings(done)
+    assert found[("software", "import ipykernel")]["detail"] == (
+        "ipykernel is installed but `import ipykernel` fails: ImportError: libzmq.so.5: cannot open shared "
+        "object file")
+    late = found[("software", "import hangs_on_import")]
+    assert late["severity"] == "warning" and "deadline" in late["detail"]
+    assert took < 6 + 3, took
+    left = [p for p in psutil.process_iter(["cmdline"])
+            if "hangs_on_import" in " ".join(p.info["cmdline"] or [])]
+    assert left == [] and child_pids() - before == set()
+
+
+def test_bad_options_are_one_line_and_exit_2():
+    for args in (["--timeout", "-1"], ["--package", "bad name!"], ["--fraction", "2"], ["--np", "1"]):
+        done, _ = doctor(*args)
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith("mlp-magic: argument "), done.stderr
+
+
+def test_text_report_errors_first_then_what_is_shared():
+    done, _ = doctor("--no-import", env={"MLP_WORKER_GPU": "8"})
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("mlp-magic doctor: 1 host (localhost) in ")
+    assert lines[2] == "ERROR gpus: GPU count [localhost]"
+    assert lines[3].strip() == "0 GPUs seen, MLP_WORKER_GPU=8"
+    assert "The host that answered:" in lines
+
+
+def test_links_on_four_local_ranks_with_gloo_give_a_bandwidth():
+    before = child_pids()
+    done, took = doctor("-H", "localhost:4", "--links", "--no-import", "--size", "2", "--json")
+    print(f"--links, 4 local ranks: {took:.1f} s")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    links = report["links"]
+    assert links["backend"] == "gloo" and links["ranks"] == 4 and links["bytes"] == 2_000_000
+    assert links["busbw_gbps"] == pytest.approx(links["algbw_gbps"] * 2 * 3 / 4, rel=1e-3)
+    assert links["busbw_gbps"] > 0 and links["pairs"] == []   # one host: no pair of hosts
+    shared = {s["title"]: s["value"] for s in report["shared"]}
+    assert shared["all_reduce gloo"].startswith("busbw ") and "(4 ranks, 2 MB)" in shared["all_reduce gloo"]
+    assert child_pids() - before == set()
+
+
+def test_the_magic_goes_through_the_live_worlds_engines(ip, monkeypatch, capsys):
+    from mlp_magic.doctor import collect
+
+    if command.current_world() is None:
+        assert run(ip, "%%mpirun -np 2\npass") is None
+
+    def no_process_of_our_own(*args, **kwargs):
+        raise AssertionError("the doctor started its own process: the World's engines were not used")
+    monkeypatch.setattr(collect, "_start_runner", no_process_of_our_own)
+    for name in ("MLP_MPI_HOSTS", "MLP_MPI_HOSTFILE", "MLP_WORKER_GPU"):
+        monkeypatch.delenv(name, raising=False)
+    capsys.readouterr()
+    assert ip.run_cell("%mlp_doctor --json --no-import").success
+    report = json.loads(capsys.readouterr().out)
+    assert report["hosts"] == ["localhost"] and report["answered"] == 1
+    assert {"Python", "torch", "GPU count"} <= {s["title"] for s in report["shared"]}
+    result = ip.run_cell("%mlp_doctor --timeout nope")
+    assert "--timeout" in str(result.error_in_exec) and "Traceback" not in capsys.readouterr().out

@@ -1,0 +1,76 @@
+"""doctor/probe (the per-host probe: standard library only, its answer, imports in a child) and
+doctor/options (one parser for the command and the magic; bad input is one MlpMagicError)."""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mlp_magic.doctor import probe
+from mlp_magic.doctor.collect import parse_answer, probe_command
+from mlp_magic.doctor.options import DoctorOptions, parse_doctor_line
+from mlp_magic.errors import MlpMagicError
+
+STDLIB = frozenset(sys.stdlib_module_names)
+
+
+def test_the_probe_imports_the_standard_library_only_at_its_top():
+    tree = ast.parse(Path(probe.__file__).read_text())
+    top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import)
+           for alias in node.names}
+    top |= {node.module.split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom)}
+    assert top <= STDLIB and not any(isinstance(n, ast.ImportFrom) and n.level for n in ast.walk(tree))
+
+
+def test_the_probe_runs_from_its_source_alone_and_answers_json(tmp_path):
+    command = probe_command(DoctorOptions(timeout=20, no_import=True), str(tmp_path))
+    done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60, cwd="/")
+    facts = parse_answer(done.stdout)
+    assert isinstance(facts, dict), (facts, done.stderr)
+    assert facts["host"]["disk"]["path"] == str(tmp_path) and facts["packages"]["mlp_magic"]["installed"]
+    assert "python" in facts and facts["problems"] == []
+
+
+def test_an_import_that_crashes_python_names_its_package(tmp_path, monkeypatch):
+    (tmp_path / "crashes.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    (tmp_path / "fine.py").write_text("__version__ = '3.2'\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    import time
+
+    answers = probe.import_packages(["fine", "crashes"], time.monotonic() + 30)
+    assert answers["fine"]["version"] == "3.2"
+    assert answers["crashes"] == {"error": "import crashed Python (signal 11)"}
+
+
+def test_answers_that_are_not_the_probes():
+    assert parse_answer('motd line\n{"probe": 1, "x": 2}\n') == {"probe": 1, "x": 2}
+    assert parse_answer("").startswith("bad answer: no JSON")
+    assert parse_answer('{"probe": 1').startswith("bad answer: ")
+    assert parse_answer('{"other": 1}') == "bad answer: not the probe's"
+
+
+def test_the_magic_line():
+    options = parse_doctor_line("-H worker[0-1] --package pip --package pip --links --np 4 --json", {})
+    assert (options.hosts, options.packages, options.links, options.np, options.json) == (
+        "worker[0-1]", ("pip",), True, 4, True)
+    with pytest.raises(MlpMagicError, match=r"^%mlp_doctor: .*--fraction.*usage: %mlp_doctor"):
+        parse_doctor_line("--fraction 0", {})
+
+
+@given(st.text(max_size=60))
+def test_any_line_parses_or_is_one_clear_error(line):
+    try:
+        parse_doctor_line(line, {"HOME": "/root"})
+    except MlpMagicError as error:
+        assert str(error).startswith("%mlp_doctor") and "\n" not in str(error)
+
+
+def test_the_probe_answer_is_plain_json(tmp_path):
+    facts = probe.probe(["--timeout", "10", "--no-import", "--no-gpus", "--workdir", str(tmp_path)])
+    assert json.loads(json.dumps(facts)) == facts
