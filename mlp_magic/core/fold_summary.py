@@ -5,8 +5,10 @@ Its summary, in this order:
   - the same token on every rank: the token itself;
   - an integer equal to the rank on every rank: ``{rank}`` (then ``{local_rank}``,
     ``{node_rank}``, when the caller gives those maps);
-  - integers (and hex ids): ``{min..max}``;
-  - floats: ``{min..max ~median}`` (the median is the lower middle value, as printed).
+  - at most ``MAX_LISTED_VALUES`` distinct values: each of them, in numeric order:
+    ``{0.50,0.51,0.52,0.53}`` (a range would hide what a few lines show plainly);
+  - more integers (and hex ids): ``{min..max}``;
+  - more floats: ``{min..max ~median}`` (the median is the lower middle value, as printed).
 
 The outlier rule (also in the README): nan and inf are always outliers. A finite value x is an
 outlier when |x - median| > 5 sigma, sigma estimated robustly from the finite values:
@@ -32,6 +34,9 @@ SIGMAS = 5.0
 MAD_TO_SIGMA = 1.4826
 MEAN_AD_TO_SIGMA = 1.2533
 MIN_VALUES_FOR_OUTLIERS = 5
+# A field with at most this many distinct values lists them instead of a range: every value of
+# one node of 8 GPUs, and a field that splits 512 ranks into a few camps (epoch 3 and 4).
+MAX_LISTED_VALUES = 8
 
 
 class Outlier(Record, frozen=True):
@@ -64,7 +69,27 @@ def summarise(tokens, keys, *, sortable: bool = False, follows=(), kinds: set | 
         for name, expected in follows:
             if tokens == expected:
                 return FieldSummary(f"{{{name}}}", varies=True)
-    if sortable:
+    summary = _ranged(tokens, keys, ranked, kinds)
+    # (the first few tokens all differ, as on most fields of many ranks: no set of them all)
+    if len(set(tokens[:MAX_LISTED_VALUES + 1])) <= MAX_LISTED_VALUES:
+        values = _finite_in_order(set(tokens), kinds)
+        if 1 < len(values) <= MAX_LISTED_VALUES:
+            return FieldSummary("{" + ",".join(values) + "}", varies=True, outliers=summary.outliers)
+    return summary
+
+
+def _finite_in_order(distinct: set, kinds: set) -> list:
+    """The distinct tokens in numeric order, less nan and inf (those are named as outliers)."""
+    if HEX in kinds and kinds != {HEX}:   # hex ids mixed with decimals: nothing to order them by
+        return sorted(distinct)
+    parse = (lambda t: int(t, 16)) if kinds == {HEX} else int if kinds == {INT} else float
+    values = [(parse(t), t) for t in distinct]
+    return [t for _, t in sorted((v, t) for v, t in values if not _non_finite(v))]
+
+
+def _ranged(tokens, keys, ranked, kinds: set) -> FieldSummary:
+    """A varying field that does not follow a rank: a range, and its outliers."""
+    if ranked is not None:
         return _summarise_sorted(tokens, keys, ranked, float)
     if kinds == {HEX}:
         low, high = _extremes(tokens, lambda t: int(t, 16))

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from mlp_magic.core import fold_columns, fold_shapes
 from mlp_magic.core.fold import FoldedGroup, fold_groups
 from mlp_magic.core.fold_numbers import mask_line
-from mlp_magic.core.fold_summary import summarise
+from mlp_magic.core.fold_summary import MAX_LISTED_VALUES, summarise
 from mlp_magic.core.grouping import OutputGroup, group_results
 from mlp_magic.core.render_text import render_groups_text
 from mlp_magic.core.results import ERROR, OK, TIMEOUT, HostResult, RankResult
@@ -54,7 +54,7 @@ def test_a_line_only_rank_0_prints_does_not_stop_the_rest_folding():
     group, = shown(results)
     assert [(line.keys, line.text) for line in group.lines] == [
         ((0,), "=== training 8 ranks ==="),
-        (None, "step 10 loss {0.5000..0.5070 ~0.5030} rank {rank}"),
+        (None, "step 10 loss {0.5000,0.5010,0.5020,0.5030,0.5040,0.5050,0.5060,0.5070} rank {rank}"),
         ((0,), "done"),
     ]
     assert "[rank 0] === training 8 ranks ===" in render_groups_text([group])
@@ -74,7 +74,7 @@ def test_exact_groups_fold_with_their_member_counts():
     results = [RankResult(r, "h", stdout=f"value {r % 2}\n") for r in range(6)]
     group, = shown(results)
     assert group.keys == tuple(range(6)) and len(group.exact) == 2
-    assert group.lines[0].text == "value {0..1}"
+    assert group.lines[0].text == "value {0,1}"
 
 
 def test_tracebacks_with_different_numbers_are_one_group():
@@ -85,7 +85,7 @@ def test_tracebacks_with_different_numbers_are_one_group():
                             f"IndexError: index {100 + r} is out of bounds for size 64\n")
     groups = shown(results)
     assert [(g.keys, g.status) for g in groups] == [((0, 2, 4), OK), ((1, 3, 5), ERROR)]
-    assert groups[1].lines[-1].text == "IndexError: index {101..105} is out of bounds for size 64"
+    assert groups[1].lines[-1].text == "IndexError: index {101,103,105} is out of bounds for size 64"
 
 
 def test_different_statuses_and_unrelated_outputs_never_fold():
@@ -100,13 +100,13 @@ def test_local_and_node_rank_are_recognised_when_given():
     results = [RankResult(r, f"w{r // 4}", stdout=f"device cuda:{r % 4} node {r // 4}\n") for r in range(8)]
     follows = {"local_rank": {r: r % 4 for r in range(8)}, "node_rank": {r: r // 4 for r in range(8)}}
     assert shown(results, follows=follows)[0].lines[0].text == "device cuda:{local_rank} node {node_rank}"
-    assert shown(results)[0].lines[0].text == "device cuda:{0..3} node {0..1}"
+    assert shown(results)[0].lines[0].text == "device cuda:{0,1,2,3} node {0,1}"
 
 
 def test_hex_ids_fold_though_each_output_is_scanned_alone():
     results = [RankResult(r, "h", stdout=f"<Model object at 0x7f{r:04x}1a>\n") for r in range(5)]
     group, = shown(results)
-    assert group.lines[0].text == "<Model object at {0x7f00001a..0x7f00041a}>"
+    assert group.lines[0].text == "<Model object at {0x7f00001a,0x7f00011a,0x7f00021a,0x7f00031a,0x7f00041a}>"
 
 
 def test_output_holding_the_mask_character_is_shown_exactly():
@@ -122,7 +122,7 @@ def test_hosts_fold_too_without_rank_fields():
     results.append(HostResult("worker9", stdout="free 1004 MiB\n", status="failed", exit_code=2))
     groups = shown(results)
     assert [g.keys for g in groups] == [("worker0", "worker1", "worker2", "worker3"), ("worker9",)]
-    assert groups[0].lines[0].text == "free {1000..1003} MiB"
+    assert groups[0].lines[0].text == "free {1000,1001,1002,1003} MiB"
     assert groups[0].label == "worker[0-3] (4)"
 
 
@@ -266,3 +266,21 @@ def test_the_512_rank_loss_print_is_at_most_5_lines(ranks):
     text = render_groups_text(shown(results))
     assert len(text.splitlines()) <= 5
     assert "  ! rank 300: loss nan" in text
+
+
+@given(st.sampled_from([4, MAX_LISTED_VALUES - 1, MAX_LISTED_VALUES, MAX_LISTED_VALUES + 1, 64, 512]),
+       st.integers(1, 3))
+@settings(max_examples=60, deadline=None)
+def test_the_loss_print_shows_every_value_up_to_the_threshold_in_a_bounded_number_of_lines(ranks, camps):
+    """Each rank prints its loss (its own) and its epoch (one of a few camps): the loss is listed
+    while the ranks are few, a range beyond; the epoch is always listed; one group, one line."""
+    results = [RankResult(r, f"worker{r // 8}",
+                          stdout=f"epoch {3 + r % camps} loss {0.5 + r / 1000:.4f} rank {r}\n")
+               for r in range(ranks)]
+    lines = render_groups_text(shown(results)).splitlines()
+    assert len(lines) == 2
+    epochs = "{" + ",".join(str(3 + c) for c in range(camps)) + "}" if camps > 1 else "3"
+    losses = [f"{0.5 + r / 1000:.4f}" for r in range(ranks)]
+    loss = "{" + ",".join(losses) + "}" if ranks <= MAX_LISTED_VALUES else \
+        f"{{{losses[0]}..{losses[-1]} ~{losses[(ranks - 1) // 2]}}}"
+    assert lines[1] == f"epoch {epochs} loss {loss} rank {{rank}}"

@@ -45,7 +45,9 @@ def test_other_ints_are_a_range_and_floats_a_range_with_median():
 
 
 def test_hex_ids_are_a_range():
-    assert summarise(("0x7f10", "0x7f0a", "0x7fff"), keys(3)).text == "{0x7f0a..0x7fff}"
+    assert summarise(("0x7f10", "0x7f0a", "0x7fff"), keys(3)).text == "{0x7f0a,0x7f10,0x7fff}"   # listed
+    many = tuple(hex(0x7f00 + 16 * r) for r in range(12))
+    assert summarise(many, keys(12)).text == "{0x7f00..0x7fb0}"
     assert summarise(("0x10", "16"), keys(2)).varies
 
 
@@ -150,3 +152,50 @@ def test_the_sorted_string_shortcut_gives_the_general_answer(ints, decimals):
     general = summarise(tokens, keys(len(tokens)))
     assert fast.text == general.text
     assert {k for o in fast.outliers for k in o.keys} == {k for o in general.outliers for k in o.keys}
+
+
+# ---------------------------------------------------------------- a handful of values: listed
+LIMIT = fold_summary.MAX_LISTED_VALUES
+
+
+@st.composite
+def field_with_distinct_values(draw):
+    """A field of some ranks holding 2 .. LIMIT + 2 distinct floats of one print width, in any
+    order and with repeats: at, below and above the listing threshold."""
+    count = draw(st.integers(2, LIMIT + 2))
+    values = draw(st.lists(st.integers(0, 9999), min_size=count, max_size=count, unique=True))
+    tokens = [f"{v / 10000:.4f}" for v in values]
+    extra = draw(st.lists(st.sampled_from(tokens), max_size=40))
+    return tuple(draw(st.permutations(tokens + extra))), sorted(tokens)
+
+
+@given(field_with_distinct_values())
+@settings(max_examples=400)
+def test_a_handful_of_distinct_values_is_listed_and_more_are_a_range(field):
+    tokens, distinct = field
+    text = summarise(tokens, keys(len(tokens))).text
+    if len(distinct) <= LIMIT:
+        assert text == "{" + ",".join(distinct) + "}"
+    else:
+        assert text == f"{{{distinct[0]}..{distinct[-1]} ~{sorted(tokens)[(len(tokens) - 1) // 2]}}}"
+    fast = summarise(tokens, keys(len(tokens)), sortable=True)    # the sorted-string path agrees
+    assert fast.text == text
+
+
+@given(st.integers(LIMIT - 1, LIMIT + 1), st.sampled_from(["int", "hex"]))
+def test_integers_and_hex_ids_list_up_to_the_threshold(count, kind):
+    tokens = tuple(str(100 + 7 * i) if kind == "int" else hex(0x7f00 + 16 * i)
+                   for i in reversed(range(count)))
+    text = summarise(tokens, keys(count)).text
+    if count <= LIMIT:
+        assert text == "{" + ",".join(reversed(tokens)) + "}"
+    else:
+        assert text == f"{{{tokens[-1]}..{tokens[0]}}}"
+
+
+def test_listed_values_leave_nan_and_inf_to_the_outliers():
+    tokens = ("0.5", "0.6", "nan", "0.5", "inf")
+    summary = summarise(tokens, keys(5))
+    assert summary.text == "{0.5,0.6}"
+    assert summary.outliers == (Outlier((2,), "nan"), Outlier((4,), "inf"))
+    assert summarise(("0.5", "nan", "0.5"), keys(3)).text == "0.5"   # one finite value: itself

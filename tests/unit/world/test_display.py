@@ -30,7 +30,7 @@ def test_the_summary_folds_unless_told_otherwise():
     layout = topology_from_environment({}, hosts="w0:4,w1:4").layout(8)
     folded = display.summary(results, group=True, diff=False, footer="8 ranks", html_too=True, fold=True,
                              follows=display.rank_maps(layout))
-    line = "step 1 loss {0.5000..0.5070 ~0.5030} on cuda:{local_rank}"
+    line = "step 1 loss {0.5000,0.5010,0.5020,0.5030,0.5040,0.5050,0.5060,0.5070} on cuda:{local_rank}"
     assert folded["text/plain"].splitlines()[1:] == [line, "8 ranks"]
     assert 'data-folded="1"' in folded["text/html"]
     for exact in (display.summary(results, group=True, diff=False, footer="", html_too=False),
