@@ -1,7 +1,9 @@
 """``%allrun`` through a live World: run a shell command on this engine's host (its first rank).
 
-Lines are printed as they come (the client streams them, tagged by host); the process runs in a
-session of its own so a timeout or an interrupt kills everything it started.
+The command runs by allrun's one rule (core/host_command: the kernel's folder else $HOME, bash,
+the forwarded and host variables), without this rank's own variables: as over ssh, it is no
+rank. Lines are printed as they come (the client streams them, tagged by host); the process
+runs in a session of its own so a timeout or an interrupt kills everything it started.
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import sys
 import threading
 import time
 
+from ..core.host_command import shell_argv, without_rank_variables
+
 
 def _kill_group(proc) -> None:
     try:
@@ -21,15 +25,14 @@ def _kill_group(proc) -> None:
     proc.wait()
 
 
-def run_shell(command: str, timeout: float | None = None) -> dict:
-    """``%allrun`` through a live World: run ``command`` on this engine's host with bash.
-
-    Lines are printed as they come (the client streams them, tagged by host); the process
-    runs in its own session so a timeout kills everything it started.
-    """
+def run_shell(command: str, timeout: float | None = None, folder: str = "",
+              variables: dict | None = None) -> dict:
+    """Run ``command`` on this engine's host in ``folder`` (else $HOME) with ``variables``
+    (core/host_command.host_variables, made by the kernel); the exit code, or timed out."""
     started = time.monotonic()
-    proc = subprocess.Popen(["bash", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
+    proc = subprocess.Popen(shell_argv(folder, command, variables or {}), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                            start_new_session=True, env=without_rank_variables(os.environ))
 
     def pump(source, sink):
         for line in source:

@@ -5,8 +5,10 @@ every host the command targets (``%allrun pip install x`` before ``import x`` in
 """
 from __future__ import annotations
 
+import os
 import time
 
+from ..core.host_command import caller_folder, host_variables
 from ..core.placement import first_rank_per_host
 from ..core.results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
 from ..engine.shell import run_shell
@@ -45,7 +47,10 @@ class WorldTransport:
         first = first_rank_per_host(world.layout)
         started = time.monotonic()
         engines = {host: world.client[world.rank_to_engine[first[host]]] for host in host_names}
-        pending = {host: engines[host].apply_async(run_shell, command, timeout) for host in host_names}
+        folder, count = caller_folder(os.getcwd), len(host_names)
+        pending = {host: engines[host].apply_async(run_shell, command, timeout, folder,
+                                                   host_variables(os.environ, host, index, count))
+                   for index, host in enumerate(host_names)}
         # reply and output both: else a host's last lines can come after its reply
         requests = Requests(world, [first[host] for host in host_names],
                             [request_futures(pending[host]) for host in host_names],

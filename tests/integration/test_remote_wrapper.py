@@ -8,12 +8,13 @@ import subprocess
 
 import pytest
 
+from mlp_magic.core.host_command import script_arguments
 from mlp_magic.fanout.ssh.argv import GO_WRAPPER, WRAPPER, remote_command
 
 
 def run_wrapper(wrapper: str, command: str, *, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 ignore_sigpipe: bool = False, input_bytes: bytes | None = None):
-    remote = remote_command(wrapper, "mlp_allrun", "tok3", command)
+    remote = remote_command(wrapper, "mlp_allrun", "tok3", *script_arguments(os.getcwd(), command, {}))
 
     def child_setup():
         if ignore_sigpipe:
@@ -72,3 +73,14 @@ def test_a_copy_cut_short_leaves_nothing_and_says_so(tmp_path):
                            capture_output=True, timeout=20)
     assert whole.returncode == 0 and dest.read_bytes() == src.read_bytes()
     assert os.listdir(dest.parent) == ["dest.whl"]
+
+
+def test_a_folder_missing_on_the_host_starts_the_command_in_home(tmp_path, monkeypatch):
+    """allrun's folder rule (core/host_command): the caller's folder where it exists, else $HOME."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    remote = remote_command(WRAPPER, "mlp_allrun", "tok3",
+                            *script_arguments(str(tmp_path / "gone"), "pwd; echo $X", {"X": "a  'b'"}))
+    done = subprocess.run(["sh", "-c", remote], capture_output=True, text=True, timeout=20)
+    assert done.stdout == f"{home}\na 'b'\n"

@@ -36,6 +36,15 @@ def allrun(bed, *args, env=None, timeout=60, prefix=()):
     return done
 
 
+def from_a_removed_folder(tmp_path) -> tuple:
+    """A ``prefix`` for ``allrun``: it starts in a folder that no host has (removed just before:
+    the namespace hosts share this file system), so each host runs in its own home
+    (core/host_command's folder rule)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    return ("sh", "-c", 'cd "$0" && rmdir "$0" && exec "$@"', str(gone))
+
+
 def by_host(done) -> dict:
     return {entry["host"]: entry for entry in json.loads(done.stdout)}
 
@@ -205,7 +214,7 @@ def test_copy_puts_the_file_in_every_hosts_own_home(healthy_testbed, tmp_path):
     payload.write_bytes(b"#!/bin/sh\necho payload \xe2\x9c\x93\n")
     payload.chmod(0o750)
     done = allrun(bed, "--json", "-H", HOSTS, "--copy", str(payload), "mlpt-payload.sh", "--",
-                  "./mlpt-payload.sh; stat -c %a mlpt-payload.sh")
+                  "./mlpt-payload.sh; stat -c %a mlpt-payload.sh", prefix=from_a_removed_folder(tmp_path))
     assert done.returncode == 0, done.stderr
     assert {e["stdout"] for e in by_host(done).values()} == {"payload \u2713\n750\n"}
     for host in bed.hosts:  # each host has its own home directory: really one copy per host
@@ -359,7 +368,8 @@ def test_pip_install_of_a_copied_wheel_lands_on_every_host(healthy_testbed, tmp_
     python = sys.executable
     install = (f"{python} -m pip install -q --no-deps --no-index --disable-pip-version-check "
                f"--target $HOME/mlpt-site $HOME/{os.path.basename(wheel)}")
-    done = allrun(bed, "-H", HOSTS, "--copy", wheel, os.path.basename(wheel), "--", install, timeout=300)
+    done = allrun(bed, "-H", HOSTS, "--copy", wheel, os.path.basename(wheel), "--", install, timeout=300,
+                  prefix=from_a_removed_folder(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     check = f"PYTHONPATH=$HOME/mlpt-site {python} -c 'import mlpt_tiny, os; print(mlpt_tiny.__file__)'"
     results = by_host(allrun(bed, "--json", "-H", HOSTS, "--", check))

@@ -159,7 +159,8 @@ STDLIB_AT_START = STDLIB_AT_IMPORT | {"collections.abc", "errno", "math", "resou
 OURS_AT_IMPORT = {"mlp_magic", "mlp_magic.errors", "mlp_magic.fanout", "mlp_magic.fanout.command",
                   "mlp_magic.fanout.ssh", "mlp_magic.fanout.ssh.interrupts"}
 OURS_AT_START = OURS_AT_IMPORT | {
-    "mlp_magic.config", "mlp_magic.core", "mlp_magic.core.hostfile", "mlp_magic.core.local_names",
+    "mlp_magic.config", "mlp_magic.core", "mlp_magic.core.host_command", "mlp_magic.core.hostfile",
+    "mlp_magic.core.local_names",
     "mlp_magic.core.ranges", "mlp_magic.core.records", "mlp_magic.core.results",
     "mlp_magic.core.topology", "mlp_magic.fanout.options", "mlp_magic.fanout.plan",
     "mlp_magic.fanout.ssh", "mlp_magic.fanout.ssh.argv", "mlp_magic.fanout.ssh.spawn",

@@ -10,8 +10,9 @@ On the remote side the command runs under a small ``sh`` wrapper that
 - when its stdin is free (all but a ``--copy``), waits for a "go" line on stdin first: allrun
   writes it once the marker arrived (and the host names were found good, when that check runs
   alongside), so a host given up before that runs nothing, even if its session starts later;
-- runs the command with bash (sh where there is no bash).
-The local machine (the embedded default) is run with a local ``sh``, no ssh.
+- then runs ``core/host_command.RUN_SCRIPT``: the caller's folder (else $HOME), the forwarded and
+  host variables, and the command with bash (sh where there is no bash), as every transport does.
+The local machine (the embedded default) runs the same script with a local ``sh``, no ssh.
 
 Pure but for ``control_dir`` (makes the directory), ``find_program`` and ``check_copy_source``
 (look at files): no subprocess, no asyncio (the CLI uses this module before either is imported).
@@ -25,6 +26,7 @@ import shlex
 import stat
 
 from ... import config
+from ...core.host_command import RUN_SCRIPT
 from ...core.hostfile import reject_duplicates
 from ...core.local_names import is_this_machine
 from ...errors import MlpMagicError
@@ -35,13 +37,10 @@ _SAFE_HOST = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_])?$|^\[?[0
 _SAFE_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 # Runs as the remote login shell's command, exec'd, so $$ stays the session leader's pid (its
-# process group). $1 = token, $2 = the user's command. Only execs: no process is added.
-# A marker that cannot be written (the channel closed: allrun gave up on this host) runs nothing,
-# even where SIGPIPE is ignored.
-WRAPPER = (
-    'echo "__mlp_allrun_started_$1_$$__" >&2 || exit 141; '
-    'if command -v bash >/dev/null 2>&1; then exec bash -c "$2"; fi; exec sh -c "$2"'
-)
+# process group). $1 = token, then RUN_SCRIPT's arguments (core/host_command.script_arguments).
+# Only execs: no process is added. A marker that cannot be written (the channel closed: allrun
+# gave up on this host) runs nothing, even where SIGPIPE is ignored.
+WRAPPER = 'echo "__mlp_allrun_started_$1_$$__" >&2 || exit 141; shift; ' + RUN_SCRIPT
 # The same, but the command waits for a "go" line on stdin; end of input instead means "abort":
 # nothing runs.
 GO_WRAPPER = WRAPPER.replace('exit 141; ', 'exit 141; IFS= read -r go && [ "$go" = go ] || exit 0; ', 1)

@@ -17,6 +17,8 @@ import signal
 import time
 
 from ... import config
+from ...core.host_command import (caller_folder, host_variables, script_arguments, shell_argv,
+                                  without_rank_variables)
 from ...errors import MlpMagicError
 from .argv import (GO_WRAPPER, WRAPPER, as_targets, control_dir, destination, find_program, remote_command,
                    ssh_options)
@@ -48,7 +50,7 @@ posix_spawn_usable = hasattr(os, "posix_spawn") and os.path.isdir("/proc/self/fd
 
 
 def spawn(argv: list, stdin_path: str | None = None, stdin_pipe: bool = False,
-          inherited: list | None = None):
+          inherited: list | None = None, env=None):
     """Start ``argv`` in a session of its own (a terminal's Ctrl-C reaches us, not it) with
     stdout and stderr on pipes, stdin from ``stdin_path``, a pipe, or /dev/null; a Spawned (or,
     where posix_spawn cannot do all that, a subprocess.Popen: the same interface).
@@ -61,29 +63,30 @@ def spawn(argv: list, stdin_path: str | None = None, stdin_pipe: bool = False,
     between would leak (subprocess has no such window); ssh closes any it inherits itself.
     ``inherited``: that list, made once for many starts in a row (``inheritable_descriptors``):
     listing them for each start costs time in proportion to the pipes already open, which made
-    the starts of 2,000 hosts quadratic (7 s)."""
+    the starts of 2,000 hosts quadratic (7 s). ``env``: the child's environment (ours if None)."""
     global posix_spawn_usable
     if posix_spawn_usable:
         try:
-            return _posix_spawn(argv, stdin_path, stdin_pipe, inherited)
+            return _posix_spawn(argv, stdin_path, stdin_pipe, inherited, env)
         except NotImplementedError:   # a libc without POSIX_SPAWN_SETSID, or /proc went away
             posix_spawn_usable = False
-    return _popen(argv, stdin_path, stdin_pipe)
+    return _popen(argv, stdin_path, stdin_pipe, env)
 
 
-def _popen(argv: list, stdin_path: str | None, stdin_pipe: bool):
+def _popen(argv: list, stdin_path: str | None, stdin_pipe: bool, env=None):
     import subprocess
 
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.PIPE if stdin_pipe else subprocess.DEVNULL
     try:
         return subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                bufsize=0, start_new_session=True)
+                                bufsize=0, start_new_session=True, env=env)
     finally:
         if stdin_path:
             stdin.close()   # the child has its own copy
 
 
-def _posix_spawn(argv: list, stdin_path: str | None, stdin_pipe: bool, inherited: list | None) -> Spawned:
+def _posix_spawn(argv: list, stdin_path: str | None, stdin_pipe: bool, inherited: list | None,
+                 env=None) -> Spawned:
     program = find_program(argv[0])
     if program is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
@@ -100,7 +103,8 @@ def _posix_spawn(argv: list, stdin_path: str | None, stdin_pipe: bool, inherited
         placed = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(stdio)]
         inherited = inheritable_descriptors() if inherited is None else inherited
         closed = [(os.POSIX_SPAWN_CLOSE, fd) for fd in inherited]
-        pid = os.posix_spawn(program, argv, os.environ, file_actions=placed + closed, setsid=True,
+        pid = os.posix_spawn(program, argv, os.environ if env is None else env,
+                             file_actions=placed + closed, setsid=True,
                              setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
     except BaseException:
         for fd in ours:
@@ -185,7 +189,9 @@ def gated(check_names: bool, stdin_path: str | None, fanout: int, count: int) ->
 
 class Launch:
     """Starts each host's process (ssh with the wrapper, or ``sh`` for the local machine) with
-    ``spawn``; ``start_all`` may run before any event loop exists."""
+    ``spawn``; ``start_all`` may run before any event loop exists. Each runs the command by
+    allrun's one rule (core/host_command): in our working folder where it exists, with our
+    forwarded variables and the host's place in ``targets``."""
 
     def __init__(self, targets: list, command: str, *, ssh=("ssh",), connect_timeout: float = 10.0,
                  control: str | None = None, local: bool | None = None, gated: bool = False,
@@ -206,6 +212,7 @@ class Launch:
         self.stdin_path = stdin_path
         self.waits_for_go = not self.local and not stdin_path
         self.token = os.urandom(8).hex()
+        self.folder = caller_folder(os.getcwd)
         self.started: dict = {}     # index -> process started ahead, not yet taken by the runner
         self.started_at: dict = {}  # index -> monotonic time its process started
         self._lock = _thread.allocate_lock()   # the runner takes processes from another thread
@@ -215,11 +222,12 @@ class Launch:
         return None if self.local else f"__mlp_allrun_started_{self.token}{index}_".encode()
 
     def argv(self, index: int) -> list[str]:
+        variables = host_variables(os.environ, self.targets[index].name, index, len(self.targets))
         if self.local:
-            return ["sh", "-c", 'if command -v bash >/dev/null 2>&1; then exec bash -c "$1"; '
-                                'else exec sh -c "$1"; fi', "mlp_allrun", self.command]
+            return shell_argv(self.folder, self.command, variables)
         wrapper = GO_WRAPPER if self.waits_for_go else WRAPPER
-        remote = remote_command(wrapper, "mlp_allrun", f"{self.token}{index}", self.command)
+        remote = remote_command(wrapper, "mlp_allrun", f"{self.token}{index}",
+                                *script_arguments(self.folder, self.command, variables))
         return [*self.ssh, *ssh_options(self.connect_timeout, self.control),
                 *destination(self.targets[index]), remote]
 
@@ -267,7 +275,9 @@ class Launch:
     def _spawn(self, index: int, inherited: list | None = None):
         try:
             self.started_at[index] = time.monotonic()
-            return spawn(self.argv(index), self.stdin_path, stdin_pipe=self.waits_for_go, inherited=inherited)
+            env = without_rank_variables(os.environ) if self.local else None   # (ssh's session has none)
+            return spawn(self.argv(index), self.stdin_path, stdin_pipe=self.waits_for_go, inherited=inherited,
+                         env=env)
         except OSError as error:
             if self.stdin_path and error.filename == self.stdin_path:
                 raise MlpMagicError(f"cannot read {self.stdin_path!r}: {error.strerror}") from None

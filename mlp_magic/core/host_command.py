@@ -1,0 +1,80 @@
+"""How allrun runs a command on a host, whatever reaches the host: ssh, a World's engine, or this
+machine. One shell, one working folder rule, one environment (README, "`%allrun`"):
+
+- **shell**: ``bash -c COMMAND`` (``sh -c`` where a host has no bash), neither a login nor an
+  interactive shell, so ``$0`` is ``bash`` and no profile or rc file is read by allrun itself;
+- **folder**: the caller's working folder (a notebook's: the kernel's; the ``allrun`` command's:
+  where it was started) where that folder exists on the host, else the home folder (``$HOME``),
+  as Open MPI does for ranks;
+- **environment**: what a process started on that host has (ssh's session there; the engine's,
+  less the variables that make a process a rank of a job: ``RANK``, ``OMPI_COMM_WORLD_*``,
+  ``PMIX_*``...), plus the caller's ``PATH``, ``LD_LIBRARY_PATH``, ``PYTHONPATH`` and
+  ``VIRTUAL_ENV`` (those mpiexec forwards to every rank: ``pip`` is the notebook's ``pip`` on
+  every host), plus the host's place in the command's host list: ``ALLRUN_HOST`` (its name as
+  listed), ``ALLRUN_HOST_INDEX`` (0, 1, ...) and ``ALLRUN_HOST_COUNT``.
+
+``RUN_SCRIPT`` does the folder, the variables and the shell in ``sh``; every transport runs it
+(ssh behind its marker, ``fanout/ssh/argv``). Pure: the caller hands it the environment.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping  # not typing: its import slows the allrun CLI's start
+
+# The caller's variables every host gets: the ones mpiexec forwards to ranks (world/mpi).
+FORWARDED = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV")
+HOST, HOST_INDEX, HOST_COUNT = "ALLRUN_HOST", "ALLRUN_HOST_INDEX", "ALLRUN_HOST_COUNT"
+
+# What makes a process a rank of a job (set by the World's bootstrap, torchrun, the launcher):
+# a command run once per host is no rank, and an MPI program it starts must not join the job.
+RANK_NAMES = frozenset({
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
+    "MASTER_ADDR", "MASTER_PORT", "MLP_MAGIC_RANK", "MLP_MAGIC_WORLD_SIZE", "MLP_MAGIC_WORLD_ID",
+    "OMPI_UNIVERSE_SIZE", "OMPI_FILE_LOCATION", "OMPI_ARGV", "OMPI_COMMAND", "OMPI_NUM_APP_CTX",
+    "OMPI_MCA_initial_wdir", "OMPI_MCA_num_procs", "OMPI_MCA_orte_ess_jobid", "MPI_LOCALRANKID",
+})
+# (a site's own OMPI_MCA_* settings stay)
+RANK_PREFIXES = ("OMPI_COMM_WORLD_", "OMPI_WORLD_", "OMPI_MCA_ess_base_", "PMIX_", "PMI_", "PRTE_",
+                 "HYDRA_", "HYDI_", "IPP_", "TORCHELASTIC_")
+
+# sh; $1 the folder, $2 the command, then NAME=value words to export. Only execs at the end:
+# the process (and its group) stays the one the transport started.
+RUN_SCRIPT = (
+    'cd -- "$1" 2>/dev/null || cd; __mlp_command=$2; shift 2; '
+    'for __mlp_word do export "$__mlp_word"; done; unset __mlp_word; '
+    'if command -v bash >/dev/null 2>&1; then exec bash -c "$__mlp_command"; fi; '
+    'exec sh -c "$__mlp_command"'
+)
+NAME = "allrun"   # $0 of RUN_SCRIPT's own sh (never seen by the command: bash's $0 is "bash")
+
+
+def host_variables(env: Mapping, host: str, index: int, count: int) -> dict:
+    """What ``RUN_SCRIPT`` exports on host ``index`` of ``count`` named ``host``: the forwarded
+    variables that ``env`` (the caller's) sets, and the host's place."""
+    found = {name: env[name] for name in FORWARDED if name in env}
+    found.update({HOST: host, HOST_INDEX: str(index), HOST_COUNT: str(count)})
+    return found
+
+
+def script_arguments(folder: str, command: str, variables: Mapping) -> list:
+    """``RUN_SCRIPT``'s arguments after ``$0``."""
+    return [folder, command, *(f"{name}={value}" for name, value in variables.items())]
+
+
+def shell_argv(folder: str, command: str, variables: Mapping) -> list:
+    """The argv that runs ``command`` on this host by the rules above (this machine, an engine)."""
+    return ["sh", "-c", RUN_SCRIPT, NAME, *script_arguments(folder, command, variables)]
+
+
+def without_rank_variables(env: Mapping) -> dict:
+    """``env`` less what makes a process a rank (an engine's environment -> a host's)."""
+    return {name: value for name, value in env.items()
+            if name not in RANK_NAMES and not name.startswith(RANK_PREFIXES)}
+
+
+def caller_folder(getcwd) -> str:
+    """The caller's working folder (``getcwd``: os.getcwd); "" when it was removed: the hosts
+    then start in their home folder."""
+    try:
+        return getcwd()
+    except OSError:
+        return ""
