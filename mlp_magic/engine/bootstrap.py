@@ -11,14 +11,49 @@ import os
 import signal
 import sys
 
-from . import postmortem
 from .capture import install_capture, own_log_root
 from .exits import install_exit_status
 from .identity import stacks_path
-from .retention import prune_in_background
 from .sigint import install_sigint_gate
 
 _stacks_file: list = []   # the open file faulthandler writes to (kept for the engine's life)
+# Post-mortem's part in every rank: a ``post_run_cell`` hook keeps the exception of a cell that
+# raised (its traceback holds the frames, alive) and forgets it when a later cell succeeds; cells
+# that begin with ``INSPECT_TAG`` change nothing. The inspection (engine/postmortem, with
+# core/postmortem) loads only where a failure is inspected.
+GENERATED_TAG = "# mlp_magic generated: "   # the first line of a cell the kernel wrote
+INSPECT_TAG = GENERATED_TAG + "inspect"
+_STATE: dict = {}        # "failure": the last cell's exception; "hook": the registered callback; "shell"
+
+
+def install_failure_hook(shell) -> None:
+    """Keep each cell's failure from now on (again at a re-bootstrap: replaced, never stacked)."""
+    if "hook" in _STATE:
+        shell.events.unregister("post_run_cell", _STATE["hook"])
+    _STATE["hook"], _STATE["shell"] = _after_cell, shell
+    shell.events.register("post_run_cell", _after_cell)
+
+
+def _after_cell(result) -> None:
+    info = getattr(result, "info", None)
+    if (getattr(info, "raw_cell", "") or "").startswith(INSPECT_TAG):
+        return
+    if result.error_in_exec is not None:
+        _STATE["failure"] = result.error_in_exec
+    elif result.error_before_exec is None:
+        _STATE.pop("failure", None)   # a cell that succeeded: its frames are no longer interesting
+        _forget_last_failure()
+
+
+def _forget_last_failure() -> None:
+    """Let the failed cell's frames go (a CUDA out-of-memory's tensors among them): Python and
+    IPython keep the last exception too, which a local notebook only drops at the next error."""
+    sys.last_type = sys.last_value = sys.last_traceback = None
+    if hasattr(sys, "last_exc"):   # Python 3.12 on
+        sys.last_exc = None
+    formatter = getattr(_STATE.get("shell"), "InteractiveTB", None)
+    if getattr(formatter, "tb", None) is not None:
+        formatter.tb = None
 
 
 def engine_shell():
@@ -35,6 +70,8 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     host's first rank, remove old cell logs (``log_retention``: the log root and days to keep,
     also applied to the fallback root of ``capture.open_rank_log``)."""
     if log_retention and int(variables["LOCAL_RANK"]) == 0:
+        from .retention import prune_in_background   # one rank per host: the others never load it
+
         root, days = log_retention
         prune_in_background([root, own_log_root()], days)
     os.environ.update({key: str(value) for key, value in variables.items()})
@@ -53,7 +90,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     install_sigint_gate(shell)   # first: the capture's post hook then runs disarmed too
     install_exit_status(shell)   # before the hooks that look at a cell's failure
     install_capture(shell, int(variables["RANK"]), display_cap)
-    postmortem.install(shell)
+    install_failure_hook(shell)   # engine/postmortem, which reads it, loads when a failure is inspected
     _register_stack_dump()
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}
 

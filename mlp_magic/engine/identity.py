@@ -14,6 +14,10 @@ from .. import config
 # numbered by the World, and may inherit a launcher's variables from the kernel.
 RANK_VARIABLES = ("MLP_MAGIC_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK")
+# This engine's start, filled by engine/main: when it registered ("registered_at", epoch s), its
+# CPU until then ("cpu_s"), what its lean start kept out. Set against "create_time", it is the
+# per-engine start time benchmarks/engine_weight.py reports.
+STARTED: dict = {}
 
 
 def _first_number(names: tuple) -> int | None:
@@ -41,6 +45,7 @@ def identify(controller_ip: str = "127.0.0.1") -> dict:
         "stacks_path": stacks_path(),
         "create_time": _create_time(),
         "cpus": usable_cpus(),
+        "started": dict(STARTED),
     }
 
 

@@ -10,6 +10,24 @@ host starts more ranks than it has cores, all of them at once thrash: measured a
 cores, each took 0.86 s of CPU instead of 0.45 s. So at most one rank per core goes through that
 phase at a time, the others wait on a per-host slot (an flock: released by the kernel even if the
 holder dies). Hosts with a core per rank never wait.
+
+A lean engine: what it does not load until something asks (ipykernel's debugger, numpy, sqlite3).
+
+Every module an engine holds costs memory, and time wherever Python walks ``sys.modules``:
+pickle finds an object's module that way (``pickle.whichmodule``), so pickling mpi4py datatypes
+took 1.0-2.7 ms in an engine of 780 modules against 0.04-0.19 ms under plain mpiexec. What a
+stock engine loaded beyond ipykernel, ipyparallel and mpi4py, and what happens to it here:
+- debugpy and pydevd (about 130 modules with what they pull of the standard library: xmlrpc,
+  http, email, pydoc...): ipykernel's kernel imports its ``debugger`` module, which imports
+  debugpy. An ipyparallel engine has no debugpy stream, so that debugger can never be reached.
+  ``keep_debugger_out`` imports ``ipykernel.debugger`` once with debugpy refused, which ipykernel
+  reads as "no debugpy" (``_is_debugpy_available = False``); debugpy stays importable by cells.
+- numpy (84 modules): ipyparallel's serializer imports it at its first reply, to recognise
+  arrays (``can_map['numpy.ndarray']``). ``can_arrays_once_numpy_loads`` takes that entry out
+  and puts it back, resolved, at the first reply after a cell (or anything) imported numpy.
+- sqlite3: IPython's history, kept in memory by ipyparallel anyway (``ENGINE_ARGS``).
+Each step checks the private name it relies on and, where that is gone, leaves the engine as
+ipykernel and ipyparallel made it (tests/unit/engine/test_lean_engine.py holds the contract).
 """
 from __future__ import annotations
 
@@ -17,19 +35,88 @@ import fcntl
 import os
 import socket
 import sys
+import time
 
-from .identity import launcher_rank, usable_cpus
+from .identity import STARTED, launcher_rank, usable_cpus
 from .quiet import quieten
 
 PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
 LOG_FORMAT = "%(asctime)s.%(msecs).03d [rank {rank}] [%(name)s]%(highlevel)s %(message)s"
 
 
+# IPython's history database: ipyparallel already points it at ":memory:"; off, sqlite3 stays out.
+# In, Out, _i<N> and %history of this session are kept in memory either way.
+ENGINE_ARGS = ("--HistoryManager.enabled=False",)
+DEBUGGER_MODULE, DEBUGGER_FLAG = "ipykernel.debugger", "_is_debugpy_available"
+REFUSED = ("debugpy",)   # what the debugger module may not import
+
+
+class _Refuse:
+    """A meta path finder that says ``names`` (and their submodules) are not installed."""
+
+    def __init__(self, names: tuple):
+        self.names = names
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r} (kept out of the engine)", name=name)
+        return None
+
+
+def keep_debugger_out(module: str = DEBUGGER_MODULE, flag: str = DEBUGGER_FLAG,
+                      refused: tuple = REFUSED) -> bool:
+    """Import ``module`` with ``refused`` unreachable, before the kernel imports it; True when the
+    module then says, through ``flag``, that it runs without them. Otherwise (the module gone or
+    changed, or it did not take the refusal as "unavailable") nothing of it stays imported, and
+    the kernel imports it later as it always did."""
+    if module in sys.modules or any(name in sys.modules for name in refused):
+        return False   # too late, or someone wanted it: leave it as it is
+    before = set(sys.modules)
+    refusal = _Refuse(refused)
+    sys.meta_path.insert(0, refusal)
+    try:
+        __import__(module)
+        kept_out = getattr(sys.modules[module], flag, None) is False
+    except Exception:
+        kept_out = False
+    finally:
+        sys.meta_path.remove(refusal)
+    if not kept_out:
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+    return kept_out
+
+
+def can_arrays_once_numpy_loads() -> bool:
+    """ipyparallel's serializer without its numpy import: the array entry of its canning map
+    waits until numpy is loaded, then goes back in, as the class it names. True when done."""
+    from ipyparallel.serialize import canning, serialize
+
+    key = "numpy.ndarray"
+    if "numpy" in sys.modules or key not in canning.can_map or serialize.can is not canning.can:
+        return False
+    pending, original = [canning.can_map.pop(key)], canning.can
+
+    def can(obj):
+        if pending and "numpy" in sys.modules:
+            ndarray = getattr(sys.modules["numpy"], "ndarray", None)
+            if isinstance(ndarray, type):   # else numpy is half-imported: this thread is inside it
+                for canner in pending[:1]:   # a copy: another thread may have emptied it
+                    canning.can_map[ndarray] = canner
+                pending.clear()
+        return original(obj)
+
+    canning.can = serialize.can = can
+    return True
+
+
 def engine_argv(argv: list, rank: int | None) -> list:
-    """ipyparallel's engine arguments, plus the rank's id and log tag when it has a rank."""
+    """ipyparallel's engine arguments and the lean engine's settings (``ENGINE_ARGS``), plus
+    the rank's id and log tag when it has a rank."""
     if rank is None:
-        return list(argv)
-    return [*argv, f"--IPEngine.id={rank}", f"--IPEngine.log_format={LOG_FORMAT.format(rank=rank)}"]
+        return [*argv, *ENGINE_ARGS]
+    return [*argv, *ENGINE_ARGS, f"--IPEngine.id={rank}",
+            f"--IPEngine.log_format={LOG_FORMAT.format(rank=rank)}"]
 
 
 def slot_names() -> list:
@@ -91,7 +178,10 @@ def main() -> None:
     rank = launcher_rank()
     slot = take_start_slot(rank, slot_names())
     sys.argv = [sys.argv[0], *engine_argv(sys.argv[1:], rank)]
+    STARTED["debugger_kept_out"] = keep_debugger_out()
     from ipyparallel.engine.app import IPEngine
+
+    STARTED["numpy_deferred"] = can_arrays_once_numpy_loads()
 
     class RankEngine(IPEngine):
         async def register(self):
@@ -100,6 +190,8 @@ def main() -> None:
             finally:
                 if slot is not None:
                     slot.close()
+                times = os.times()
+                STARTED.update(registered_at=time.time(), cpu_s=round(times.user + times.system, 3))
             quieten(self.kernel)
 
     RankEngine.launch_instance()

@@ -16,14 +16,15 @@ from itertools import islice
 from ..core.postmortem import REPR_LIMIT, FrameSummary, LocalSummary, format_where, user_frames
 from ..core.source_files import is_user_code
 from ..errors import MlpMagicError
+# The hook that keeps the failure is in bootstrap (every rank installs it): this module, with
+# what it imports, loads only where a failure is inspected.
+from .bootstrap import GENERATED_TAG, INSPECT_TAG, _STATE, _after_cell  # noqa: F401
+from .bootstrap import install_failure_hook as install  # noqa: F401
 
-GENERATED_TAG = "# mlp_magic generated: "   # the first line of a cell the kernel wrote
-INSPECT_TAG = GENERATED_TAG + "inspect"
 _CO_NEWLOCALS = 0x0002   # a function's code (module and class bodies run in a given namespace)
 _BYTES_SHOWN = 24
 _VARIABLE_OPS = {"LOAD_NAME", "STORE_NAME", "DELETE_NAME",
                  "LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"}   # not LOAD_ATTR, IMPORT_FROM, ...
-_STATE: dict = {}        # "failure": the last cell's exception; "hook": the registered callback; "shell"
 
 
 class _BoundedRepr(reprlib.Repr):
@@ -63,36 +64,6 @@ class _BoundedRepr(reprlib.Repr):
 _REPR = _BoundedRepr()
 _REPR.maxstring = _REPR.maxother = REPR_LIMIT * 2
 _REPR.maxlong = REPR_LIMIT
-
-
-def install(shell) -> None:
-    """Keep each cell's failure from now on (again at a re-bootstrap: replaced, never stacked)."""
-    if "hook" in _STATE:
-        shell.events.unregister("post_run_cell", _STATE["hook"])
-    _STATE["hook"], _STATE["shell"] = _after_cell, shell
-    shell.events.register("post_run_cell", _after_cell)
-
-
-def _after_cell(result) -> None:
-    info = getattr(result, "info", None)
-    if (getattr(info, "raw_cell", "") or "").startswith(INSPECT_TAG):
-        return
-    if result.error_in_exec is not None:
-        _STATE["failure"] = result.error_in_exec
-    elif result.error_before_exec is None:
-        _STATE.pop("failure", None)   # a cell that succeeded: its frames are no longer interesting
-        _forget_last_failure()
-
-
-def _forget_last_failure() -> None:
-    """Let the failed cell's frames go (a CUDA out-of-memory's tensors among them): Python and
-    IPython keep the last exception too, which a local notebook only drops at the next error."""
-    sys.last_type = sys.last_value = sys.last_traceback = None
-    if hasattr(sys, "last_exc"):   # Python 3.12 on
-        sys.last_exc = None
-    formatter = getattr(_STATE.get("shell"), "InteractiveTB", None)
-    if getattr(formatter, "tb", None) is not None:
-        formatter.tb = None
 
 
 def _failure() -> BaseException:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sys
 from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -209,12 +210,31 @@ def _collect(nvml: Any, sysfs: str, host: str) -> HostGpus:
     return HostGpus(host=host, source="nvml", gpus=gpus, nics=[n[0] for n in nics], links=links)
 
 
+NVML_LIBRARY = "libnvidia-ml.so.1"   # the name pynvml loads on Linux, and nothing else there
+
+
+def nvml_library_loads(name: str = NVML_LIBRARY) -> bool:
+    """Whether the driver's NVML library can be loaded here (a GPU-less host: no, at once).
+    Elsewhere than Linux pynvml looks in other places: True, let it try."""
+    if not sys.platform.startswith("linux"):
+        return True
+    import ctypes
+
+    try:
+        ctypes.CDLL(name)
+    except OSError:
+        return False
+    return True
+
+
 def probe_nvml(nvml: Any = None, *, sysfs: str = "/sys", host: Optional[str] = None) -> Optional[HostGpus]:
     """This machine's GPUs through NVML, or None where NVML is unavailable (no driver).
 
     ``nvml`` is the pynvml module (tests pass an object with the same calls).
     """
     if nvml is None:
+        if not nvml_library_loads():
+            return None   # pynvml would fail in nvmlInit: not imported for nothing (engines stay lean)
         try:
             import pynvml as nvml
         except ImportError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from mlp_magic.engine.main import engine_argv, slot_folder, slot_names, take_start_slot
+from mlp_magic.engine.main import ENGINE_ARGS, engine_argv, slot_folder, slot_names, take_start_slot
 
 
 def test_a_rank_registers_under_its_own_number_and_tags_its_log_lines():
@@ -12,7 +12,7 @@ def test_a_rank_registers_under_its_own_number_and_tags_its_log_lines():
     assert argv[:2] == ["--log-level=WARN", "--file=x.json"]
     assert "--IPEngine.id=7" in argv
     assert any(a.startswith("--IPEngine.log_format=") and "[rank 7]" in a for a in argv)
-    assert engine_argv(["--x"], None) == ["--x"]
+    assert engine_argv(["--x"], None) == ["--x", *ENGINE_ARGS]
 
 
 def test_a_slot_is_held_until_its_file_is_closed(tmp_path):

@@ -1,0 +1,67 @@
+"""A lean engine (issue 26): after a World's start no rank holds debugpy, pydevd, numpy, pynvml
+or sqlite3, and what needs them still gets them when it asks. Real mpiexec, real engines."""
+from __future__ import annotations
+
+import pytest
+
+from mlp_magic.gpu.nvml_probe import nvml_library_loads
+from mlp_magic.world import command
+
+from .conftest import run
+
+pytestmark = pytest.mark.timeout(240)
+KEPT_OUT = ("debugpy", "pydevd", "_pydevd_bundle", "numpy", "sqlite3", "pynvml")
+
+
+def loaded_of(names: tuple) -> list:
+    """Runs on an engine (sent by value): which of ``names`` it holds, by top-level package."""
+    import sys
+
+    return sorted({name.partition(".")[0] for name in sys.modules} & set(names))
+
+
+def on_every_rank(world, function, *args) -> dict:
+    results = {rank: world.client[engine].apply_async(function, *args)
+               for rank, engine in world.rank_to_engine.items()}
+    return {rank: result.get(timeout=60) for rank, result in results.items()}
+
+
+@pytest.fixture
+def fresh_world(ip):
+    """A World just started (the session's may have run cells that imported anything)."""
+    run(ip, "%mpirun --stop")
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    return command.current_world()
+
+
+def test_a_started_world_holds_nothing_heavy(fresh_world):
+    # The start's GPU probe asks for NVML on each host's first rank: only a host with the
+    # driver's library may then hold pynvml, and this one's engines live on this host.
+    kept_out = KEPT_OUT if not nvml_library_loads() else tuple(n for n in KEPT_OUT if n != "pynvml")
+    assert on_every_rank(fresh_world, loaded_of, kept_out) == {rank: [] for rank in range(4)}
+
+
+def test_what_needs_them_still_gets_them(ip, fresh_world):
+    cell = """%%mpirun -o lean
+import numpy as np
+import debugpy
+array = np.arange(5) * rank
+print(array.sum(), len(In) > 0, debugpy.__name__)
+"""
+    assert run(ip, cell) is None
+    assert [ip.user_ns["lean"][r].stdout for r in range(4)] == [f"{10 * r} True debugpy\n" for r in range(4)]
+
+    def an_array():   # runs on an engine: numpy is loaded now, by the cell
+        import numpy
+
+        return numpy.full(3, 7)
+
+    def arrays_canned():   # the array's reply put numpy's canner back: arrays travel zero-copy
+        import numpy
+        from ipyparallel.serialize import canning
+
+        return numpy.ndarray in canning.can_map
+
+    assert [a.tolist() for a in on_every_rank(fresh_world, an_array).values()] == [[7, 7, 7]] * 4
+    assert set(on_every_rank(fresh_world, arrays_canned).values()) == {True}
+    assert on_every_rank(fresh_world, loaded_of, ("numpy", "debugpy"))[0] == ["debugpy", "numpy"]

@@ -1,0 +1,104 @@
+"""The lean engine's steps (engine/main): ipykernel's debugger without debugpy, ipyparallel's
+serializer without numpy, and the contract with ipykernel and ipyparallel they rely on. Each
+runs in a fresh interpreter: what a process has imported is the thing under test."""
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+import textwrap
+
+from mlp_magic.engine.main import DEBUGGER_FLAG, DEBUGGER_MODULE, ENGINE_ARGS, keep_debugger_out
+
+
+def fresh_python(code: str) -> dict:
+    """Run ``code`` in a new interpreter; it prints one JSON object, returned here."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_ipykernel_still_reads_debugpy_through_the_flag_the_engine_sets():
+    """The contract: ipykernel's kernel imports ``_is_debugpy_available`` from its debugger module
+    and builds no debugger when it is False. If this fails, ipykernel changed: look again."""
+    import ipykernel.ipkernel
+
+    source = inspect.getsource(ipykernel.ipkernel.IPythonKernel.__init__)
+    assert f"from .debugger import {DEBUGGER_FLAG}" in source and f"if {DEBUGGER_FLAG}:" in source
+    assert DEBUGGER_MODULE == "ipykernel.debugger"
+
+
+def test_the_debugger_module_loads_without_debugpy_and_a_cell_can_still_import_it():
+    found = fresh_python("""
+        import json, sys
+        from mlp_magic.engine.main import keep_debugger_out
+        kept = keep_debugger_out()
+        import ipykernel.debugger
+        loaded = sorted(n for n in sys.modules if n.startswith(("debugpy", "pydevd", "_pydevd")))
+        import debugpy   # a debugging feature that asks for it gets it
+        print(json.dumps({"kept": kept, "flag": ipykernel.debugger._is_debugpy_available,
+                          "loaded": loaded, "later": debugpy.__name__}))
+    """)
+    assert found["kept"] is True and found["flag"] is False and found["loaded"] == []
+    assert found["later"] == "debugpy"
+
+
+def test_a_module_without_the_flag_is_left_to_be_imported_as_before(tmp_path, monkeypatch):
+    # Stand-ins for a changed ipykernel: one reads the refusal but sets no flag, one lets it raise.
+    (tmp_path / "no_flag_debugger.py").write_text(
+        "try:\n    import lean_test_dependency\nexcept ImportError:\n    pass\n")
+    (tmp_path / "raising_debugger.py").write_text("import lean_test_dependency\n")
+    (tmp_path / "lean_test_dependency.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("no_flag_debugger", "raising_debugger"):
+        finders = list(sys.meta_path)
+        assert keep_debugger_out(name, "_flag", ("lean_test_dependency",)) is False
+        assert name not in sys.modules and "lean_test_dependency" not in sys.modules
+        assert sys.meta_path == finders          # the refusal is gone
+    __import__("raising_debugger")                # imported later as it always was
+    assert sys.modules["lean_test_dependency"].VALUE == 1
+    for name in ("no_flag_debugger", "raising_debugger", "lean_test_dependency"):
+        sys.modules.pop(name, None)
+
+
+def test_too_late_or_wanted_already_changes_nothing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "lean_wanted_dependency", object())
+    assert keep_debugger_out("json", "_flag", ("lean_wanted_dependency",)) is False
+
+
+def test_replies_carry_no_numpy_until_a_cell_loads_it_then_arrays_are_zero_copy_again():
+    found = fresh_python("""
+        import json, sys
+        from mlp_magic.engine.main import can_arrays_once_numpy_loads
+        from ipyparallel.serialize import canning, serialize
+        done = can_arrays_once_numpy_loads()
+        serialize.serialize_object({"rank": 3, "f": len})     # a reply before any cell used numpy
+        before = "numpy" in sys.modules
+        import numpy
+        array = numpy.arange(100_000, dtype="float64")
+        buffers = serialize.serialize_object(array)
+        back, _ = serialize.deserialize_object(buffers)
+        print(json.dumps({"done": done, "before": before, "buffers": len(buffers),
+                          "restored": numpy.ndarray in canning.can_map, "equal": bool((back == array).all()),
+                          "again": can_arrays_once_numpy_loads()}))
+    """)
+    assert found["done"] is True and found["before"] is False
+    assert found["restored"] and found["equal"]
+    assert found["buffers"] == 2        # the array's memory travels as its own buffer, as before
+    assert found["again"] is False      # numpy loaded: nothing left to defer
+
+
+def test_the_serializer_contract():
+    """ipyparallel's canning map names numpy's array by string, and serialize calls canning's
+    ``can``: what ``can_arrays_once_numpy_loads`` relies on. It returns False (changing
+    nothing) where either is gone."""
+    from ipyparallel.serialize import canning, serialize
+
+    assert "numpy.ndarray" in canning._original_can_map
+    assert serialize.can is canning.can   # (this process never ran can_arrays_once_numpy_loads)
+
+
+def test_the_history_database_is_off():
+    assert "--HistoryManager.enabled=False" in ENGINE_ARGS
