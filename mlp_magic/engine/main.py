@@ -39,6 +39,7 @@ import time
 
 from .identity import STARTED, launcher_rank, usable_cpus
 from .quiet import quieten
+from .versions import refusal
 
 PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
 LOG_FORMAT = "%(asctime)s.%(msecs).03d [rank {rank}] [%(name)s]%(highlevel)s %(message)s"
@@ -176,6 +177,10 @@ def _free_slot(handles: list, first: int):
 
 def main() -> None:
     rank = launcher_rank()
+    refused = refusal(rank)   # this Python cannot run an engine (core/versions): one line, exit
+    if refused:
+        print(refused, file=sys.stderr, flush=True)
+        sys.exit(3)
     slot = take_start_slot(rank, slot_names())
     sys.argv = [sys.argv[0], *engine_argv(sys.argv[1:], rank)]
     STARTED["debugger_kept_out"] = keep_debugger_out()

@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 
 from ..core.start_budget import StartBudget
 from ..core.start_progress import missing_report, progress_line
+from ..core.versions import refusal_error
 from ..errors import MlpMagicError
 
 POLL_S = 0.05
@@ -63,6 +64,10 @@ def _check_processes(waiting: Waiting, ids: set) -> None:
 
 
 def _fail(waiting: Waiting, registered: set, why: str, prefix: str) -> None:
-    report = missing_report(waiting.hosts_by_rank, registered, why, waiting.launcher_log(),
+    log_text = waiting.launcher_log()
+    refused = refusal_error(log_text, waiting.hosts_by_rank)   # engine/versions: a Python we cannot use
+    if refused:
+        raise MlpMagicError(refused)
+    report = missing_report(waiting.hosts_by_rank, registered, why, log_text,
                             [*waiting.advice, f"every log is kept in {waiting.workdir}"])
     raise MlpMagicError(prefix + report)

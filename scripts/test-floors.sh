@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The floors job: every dependency at the lowest version pyproject.toml declares
+# (constraints/floors.txt, made by scripts/floors.py), then the integration and server tiers.
+# The main suite (the README's test command) runs on the newest versions; this one proves the
+# floors. Run from the project root: bash scripts/test-floors.sh [pytest arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 scripts/floors.py --check
+venv=${MLP_MAGIC_FLOORS_VENV:-/tmp/mlp-magic-floors-venv}
+python3 -m venv --clear "$venv"
+# shellcheck disable=SC1091
+source "$venv/bin/activate"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+python -m pip install -q --upgrade pip
+pip install -q -c constraints/floors.txt -e '.[test,bench]'
+python scripts/floors.py --installed   # each pinned package is there, at its floor
+if [ $# -eq 0 ]; then set -- tests/integration tests/server; fi
+python -m pytest -q -p no:cacheprovider "$@"
