@@ -152,3 +152,31 @@ def test_fake_nvml_drives_the_gpu_findings(bed, tmp_path):
     assert found[("gpus", "throttling")]["detail"] == "GPU 0: hardware thermal slowdown"
     driver = found[("gpus", "driver")]
     assert driver["hosts"] == ["worker3"] and driver["detail"] == "worker3: 535.54.03; worker[0-2]: 550.90.07"
+
+
+@contextmanager
+def slow_link(bed, index: int, rate: str = "40mbit"):
+    """Traffic to host ``index`` limited to ``rate`` (a token bucket on its veth) for the block."""
+    device = bed.hosts[index].veth
+    subprocess.run(["tc", "qdisc", "add", "dev", device, "root", "tbf", "rate", rate, "burst", "64kb",
+                    "latency", "500ms"], check=True, capture_output=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["tc", "qdisc", "del", "dev", device, "root"], capture_output=True)
+
+
+def test_links_across_hosts_name_the_slow_one(bed):
+    with slow_link(bed, 2):
+        done, took = doctor(bed, "--json", "--no-import", "--links", "--np", "4", "--size", "2",
+                            "--fraction", "0.5", timeout=300)
+    print(f"--links on 4 hosts: {took:.1f} s")
+    report = json.loads(done.stdout)
+    links = report["links"]
+    assert links is not None, report["findings"]
+    assert links["backend"] == "gloo" and links["ranks"] == 4 and len(links["pairs"]) == 6
+    found = findings(done)
+    assert found[("links", "slow host")]["hosts"] == ["worker2"]
+    slow = [f for f in report["findings"] if f["title"] == "slow pair"]
+    assert sorted(h for f in slow for h in f["hosts"] if h != "worker2") == ["worker0", "worker1", "worker3"]
+    assert done.returncode == 1
