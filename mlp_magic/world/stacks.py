@@ -2,7 +2,8 @@
 
 Each engine registered faulthandler on SIGUSR1, writing all its threads to its own stacks file
 (see engine_side). To take a snapshot we empty that file, signal the engine and read the file
-back: in-process for ranks on this machine, with one ssh command per host for the others.
+back: in-process for ranks on this machine; for the others, one command for all their hosts
+through allrun's ssh runner (fanout/ssh/runner), each host doing its own part.
 The engine's event loop is not involved, so a rank stuck in MPI_Barrier or a gloo collective
 still answers.
 """
@@ -12,17 +13,21 @@ import os
 import shlex
 import signal
 import socket
-import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from .. import config
+from ..core.host_command import HOST
+from ..core.results import why_no_answer
 from ..core.stack_report import rank_frames
+from ..errors import MlpMagicError
 from ..engine.main import PROGRAM as ENGINE_PROGRAM
 from . import display, logs
 
 SETTLE_SECONDS = 0.05   # a dump is complete once its file stops growing for this long
 MARK = "@@mlp_magic-stack "
+REMOTE_SLACK = 15.0     # beyond the dumps' own wait, for the ssh connections and the transfer
+CONNECT_SECONDS = 5.0
+AT_ONCE = 64            # hosts asked at once (the others as those end, inside the same deadline)
 
 
 def _read_when_settled(paths: list, deadline: float) -> dict:
@@ -67,8 +72,16 @@ def _local_snapshot(targets: list, wait: float, create_times: dict) -> dict:
     return {rank: texts[path] for rank, _, path in targets}
 
 
-def remote_script(targets: list, wait: float) -> str:
-    """One shell script for a host: empty the files, signal, wait until written, print them."""
+def remote_script(by_host: dict, wait: float) -> str:
+    """One shell script for every host ({host: [(rank, pid, path)]}): each runs its own part,
+    found by the host name allrun's runner exports (core/host_command.HOST)."""
+    parts = " ".join(f"{shlex.quote(host)}) {_host_steps(targets, wait)};;"
+                     for host, targets in by_host.items())
+    return f'case "${HOST}" in {parts} esac'
+
+
+def _host_steps(targets: list, wait: float) -> str:
+    """One host's part: empty the files, signal, wait until written, print them."""
     steps = []
     for _, pid, path in targets:
         # Only a live engine of ours gets SIGUSR1 (its default action would kill a stranger).
@@ -98,14 +111,38 @@ def split_remote_output(text: str) -> dict:
     return dumps
 
 
-def _remote_snapshot(host: str, targets: list, ssh: list, wait: float) -> dict:
-    argv = [*ssh, "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", host, remote_script(targets, wait)]
+def _start_remote(by_host: dict, wait: float):
+    """Start every host's part through the ssh runner, in the background: a function that gives
+    {rank: dump text} once they answered (or could not)."""
+    from ..fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
+
+    timeout = wait + REMOTE_SLACK
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=wait + 15)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return {rank: f"(could not reach {host}: {err})\n" for rank, _, _ in targets}
-    dumps = split_remote_output(done.stdout)
-    return {rank: dumps.get(rank, f"(no dump from {host}: {done.stderr.strip()[:200]})\n")
+        options = RunOptions(ssh=config.ssh_command(), fanout=AT_ONCE, timeout=timeout, local=False,
+                             connect_timeout=CONNECT_SECONDS)
+        runner = HostRunner(list(by_host), remote_script(by_host, wait), options)
+    except MlpMagicError as err:   # no ssh client, or an $MLP_MAGIC_SSH that cannot be split
+        why = {host: str(err) for host in by_host}
+        return lambda: _unanswered(by_host, why)
+    pending = BackgroundRun(runner, "mlp-stack-snapshot")
+
+    def finish() -> dict:
+        pending.wait(time.monotonic() + timeout + CONNECT_SECONDS)
+        if pending.error is not None:
+            return _unanswered(by_host, {host: f"ssh transport: {pending.error}" for host in by_host})
+        dumps = {}
+        for result in runner.results:
+            found = split_remote_output(result.stdout)
+            why = why_no_answer(result, timeout) or "no dump"
+            dumps.update({rank: found.get(rank, f"(no dump from {result.host}: {why})\n")
+                          for rank, _, _ in by_host[result.host]})
+        return dumps
+
+    return finish
+
+
+def _unanswered(by_host: dict, why: dict) -> dict:
+    return {rank: f"(no dump from {host}: {why[host]})\n" for host, targets in by_host.items()
             for rank, _, _ in targets}
 
 
@@ -120,16 +157,12 @@ def collect(world, ranks: list, wait: float = 1.5) -> dict:
             local.append(target)
         else:
             remote.setdefault(world.host_of(rank), []).append(target)
-    ssh = config.ssh_command()
+    finish = _start_remote(remote, wait) if remote else dict
     dumps = {}
-    with ThreadPoolExecutor(max_workers=min(64, len(remote) + 1)) as pool:
-        futures = [pool.submit(_remote_snapshot, host, targets, ssh, wait)
-                   for host, targets in remote.items()]
-        if local:
-            create_times = {rank: world.identities[rank].get("create_time") for rank, _, _ in local}
-            dumps.update(_local_snapshot(local, wait, create_times))
-        for future in futures:
-            dumps.update(future.result())
+    if local:
+        create_times = {rank: world.identities[rank].get("create_time") for rank, _, _ in local}
+        dumps.update(_local_snapshot(local, wait, create_times))
+    dumps.update(finish())
     return dumps
 
 
