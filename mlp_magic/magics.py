@@ -127,19 +127,11 @@ class MlpMagics(Magics):
     def mlp_stacks(self, line: str = ""):
         """Every rank's Python stack, of any job, merged into one tree: ``%mlp_stacks [--hostfile F |
         -H HOSTS] [--pid P,.. | --match RE] [--native] [--threads] [--timeout S] [--ssh CMD] [--json]``."""
-        import json
-
-        from IPython.display import display
-
         from .stacks.command import gather
         from .stacks.options import parse_stacks_line
 
         options = parse_stacks_line(line, os.environ, self.shell.user_ns)
-        report = gather(options, transport_for=_world_transport_for(mpirun.current_world()))
-        if options.json:
-            print(json.dumps(report.to_json(), indent=1))
-        else:
-            display({"text/plain": report.text.rstrip(), "text/html": report.html}, raw=True)
+        _show(gather(options, transport_for=_world_transport_for(mpirun.current_world())), options.json)
 
     @no_var_expand
     @line_magic
@@ -149,25 +141,29 @@ class MlpMagics(Magics):
         -H HOSTS] [--package NAME ...] [--timeout S] [--ssh CMD] [--python PATH] [--no-import] [--links
         [--np N] [--fraction F] [--size MB]] [--json]``. Through the live World's engines when it covers
         the hosts, else ssh."""
-        import json
-
-        from IPython.display import display
-
         from .doctor.command import gather
         from .doctor.options import parse_doctor_line
 
         options = parse_doctor_line(line, os.environ, self.shell.user_ns)
-        report = gather(options, transport_for=_world_transport_for(mpirun.current_world()))
-        if options.json:
-            print(json.dumps(report.to_json(), indent=1))
-        else:
-            display({"text/plain": report.text.rstrip(), "text/html": report.html}, raw=True)
-        return None
+        _show(gather(options, transport_for=_world_transport_for(mpirun.current_world())), options.json)
 
     def _store(self, name: str | None, value) -> None:
         """``-o NAME``: the run's Results in the notebook's namespace."""
         if name:
             self.shell.user_ns[name] = value
+
+
+def _show(report, as_json: bool) -> None:
+    """A report with ``text``, ``html`` and ``to_json()`` (stacks, doctor): JSON printed, else
+    displayed as HTML with its text for terminals."""
+    if as_json:
+        import json
+
+        print(json.dumps(report.to_json(), indent=1))
+    else:
+        from IPython.display import display
+
+        display({"text/plain": report.text.rstrip(), "text/html": report.html}, raw=True)
 
 
 def _world_transport_for(world):

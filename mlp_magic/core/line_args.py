@@ -68,3 +68,20 @@ def split_line(line: str, prog: str) -> list:
         return shlex.split(line)
     except ValueError as err:
         raise MlpMagicError(f"{prog}: cannot split {line.strip()!r}: {err}") from None
+
+
+def parse_magic_line(parser: argparse.ArgumentParser, usage: str, line: str, env: Mapping,
+                     user_ns: Mapping | None = None) -> argparse.Namespace:
+    """A line magic's line ($NAMES expanded, split like a shell) -> ``parser``'s namespace; bad
+    input is one MlpMagicError starting with the magic's name (``parser.prog``) and ending with its
+    usage, showing what the line became when $NAMES changed it."""
+    prog, line = parser.prog, line or ""
+    expanded = line
+    try:
+        expanded = expand_vars(line, env, user_ns)
+        return parser.parse_args(split_line(expanded, prog))
+    except MlpMagicError as err:
+        prefix = "" if str(err).startswith(prog) else f"{prog}: "
+        # the user wrote $NAMES: show what they became, or "unrecognized arguments: 4" is a riddle
+        became = f" (the line {line.strip()!r} expanded to {expanded.strip()!r})" if expanded != line else ""
+        raise MlpMagicError(f"{prefix}{err}{became} (usage: {prog} {usage})") from None

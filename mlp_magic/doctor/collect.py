@@ -20,7 +20,7 @@ from .. import config
 from ..core.local_names import stays_here, this_machine_names
 from ..core.results import why_no_answer
 from ..errors import MlpMagicError
-from ..fanout.ssh.underway import Underway, finish_all
+from ..fanout.ssh.underway import Underway, finish_all, follow_in_background
 from .options import DoctorOptions
 
 PROBE_SHARE = 0.7       # of the deadline, for the probe's own work; the rest is ssh and start-up
@@ -80,27 +80,16 @@ class Answers:
 
 def _start_runner(targets: list, command: str, options: DoctorOptions, env, local: bool,
                   answers: Answers) -> Underway:
-    from ..fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
     from ..fanout.ssh.spawn import Launch
 
     names, sent = [t.name for t in targets], time.time()
-    connect = min(CONNECT_SECONDS, options.timeout)
     try:
-        launch = Launch(targets, command, ssh=config.ssh_command(options.ssh, env), connect_timeout=connect,
-                        local=local)
+        launch = Launch(targets, command, ssh=config.ssh_command(options.ssh, env),
+                        connect_timeout=min(CONNECT_SECONDS, options.timeout), local=local)
     except MlpMagicError as err:
         raise MlpMagicError(f"doctor {err}") from None
-    fanout = min(len(targets), AT_ONCE)
-    if fanout == len(targets):
-        launch.start_all()
-    try:
-        run_options = RunOptions(ssh=launch.ssh, fanout=fanout, timeout=options.timeout, local=local,
-                                 max_bytes=MAX_ANSWER_BYTES, connect_timeout=connect)
-        runner = HostRunner(targets, command, run_options, launch=launch)
-    except BaseException:
-        launch.stop_unclaimed()
-        raise
-    pending = BackgroundRun(runner, "mlp-doctor")
+    runner, pending = follow_in_background(launch, timeout=options.timeout, max_bytes=MAX_ANSWER_BYTES,
+                                           at_once=AT_ONCE, name="mlp-doctor")
 
     def finish(deadline: float) -> dict:
         pending.wait(deadline)

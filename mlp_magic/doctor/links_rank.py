@@ -32,13 +32,15 @@ def _options(argv):
     return parser.parse_args(argv)
 
 
-def _timed(torch, dist, work, device) -> float:
-    """Seconds of one ``work()``, the mean of TIMED runs after WARMUP."""
+def _timed(torch, work, device, barrier=None) -> float:
+    """Seconds of one ``work()``, the mean of TIMED runs after WARMUP (``barrier``: all ranks
+    start the timed runs together)."""
     for _ in range(WARMUP):
         work()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    dist.barrier()
+    if barrier is not None:
+        barrier()
     started = time.perf_counter()
     for _ in range(TIMED):
         work()
@@ -64,22 +66,11 @@ def _pairs(torch, dist, rank: int, leaders: list, tensor, device) -> list:
                 else:
                     dist.recv(tensor, peer)
                     dist.send(tensor, peer)
-            seconds = _timed_pair(torch, ping_pong, device)
+            seconds = _timed(torch, ping_pong, device)
             if rank == first:
                 found.append([first, second, 2 * tensor.numel() * tensor.element_size() / seconds])
         dist.barrier()
     return found
-
-
-def _timed_pair(torch, work, device) -> float:
-    for _ in range(WARMUP):
-        work()
-    started = time.perf_counter()
-    for _ in range(TIMED):
-        work()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return (time.perf_counter() - started) / TIMED
 
 
 def run(options) -> dict:
@@ -99,7 +90,7 @@ def run(options) -> dict:
                             timeout=timedelta(seconds=options.timeout))
     try:
         tensor = torch.ones(max(1, options.bytes // 4), dtype=torch.float32, device=device)
-        seconds = _timed(torch, dist, lambda: dist.all_reduce(tensor), device)
+        seconds = _timed(torch, lambda: dist.all_reduce(tensor), device, dist.barrier)
         leaders = [int(x) for x in options.leaders.split(",") if x]
         pairs = _pairs(torch, dist, rank, leaders, tensor, device) if len(leaders) > 1 else []
         gathered = [None] * options.np

@@ -12,9 +12,8 @@ import functools
 import re
 from collections.abc import Mapping
 
-from ..core.line_args import LineParser, expand_vars, split_line
+from ..core.line_args import LineParser, parse_magic_line
 from ..core.records import Record
-from ..errors import MlpMagicError
 
 USAGE = ("[--hostfile FILE | -H HOSTS] [--package NAME ...] [--timeout S] [--ssh CMD] [--python PATH] "
          "[--no-import] [--links [--np N] [--fraction F] [--size MB]] [--json]")
@@ -99,12 +98,4 @@ def _magic_parser() -> LineParser:
 
 def parse_doctor_line(line: str, env: Mapping, user_ns: Mapping | None = None) -> DoctorOptions:
     """``%mlp_doctor``'s line ($NAMES expanded as in every magic) -> DoctorOptions."""
-    line = line or ""
-    expanded = line
-    try:
-        expanded = expand_vars(line, env, user_ns)
-        return options_from(_magic_parser().parse_args(split_line(expanded, "%mlp_doctor")))
-    except MlpMagicError as err:
-        prefix = "" if str(err).startswith("%mlp_doctor") else "%mlp_doctor: "
-        became = f" (the line {line.strip()!r} expanded to {expanded.strip()!r})" if expanded != line else ""
-        raise MlpMagicError(f"{prefix}{err}{became} (usage: %mlp_doctor {USAGE})") from None
+    return options_from(parse_magic_line(_magic_parser(), USAGE, line, env, user_ns))

@@ -20,7 +20,7 @@ from ..core.local_names import stays_here, this_machine_names
 from ..core.proc_ranks import STACKS_SCANNER
 from ..core.results import why_no_answer
 from ..errors import MlpMagicError
-from ..fanout.ssh.underway import Underway, finish_all
+from ..fanout.ssh.underway import Underway, finish_all, follow_in_background
 from . import scan
 from .options import StacksOptions
 
@@ -87,19 +87,8 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) ->
                         local=False)
     except MlpMagicError as err:   # no ssh client, or an --ssh that cannot be split
         raise MlpMagicError(f"stacks {err}") from None   # (its message starts with "--ssh:")
-    fanout = min(len(targets), AT_ONCE)
-    if fanout == len(targets):
-        launch.start_all()
-    try:
-        from ..fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
-
-        run_options = RunOptions(ssh=launch.ssh, fanout=fanout, timeout=options.timeout, local=False,
-                                 max_bytes=MAX_ANSWER_BYTES, connect_timeout=connect)
-        runner = HostRunner(targets, command, run_options, launch=launch)
-    except BaseException:
-        launch.stop_unclaimed()
-        raise
-    pending = BackgroundRun(runner, "mlp-stacks-ssh")
+    runner, pending = follow_in_background(launch, timeout=options.timeout, max_bytes=MAX_ANSWER_BYTES,
+                                           at_once=AT_ONCE, name="mlp-stacks-ssh")
 
     def finish(deadline: float) -> dict:
         from ..core.stack_jobs import HostScan

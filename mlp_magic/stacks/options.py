@@ -12,9 +12,8 @@ import functools
 import re
 from collections.abc import Mapping
 
-from ..core.line_args import LineParser, expand_vars, split_line
+from ..core.line_args import LineParser, parse_magic_line
 from ..core.records import Record
-from ..errors import MlpMagicError
 
 USAGE = ("[--hostfile FILE | -H HOSTS] [--pid PID[,PID...] | --match REGEX] [--native] [--threads] "
          "[--timeout S] [--ssh CMD] [--json]")
@@ -101,13 +100,4 @@ def _magic_parser() -> LineParser:
 
 def parse_stacks_line(line: str, env: Mapping, user_ns: Mapping | None = None) -> StacksOptions:
     """``%mlp_stacks``'s line ($NAMES expanded as in every magic) -> StacksOptions."""
-    line = line or ""
-    expanded = line
-    try:
-        expanded = expand_vars(line, env, user_ns)
-        return options_from(_magic_parser().parse_args(split_line(expanded, "%mlp_stacks")))
-    except MlpMagicError as err:
-        prefix = "" if str(err).startswith("%mlp_stacks") else "%mlp_stacks: "
-        # the user wrote $NAMES: show what they became, or "unrecognized arguments: 4" is a riddle
-        became = f" (the line {line.strip()!r} expanded to {expanded.strip()!r})" if expanded != line else ""
-        raise MlpMagicError(f"{prefix}{err}{became} (usage: %mlp_stacks {USAGE})") from None
+    return options_from(parse_magic_line(_magic_parser(), USAGE, line, env, user_ns))

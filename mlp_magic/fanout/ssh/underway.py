@@ -66,3 +66,23 @@ def _stop_each(parts: list) -> None:
             parts[0].stop()
         finally:
             _stop_each(parts[1:])
+
+
+def follow_in_background(launch, *, timeout: float, max_bytes: int, at_once: int, name: str) -> tuple:
+    """Start ``launch``'s hosts (``fanout/ssh/spawn.Launch``: every one now when they are at most
+    ``at_once``, so the handshakes overlap what the caller does next; else that many at a time)
+    and follow them in a thread of their own: (HostRunner, BackgroundRun). The runner (asyncio)
+    is imported only once the first ssh started; its processes are stopped if it cannot be made."""
+    fanout = min(len(launch.targets), at_once)
+    if fanout == len(launch.targets):
+        launch.start_all()
+    try:
+        from .runner import BackgroundRun, HostRunner, RunOptions
+
+        options = RunOptions(ssh=launch.ssh, fanout=fanout, timeout=timeout, local=launch.local,
+                             max_bytes=max_bytes, connect_timeout=launch.connect_timeout)
+        runner = HostRunner(launch.targets, launch.command, options, launch=launch)
+    except BaseException:
+        launch.stop_unclaimed()
+        raise
+    return runner, BackgroundRun(runner, name)
