@@ -167,7 +167,7 @@ class StateCollector:
         """One engine per host of the World probes its host, except hosts given or not shown."""
         if world is None:
             return []
-        from ..gpu.collect import collect_from_world
+        from ..world.gpus import collect_from_world
 
         shown = {host_key(h.name, names) for h in topology.hosts}
         given = {host_key(g.host, names) for g in self.inventories}

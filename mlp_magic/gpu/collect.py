@@ -1,10 +1,6 @@
-"""GPU inventories of many hosts at once: through a live World's engines, or over ssh.
-
-Engines (``collect_from_world``): the kernel sends ``probe_on_engine`` to one engine on each
-host (the one with LOCAL_RANK 0) all at once, then waits for the answers against one shared
-deadline: a host whose engine is busy with a cell, wedged or gone is reported as "no answer
-within N s", never waited on past ``timeout``. The World object is only read (``layout``,
-``rank_to_engine``, ``client``), so nothing here imports ipyparallel.
+"""GPU inventories of many hosts at once: what an engine runs to probe its host
+(``probe_on_engine``: the kernel's side is world/gpus, waiting on world/waiting.Requests), or
+over ssh.
 
 ssh (``collect_over_ssh``), for hosts no World covers: the allrun transport runs
 ``<python> -m mlp_magic.cli topo --json`` on every host at once (the same image on every host),
@@ -16,20 +12,15 @@ import json
 import shlex
 import sys
 import time
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
 from .. import config
 from ..core.deadline import in_background
 from ..core.local_names import stays_here, this_machine_names
-from ..core.placement import first_rank_per_host
 from ..core.results import HostResult, why_no_answer
 from ..errors import MlpMagicError
 from ..fanout.ssh.underway import Underway, start_all
 from .model import HostGpus
-
-# The engine gets this share of the timeout for its own probe, so that a slow driver on a
-# host comes back as that host's own error message, before the kernel stops waiting.
-ENGINE_SHARE = 0.5
 
 
 def probe_on_engine(timeout: float, host: str) -> Dict[str, Any]:
@@ -39,81 +30,14 @@ def probe_on_engine(timeout: float, host: str) -> Dict[str, Any]:
     return probe_local(timeout=timeout, host=host).to_dict()
 
 
-def probe_targets(layout: Iterable[Any], rank_to_engine: Mapping[int, int]) -> Dict[str, Tuple[int, int]]:
-    """host -> (rank, engine id) of the engine that probes it: its first rank
-    (core/placement.first_rank_per_host). Hosts keep layout order. Ranks without an engine are
-    skipped. Pure.
-    """
-    rows = [row for row in layout if rank_to_engine.get(row.rank) is not None]
-    return {host: (rank, rank_to_engine[rank]) for host, rank in first_rank_per_host(rows).items()}
-
-
-def _failed(host: str, error: str) -> HostGpus:
+def failed(host: str, error: str) -> HostGpus:
+    """A host's inventory that could not be had, and why."""
     return HostGpus(host=host, source="none", error=error)
 
 
-def _answer(host: str, rank: int, engine_id: int, pending: Any, seconds_left: float, timeout: float,
-            client: Any) -> HostGpus:
-    """The HostGpus one engine sent, or why there is none."""
-    if not pending.wait(max(0.0, seconds_left)):
-        try:  # drop the queued probe, so a busy engine does not pile them up across refreshes
-            client.abort(pending, block=False)
-        except Exception:
-            pass  # the engine may be gone; the answer below says enough
-        return _failed(host, "no answer within %g s from engine %d (rank %d)" % (timeout, engine_id, rank))
-    try:
-        data = pending.get(0)
-    except Exception as exc:  # a RemoteError or EngineError: the probe failed over there
-        return _failed(host, "engine %d (rank %d): %s" % (engine_id, rank, _one_line(exc)))
-    try:
-        return HostGpus.from_dict(dict(data, host=host))
-    except (MlpMagicError, TypeError, ValueError) as exc:
-        return _failed(host, "engine %d (rank %d) sent a bad inventory: %s" % (engine_id, rank, exc))
-
-
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return "%s: %s" % (type(exc).__name__, text[0]) if text else type(exc).__name__
-
-
-def collect_from_engines(client: Any, targets: Mapping[str, Tuple[int, int]],
-                         timeout: float = 5.0) -> Dict[str, HostGpus]:
-    """host -> HostGpus, asking engine ``targets[host] = (rank, engine id)`` of an ipyparallel Client.
-
-    All requests leave before any answer is awaited; the whole call returns within about
-    ``timeout`` seconds however many hosts do not answer.
-    """
-    if not timeout or timeout <= 0:
-        raise MlpMagicError("GPU collect: timeout must be positive, got %r" % (timeout,))
-    deadline = time.monotonic() + timeout
-    found: Dict[str, HostGpus] = {}
-    pending: Dict[str, Any] = {}
-    for host, (rank, engine_id) in targets.items():
-        try:
-            pending[host] = client[engine_id].apply_async(probe_on_engine, timeout * ENGINE_SHARE, host)
-        except Exception as exc:  # unknown engine id, closed client
-            found[host] = _failed(host, "engine %d (rank %d): %s" % (engine_id, rank, _one_line(exc)))
-    for host, result in pending.items():
-        rank, engine_id = targets[host]
-        found[host] = _answer(host, rank, engine_id, result, deadline - time.monotonic(), timeout, client)
-    return {host: found[host] for host in targets}
-
-
-def collect_from_world(world: Any, timeout: float = 5.0, skip: Iterable[str] = ()) -> Dict[str, HostGpus]:
-    """host -> HostGpus for every host of a live World (``mpirun_command.current_world()``).
-
-    ``skip``: hosts not to probe (their inventory is known already). A stopped World gives
-    every host an error rather than raising.
-    """
-    if not timeout or timeout <= 0:
-        raise MlpMagicError("GPU collect: timeout must be positive, got %r" % (timeout,))
-    skipped = set(skip)
-    targets = {host: target for host, target in probe_targets(world.layout, world.rank_to_engine).items()
-               if host not in skipped}
-    client: Optional[Any] = world.client
-    if client is None:
-        return {host: _failed(host, "the World is stopped") for host in targets}
-    return collect_from_engines(client, targets, timeout)
 
 
 # --------------------------------------------------------------------------------- over ssh
@@ -134,13 +58,13 @@ def parse_topo_answer(host: str, text: str) -> HostGpus:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        return _failed(host, "bad JSON: %s (output starts %r)" % (exc, text[:60]))
+        return failed(host, "bad JSON: %s (output starts %r)" % (exc, text[:60]))
     if not isinstance(data, dict) or len(data) != 1 or not isinstance(next(iter(data.values())), dict):
-        return _failed(host, "bad JSON: expected one host's object, got %.60r" % (data,))
+        return failed(host, "bad JSON: expected one host's object, got %.60r" % (data,))
     try:
         return HostGpus.from_dict(dict(next(iter(data.values())), host=host))
     except MlpMagicError as exc:
-        return _failed(host, "bad JSON: %s" % str(exc).replace("bad GPU inventory JSON: ", ""))
+        return failed(host, "bad JSON: %s" % str(exc).replace("bad GPU inventory JSON: ", ""))
 
 
 def inventory_from_result(result: HostResult, timeout: float) -> HostGpus:
@@ -150,7 +74,7 @@ def inventory_from_result(result: HostResult, timeout: float) -> HostGpus:
     "exit N: <stderr's last line>", "bad JSON: ...".
     """
     why = why_no_answer(result, timeout)
-    return parse_topo_answer(result.host, result.stdout) if why is None else _failed(result.host, why)
+    return parse_topo_answer(result.host, result.stdout) if why is None else failed(result.host, why)
 
 
 def _start_local(names: Sequence[str], timeout: float) -> Underway:
@@ -165,7 +89,7 @@ def _start_local(names: Sequence[str], timeout: float) -> Underway:
         if not isinstance(found, HostGpus):
             why = ("local probe: %s" % pending.error if pending.error is not None
                    else "timeout: no answer within %g s" % timeout)
-            return {name: _failed(name, why) for name in names}
+            return {name: failed(name, why) for name in names}
         return {name: HostGpus.from_dict(dict(found.to_dict(), host=name)) for name in names}
 
     return Underway(finish)
@@ -185,13 +109,13 @@ def _start_remote(targets: Sequence[Any], ssh: Any, env: Optional[Mapping[str, s
         runner = HostRunner(targets, topo_command(python, timeout * PROBE_SHARE), options)
     except MlpMagicError as exc:  # no ssh client, or an --ssh that cannot be split: each remote host says
         why = str(exc)
-        return Underway(lambda deadline: {name: _failed(name, why) for name in names})
+        return Underway(lambda deadline: {name: failed(name, why) for name in names})
     pending = BackgroundRun(runner, "mlp-gpu-collect")
 
     def finish(deadline: float) -> Dict[str, HostGpus]:
         pending.wait(deadline)   # late hosts are stopped in the background and report "timeout"
         if pending.error is not None:
-            return {name: _failed(name, "ssh transport: %s" % _one_line(pending.error)) for name in names}
+            return {name: failed(name, "ssh transport: %s" % one_line(pending.error)) for name in names}
         return {r.host: inventory_from_result(r, timeout) for r in list(runner.results)}
 
     return Underway(finish, pending.stop)

@@ -295,7 +295,7 @@ class World:
     def refresh_gpus(self, timeout: float = 3.0, at_most_every: float = 0.0) -> None:
         """Each host's GPUs through its engines, for the lab panel (remote hosts included).
         Call only while the engines are idle; a host that does not answer keeps no entry."""
-        from ..gpu.collect import collect_from_world
+        from .gpus import collect_from_world
 
         now = time.monotonic()
         if now - self._gpus_refreshed_at < at_most_every:

@@ -10,8 +10,9 @@ import pytest
 from mlp_magic.cluster.text import state_text
 from mlp_magic.cluster.widget import cluster_view
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.gpu.collect import collect_from_engines, collect_from_world, probe_targets
-from mlp_magic.world import command
+from mlp_magic.world.gpus import collect_from_engines, collect_from_world, probe_targets
+from mlp_magic.world import command, gpus
+from mlp_magic.world.waiting import Requests
 
 pytestmark = pytest.mark.timeout(240)
 CPU_ONLY = not os.path.exists("/dev/nvidiactl")
@@ -27,6 +28,14 @@ def world(ip):
     assert world is not None and world.np == 2
     yield world
     ip.run_line_magic("mpirun", "--stop")
+
+
+class CountedRequests(Requests):
+    made: list = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        CountedRequests.made.append(self)
 
 
 def _busy(world, rank: int, seconds: float):
@@ -60,8 +69,14 @@ def test_a_busy_engine_is_reported_never_waited_on(world):
         # Two hosts asked at once: the idle engine answers, the busy one costs one timeout, not more.
         targets = {"idle-host": (1, world.rank_to_engine[1]), "busy-host": (0, world.rank_to_engine[0])}
         started = time.monotonic()
-        found = collect_from_engines(world.client, targets, timeout=1.0)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(gpus, "Requests", CountedRequests)
+            found = collect_from_engines(world, targets, timeout=1.0)
         took = time.monotonic() - started
+        # one wait on world/waiting.Requests, woken by the idle engine's answer and the deadline,
+        # not by a clock (a 0.1 s poll would wake ten times)
+        [requests] = CountedRequests.made
+        assert requests.wakes <= 3, requests.wakes
         assert found["idle-host"].error is None and found["idle-host"].host == "idle-host"
         assert found["busy-host"].error.startswith("no answer within 1 s from engine")
         assert took < 2.0, took

@@ -1,6 +1,6 @@
 """Which engine probes which host, and the collect's argument checks.
 
-The collect itself runs against a real World in tests/integration/test_cluster_collect.py.
+The collect itself (world/gpus) runs against a real World in tests/integration/test_cluster_collect.py.
 """
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 from mlp_magic.core.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.gpu.collect import collect_from_engines, collect_from_world, probe_on_engine, probe_targets
+from mlp_magic.gpu.collect import probe_on_engine
+from mlp_magic.world.gpus import collect_from_engines, collect_from_world, probe_targets
 
 
 def test_local_rank_zero_of_each_host_probes_it():
