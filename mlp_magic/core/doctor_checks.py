@@ -42,6 +42,9 @@ def _unreachable_fix(why: str) -> str:
         return "ssh refused the key: check authorized_keys and the user (BatchMode: no password prompt)"
     if why.startswith("timeout"):
         return "the host answered nothing in time: is it overloaded or hung? raise --timeout to wait longer"
+    if why.startswith("exit 255"):
+        return ("ssh itself ended with 255 (its connection broke or was refused on the way): run again; "
+                "if it stays, look at the host's load and its sshd log")
     if why.startswith("exit 127") or "not found" in lowered:
         return "no such Python on the host: install it, or name another with --python"
     if why.startswith("unreachable"):
@@ -54,6 +57,8 @@ def reachability(report: Report, failures: dict) -> None:
         title = "unreachable" if why.startswith("unreachable") else "no answer"
         if why.startswith("exit 127") or "No such file or directory" in why:
             title = "no Python"
+        elif why.startswith("exit 255"):
+            title = "ssh failed"
         report.add(Finding(ERROR, "reachability", title, (host,), why, _unreachable_fix(why)))
 
 

@@ -102,13 +102,15 @@ def test_bad_input_becomes_findings():
     broken["packages"]["ipykernel"]["error"] = "RuntimeError: half-installed"
     per_host = {"a": facts(), "b": missing, "c": broken, "d": facts()}
     report = report_of(per_host, {"e": "exit 127: sh: 1: exec: /venv/bin/python: not found",
-                                  "f": "unreachable: Host key verification failed."},
+                                  "f": "unreachable: Host key verification failed.",
+                                  "g": "exit 255: no message"},
                        asked_packages=("nosuch",))
     found = by_title(report)
     assert found["torch"].hosts == ("b",) and found["torch"].detail.startswith("b: not installed; ")
     assert found["import ipykernel"].hosts == ("c",) and "half-installed" in found["import ipykernel"].detail
     assert found["no Python"].hosts == ("e",) and "--python" in found["no Python"].fix
     assert "ssh-keygen -R" in found["unreachable"].fix
+    assert found["ssh failed"].hosts == ("g",) and "run again" in found["ssh failed"].fix
     nosuch = found["package nosuch"]
     assert nosuch.severity == WARNING and "is the name right?" in nosuch.detail
 
