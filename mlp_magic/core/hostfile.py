@@ -75,14 +75,22 @@ def check_host_name(name: str, where: str) -> str:
 
 def _count(text: str, what: str, where: str, limit: int = MAX_SLOTS) -> int:
     """A positive ASCII integer up to ``limit``."""
+    return parse_count(text, f"{where}: {what}", limit)
+
+
+def parse_count(text: str, label: str, limit: int, least: int = 1) -> int:
+    """ASCII digits, from ``least`` (0 or 1) up to ``limit``; refused in one line naming ``label``."""
     if not _DIGITS.fullmatch(text):
-        raise MlpMagicError(f"{where}: {what} must be a positive integer, got {quote(text)}")
+        raise MlpMagicError(f"{label} must be a {_COUNT_WORDS[least]} integer, got {quote(text)}")
     value = int(text) if len(text) <= 18 else limit + 1  # no int() of a 5,000-digit string
-    if value == 0:
-        raise MlpMagicError(f"{where}: {what} must be a positive integer, got {quote(text)}")
+    if value < least:
+        raise MlpMagicError(f"{label} must be a {_COUNT_WORDS[least]} integer, got {quote(text)}")
     if value > limit:
-        raise MlpMagicError(f"{where}: {what} {quote(text)} is more than {limit}")
+        raise MlpMagicError(f"{label} {quote(text)} is more than {limit}")
     return value
+
+
+_COUNT_WORDS = {0: "non-negative", 1: "positive"}
 
 
 def _port(text: str, where: str) -> int:

@@ -13,14 +13,13 @@ import stat
 from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
 
 from ..errors import MlpMagicError
-from .hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, parse_host_list, parse_hostfile,
-                       reject_duplicates, split_outside_brackets)
+from .hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, parse_count, parse_host_list,
+                       parse_hostfile, reject_duplicates, split_outside_brackets)
 from .ranges import MAX_HOSTS, MAX_RANKS, quote
 from .local_names import LOCALHOST, LOOPBACK, is_this_machine
 from .records import Record
 
 LOCAL_SOURCE = "local machine"   # the embedded default, the one source that oversubscribes unasked
-_DIGITS = re.compile(r"[0-9]+")
 
 
 class Host(Record, frozen=True):
@@ -106,14 +105,7 @@ def _text(env: Mapping, name: str) -> str:
 def _int_var(env: Mapping, name: str, limit: int = MAX_SLOTS) -> int | None:
     """A non-negative integer variable; None when unset or empty."""
     value = _text(env, name)
-    if not value:
-        return None
-    if not _DIGITS.fullmatch(value):  # ASCII digits only
-        raise MlpMagicError(f"${name} must be a non-negative integer, got {quote(value)}")
-    number = int(value) if len(value) <= 18 else limit + 1
-    if number > limit:
-        raise MlpMagicError(f"${name} {quote(value)} is more than {limit}")
-    return number
+    return parse_count(value, f"${name}", limit, least=0) if value else None
 
 
 def _host_var(env: Mapping, name: str) -> str:

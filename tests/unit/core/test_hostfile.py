@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from mlp_magic.core.hostfile import (MAX_SLOTS, HostEntry, check_host_name, parse_host_list, parse_hostfile,
-                                     split_outside_brackets)
+from mlp_magic.core.hostfile import (MAX_SLOTS, HostEntry, check_host_name, parse_count, parse_host_list,
+                                     parse_hostfile, split_outside_brackets)
+from mlp_magic.errors import MlpMagicError
 from tests.unit.parser_errors import error_of
 
 
@@ -254,3 +257,15 @@ def test_check_host_name_messages():
     assert error_of(check_host_name, "a b", "-H item 1") == (
         "-H item 1: invalid host name 'a b' (letters, digits, '.', '-', '_', or an IP address)")
     assert "'fe80::1%e;x'" in error_of(check_host_name, "fe80::1%e;x", "w")
+
+
+@given(st.text(max_size=25), st.sampled_from([0, 1]), st.sampled_from([1, 8, 65535]))
+def test_one_count_parser_for_hostfiles_and_variables(text, least, limit):
+    """core/hostfile.parse_count: ASCII digits from ``least`` up to ``limit``, else one line."""
+    try:
+        value = parse_count(text, "$X", limit, least)
+    except MlpMagicError as error:
+        assert str(error).startswith("$X ")
+        assert not (text.isascii() and text.isdigit() and least <= int(text) <= limit)
+    else:
+        assert text.isascii() and text.isdigit() and value == int(text) and least <= value <= limit
