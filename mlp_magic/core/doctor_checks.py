@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .doctor import ERROR, INFO, MISSING, WARNING, Finding, Report, compare, hosts_text
+from .doctor import ERROR, INFO, MISSING, WARNING, Finding, Report, compare, hosts_text, shown
 from .records import Record, fresh
 
 # Variables that differ from process to process of one job by design: not compared.
@@ -82,7 +82,8 @@ def _broken(report: Report, name: str, facts: dict) -> None:
                            f"{name} is installed but `import {name}` fails: {error}",
                            "reinstall it there (pip install --force-reinstall), or raise --timeout "
                            "when it is only slow" if severity == WARNING else
-                           f"reinstall {name} on {hosts_text(hosts)} (pip install --force-reinstall {name})"))
+                           f"reinstall {name} on {hosts_text(hosts)} (pip install --force-reinstall {name}); "
+                           "where it imports elsewhere, compare PYTHONPATH and the packages it imports"))
 
 
 def _missing_everywhere(report: Report, name: str, facts: dict, context: Context) -> bool:
@@ -110,8 +111,10 @@ def software(report: Report, facts: dict, context: Context) -> None:
         entries = {h: (f.get("packages") or {}).get(name) for h, f in facts.items()
                    if not ((f.get("packages") or {}).get(name) or {}).get("error")}
         severity = ERROR if name in CORE_PACKAGES else WARNING
-        report.add(compare("software", name, {h: _package_value(e) for h, e in entries.items()},
-                           severity=severity, describe=lambda v: _with_place(v, entries, name),
+        versions = {h: _package_value(e) for h, e in entries.items()}
+        odd = len(set(versions.values())) > 1   # where each version comes from, when they differ
+        report.add(compare("software", name, versions, severity=severity,
+                           describe=(lambda v: _with_place(v, entries)) if odd else _version_text,
                            fix=f"install the same {name} everywhere (%allrun pip install {name}==VERSION), "
                                "and check PYTHONPATH on the odd hosts"))
         _broken(report, name, facts)
@@ -122,10 +125,12 @@ def software(report: Report, facts: dict, context: Context) -> None:
                 report.add(compare("software", label, extras, fix="install one build everywhere"))
 
 
-def _with_place(value, entries: dict, name: str) -> str:
-    """A version with where it comes from when that is not the usual site-packages."""
-    from .doctor import shown
+def _version_text(value) -> str:
+    return "not installed" if value is MISSING else shown(value)
 
+
+def _with_place(value, entries: dict) -> str:
+    """A version with where it comes from when that is not the usual site-packages."""
     if value is MISSING:
         return "not installed"
     files = {(e or {}).get("file") for e in entries.values() if _package_value(e) == value}
