@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from ..errors import MlpMagicError
-from .ranges import quote
+from .ranges import expand_hosts, quote
 from .records import Record
 
 MAX_SLOTS = 1 << 20      # per host; a typo such as slots=80000000 fails here, not in a layout
@@ -107,11 +107,9 @@ def _strip_comment(line: str) -> str:
     return line.split("#", 1)[0].strip()
 
 
-def _names(text: str, where: str) -> list:
+def expand_names(text: str, where: str) -> list:
     """A host name or a node set (``worker[0-3]``), each name checked."""
     if "[" in text or "]" in text:
-        from .ranges import expand_hosts  # pure module; imported late to keep this one standalone
-
         try:
             names = expand_hosts(text)
         except MlpMagicError as err:
@@ -149,7 +147,7 @@ def _parse_openmpi_line(tokens: list, where: str, lineno: int) -> list:
         raise MlpMagicError(f"{where}: max_slots={values['max_slots']} is below slots={slots}")
     user = _user(values["user"], where) if "user" in values else user
     port = _port(values["port"], where) if "port" in values else None
-    return [HostEntry(name, slots, port, user, lineno) for name in _names(host, where)]
+    return [HostEntry(name, slots, port, user, lineno) for name in expand_names(host, where)]
 
 
 def _split_host_port(item: str, where: str) -> tuple:
@@ -172,13 +170,13 @@ def _parse_pssh_line(tokens: list, where: str, lineno: int) -> list:
             raise MlpMagicError(f"{where}: user given twice ({quote(user)} and {quote(tokens[1])})")
         user = _user(tokens[1], where)
     host, port = _split_host_port(item, where)
-    return [HostEntry(name, 1, port, user, lineno) for name in _names(host, where)]
+    return [HostEntry(name, 1, port, user, lineno) for name in expand_names(host, where)]
 
 
 def _parse_colon_line(word: str, where: str, lineno: int) -> list:
     host, _, slots = word.partition(":")
     count = _count(slots, "slots", where)
-    return [HostEntry(name, count, line=lineno) for name in _names(host, where)]
+    return [HostEntry(name, count, line=lineno) for name in expand_names(host, where)]
 
 
 def _parse_line(line: str, fmt: str, where: str, lineno: int) -> list:
@@ -245,8 +243,8 @@ def _list_item_hosts(item: str, where: str) -> tuple:
         return [check_host_name(item, where)], 1
     names, sep, count = item.rpartition(":")
     if not sep:
-        return _names(item, where), 1
-    return _names(names, where), _count(count, "slots", where)
+        return expand_names(item, where), 1
+    return expand_names(names, where), _count(count, "slots", where)
 
 
 def parse_host_list(text: str, source: str = "-H") -> list[HostEntry]:

@@ -13,8 +13,8 @@ import stat
 from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
 
 from ..errors import MlpMagicError
-from .hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, parse_count, parse_host_list,
-                       parse_hostfile, reject_duplicates, split_outside_brackets)
+from .hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, expand_names, parse_count,
+                       parse_host_list, parse_hostfile, reject_duplicates, split_outside_brackets)
 from .ranges import MAX_HOSTS, MAX_RANKS, quote
 from .local_names import LOCALHOST, LOOPBACK, is_this_machine
 from .records import Record
@@ -119,26 +119,11 @@ def _name_list(env: Mapping, name: str) -> list:
     for item in split_outside_brackets(_text(env, name)):
         item = item.strip()
         if item:
-            names += _expand(item, f"${name}")
+            names += expand_names(item, f"${name}")
     if len(names) > MAX_HOSTS:
         raise MlpMagicError(f"${name} names more than {MAX_HOSTS} hosts")
     return names
 
-
-def _expand(item: str, where: str) -> list:
-    if "[" not in item and "]" not in item:
-        return [check_host_name(item, where)]
-    from .ranges import expand_hosts
-
-    try:
-        names = expand_hosts(item)
-    except MlpMagicError as err:
-        raise MlpMagicError(f"{where}: {err}") from None
-    return [check_host_name(name, where) for name in names]
-
-
-# ---------------------------------------------------------------------------------------------
-# Sources, each returning (entries, source-description) or None when its variables are absent.
 
 def _from_options(hostfile, hosts, read_text) -> tuple | None:
     if hostfile is not None and hosts is not None:
