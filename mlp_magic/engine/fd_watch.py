@@ -16,6 +16,8 @@ import select
 import termios
 import threading
 
+from .ipykernel_private import fd_pipe
+
 READ_BYTES = 1 << 16
 STALL_SECONDS = 2.0      # a drain gives up after this long with no byte delivered
 HANDOVER_SECONDS = 5.0   # at most this long for ipykernel's thread to step aside
@@ -78,23 +80,22 @@ class FdWatcher:
 
 def take_over(stream, route) -> FdWatcher | None:
     """Replace ipykernel's reader of ``stream``'s fd pipe with an FdWatcher (once per stream).
-    None when this ipykernel watches no fd (fd output then goes to the launcher's log)."""
+    None when this ipykernel watches no fd (fd output then goes to the launcher's log), or
+    watches it through internals engine/ipykernel_private does not find (ipykernel then keeps
+    reading it: the output reaches the notebook, undrained and unlogged)."""
     existing = getattr(stream, "_mlp_fd_watcher", None)
     if existing is not None:
         existing.route = route
         return existing
-    old = getattr(stream, "watch_fd_thread", None)
-    fid, echo_fd = getattr(stream, "_fid", None), getattr(stream, "_original_stdstream_copy", None)
-    if old is None or fid is None or echo_fd is None or not old.is_alive():
+    pipe = fd_pipe(stream)
+    if pipe is None:
         return None
-    # ipykernel's loop ends when it reads with _should_watch off; the byte wakes it, unechoed.
-    stream._should_watch = False
-    os.write(stream._original_stdstream_fd, b"\0")
-    old.join(HANDOVER_SECONDS)
-    if old.is_alive():
-        stream._should_watch = True
+    pipe.stop_reader()
+    pipe.reader.join(HANDOVER_SECONDS)
+    if pipe.reader.is_alive():
+        pipe.resume_reader()
         return None
-    watcher = FdWatcher(fid, echo_fd, route)
+    watcher = FdWatcher(pipe.fid, pipe.echo_fd, route)
     watcher.thread.start()
     stream._mlp_fd_watcher = watcher
     return watcher

@@ -21,6 +21,8 @@ from datetime import datetime
 
 from jupyter_client.session import extract_header
 
+from . import ipykernel_private
+
 QUIET_KEY = "mlp_no_output"   # reply metadata: this request published nothing on iopub
 SECONDS_KEY = "mlp_seconds"   # reply metadata: how long the request ran on the rank
 
@@ -33,25 +35,26 @@ def _parent_id(parent) -> str | None:
     return extract_header(parent).get("msg_id") if parent else None
 
 
-# ipykernel's private hooks this replaces: without any of them the engine stays as ipykernel made
-# it (a 'busy' and an 'idle' per request, which the client handles as ever), only slower.
-KERNEL_HOOKS = ("_publish_status", "finish_metadata", "_publish_execute_input", "get_parent")
+# ipykernel's private hooks this replaces (engine/ipykernel_private, which holds each use):
+# without any of them the engine stays as ipykernel made it (a 'busy' and an 'idle' per request,
+# which the client handles as ever), only slower.
+KERNEL_HOOKS = ipykernel_private.KERNEL_HOOKS
 
 
 def can_quieten(kernel) -> bool:
-    return (kernel is not None and all(callable(getattr(kernel, name, None)) for name in KERNEL_HOOKS)
-            and callable(getattr(getattr(kernel, "session", None), "send", None)))
+    return ipykernel_private.kernel_hooks(kernel) is not None
 
 
 def quieten(kernel) -> bool:
     """Replace the kernel's hooks (see the module's docstring); False, changing nothing, where
     this ipykernel lacks one."""
-    if not can_quieten(kernel):
+    hooks = ipykernel_private.kernel_hooks(kernel)
+    if hooks is None:
         return False
     published: set = set()   # ids of requests that published on iopub since the last reply
     quiet: set = set()       # ids of requests whose reply said "no output": no 'idle' for them
-    session, send = kernel.session, kernel.session.send
-    publish_status, finish_metadata = kernel._publish_status, kernel.finish_metadata
+    send, publish_status, finish_metadata, get_parent = (
+        hooks[name] for name in ("send", "_publish_status", "finish_metadata", "get_parent"))
 
     def send_noting_output(stream, msg_or_type, content=None, parent=None, *args, **kwargs):
         kind = _msg_type(msg_or_type)
@@ -81,14 +84,19 @@ def quieten(kernel) -> bool:
         if status == "busy":
             return
         if status == "idle":
-            msg_id = _parent_id(parent or kernel.get_parent(channel))
+            msg_id = _parent_id(parent or get_parent(channel))
             if msg_id in quiet:
                 quiet.discard(msg_id)
                 return
         publish_status(status, channel, parent)
 
-    session.send = send_noting_output
-    kernel.finish_metadata = finish_noting_quiet
-    kernel._publish_status = status_without_noise
-    kernel._publish_execute_input = lambda code, parent, execution_count: None
+    ipykernel_private.replace_hooks(kernel, send_noting_output, finish_noting_quiet, status_without_noise,
+                                    lambda code, parent, execution_count: None)
     return True
+
+
+def unquieten() -> bool:
+    """Back to ipykernel's own hooks (a 'busy', the code and an 'idle' per request): for a
+    client that cannot complete a quiet request's output (world/ipp_private.reply_hooks). Sent
+    as a request itself, before any that waits on its output: its own reply is plain already."""
+    return ipykernel_private.restore_all()

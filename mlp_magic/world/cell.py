@@ -17,8 +17,8 @@ from ..core import results as status
 from ..core.results import RankResult
 from ..core.start_budget import interrupt_grace
 from ..engine.capture import CELL_TAG
-from ..engine.quiet import SECONDS_KEY
 from .ipp_private import children, forget_results
+from .quiet_replies import run_seconds
 from .waiting import Requests
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -182,7 +182,7 @@ class CellRun:
         result.displays = list(metadata.get("outputs") or [])
         if metadata.get("execute_result"):
             result.displays.append(metadata["execute_result"])
-        result.duration = metadata.get(SECONDS_KEY)
+        result.duration = run_seconds(metadata)
         return result
 
 

@@ -13,8 +13,17 @@
   the public ``send_signal(SIGINT)`` does the same through the engine's own signal handler.
 - ``reply_hooks``: the client's reply handlers by message type (``_queue_handlers``) and its
   output futures by request (``_output_futures``), for world/quiet_replies. The engines leave out
-  a quiet request's 'idle', so without these its output would never complete: their absence is an
-  error said at the World's start, not a hang at its first cell.
+  a quiet request's 'idle', which only these let the client do without; missing, the World asks
+  its engines to publish as plain ipykernel does (engine/quiet.unquieten: more messages, the same
+  output) and says so once (world/guards).
+- ``keep_in_metadata``: a key of ours in a request's ``Metadata``, which refuses unknown keys
+  through its own ``__setitem__``; missing, the rank's run time is read from ipyparallel's own
+  'started' and 'completed' instead.
+- ``remote_error``: a request that raised on its engine resolves its future to the RemoteError as
+  a value, not as the future's exception (ipyparallel's ``_handle_apply_reply``).
+- ``targets``: the engines a request was sent to (``AsyncResult._targets``), for fanout/via_engines.
+tests/unit/world/test_ipp_contract.py and tests/integration/test_ipp_contract.py hold each use
+against the installed ipyparallel, on a real World for what only exists once connected.
 """
 from __future__ import annotations
 
@@ -101,16 +110,35 @@ def send_interrupt(client, engines: list) -> None:
 
 
 REPLY_KINDS = ("execute_reply", "apply_reply")
+REPLY_HOOKS = ("_queue_handlers", "_output_futures")   # the client's names for them
 
 
-def reply_hooks(client) -> tuple:
+def reply_hooks(client):
     """(handlers, output_futures): the client's reply handlers by message type, which may be
-    replaced by wrappers, and its output futures by request id."""
-    handlers = getattr(client, "_queue_handlers", None)
-    outputs = getattr(client, "_output_futures", None)
+    replaced by wrappers, and its output futures by request id; None where this client keeps
+    them under other names (the caller falls back to plain messages)."""
+    handlers, outputs = (getattr(client, name, None) for name in REPLY_HOOKS)
     if not (isinstance(handlers, dict) and all(kind in handlers for kind in REPLY_KINDS)
             and isinstance(outputs, dict)):
-        raise MlpMagicError("this ipyparallel's client keeps its reply handlers or output futures "
-                            "elsewhere (Client._queue_handlers, _output_futures); mlp_magic needs "
-                            "ipyparallel 8 or 9")
+        return None
     return handlers, outputs
+
+
+def keep_in_metadata(client, msg_id: str, key: str, value) -> bool:
+    """Store ``key`` in the request's Metadata (which only takes its own keys through ``[]``);
+    False where the client keeps no such record."""
+    metadata = getattr(client, "metadata", None)
+    record = metadata.get(msg_id) if isinstance(metadata, dict) else None
+    if not isinstance(record, dict):
+        return False
+    dict.__setitem__(record, key, value)
+    return True
+
+
+def targets(async_result) -> list:
+    """The engine ids a request was sent to."""
+    found = getattr(async_result, "_targets", None)
+    if found is None:
+        raise MlpMagicError("this ipyparallel's AsyncResult names no targets (AsyncResult._targets); "
+                            "mlp_magic needs ipyparallel 8 or 9")
+    return list(found)

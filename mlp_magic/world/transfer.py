@@ -76,7 +76,7 @@ def _unpack(packed):
 
 def push(world, name: str, namespace: Mapping, ranks: list, cap: int, timeout: float | None = None) -> str:
     """Send the notebook's ``name`` to ``ranks``; a line saying what was sent."""
-    from ipyparallel.serialize.serialize import PrePickled, _nbytes
+    from ipyparallel.serialize import PrePickled
 
     if name not in namespace:
         raise MlpMagicError(f"%mpirun --push: name {name!r} is not defined in the notebook")
@@ -86,7 +86,7 @@ def push(world, name: str, namespace: Mapping, ranks: list, cap: int, timeout: f
     except Exception as exc:
         raise MlpMagicError(f"%mpirun --push {name}: a {type(value).__qualname__} cannot be pickled: "
                             f"{type(exc).__name__}: {exc}") from None
-    size = sum(_nbytes(buffer) for buffer in packed.buffers)
+    size = sum(memoryview(buffer).nbytes for buffer in packed.buffers)
     if size > cap:
         raise MlpMagicError(f"%mpirun --push {name}: {name} is {size_text(size)}, over the cap of "
                             f"{size_text(cap)} (MLP_MAGIC_PULL_CAP)")

@@ -26,9 +26,10 @@ from ..core.start_budget import busiest_ranks_per_cpu, memory_shortfall, start_b
 from ..core.topology import Topology
 from ..engine import bootstrap as engine_bootstrap
 from ..engine import identity as engine_identity
+from ..engine.ipykernel_private import with_missing
 from ..engine.private_files import narrow_tree, private_dirs
 from ..errors import MlpMagicError
-from . import published, start_calls
+from . import guards, published, start_calls
 from .ipp_private import send_interrupt
 from .launch import start_processes
 from .lifeline import Lifeline
@@ -130,11 +131,13 @@ class World:
         info = wait_for_file(self.client_file, controller, self.budget.stall_s)
         narrow_tree(self.workdir)   # the controller's profile: IPython's README is copied 0644
         self.client = ipyparallel.Client(info, timeout=self.budget.stall_s)
-        complete_quiet_outputs(self.client)
+        quiet_replies = complete_quiet_outputs(self.client)
         _quiet_ipyparallel()
         waiting = Waiting([row.host for row in self.layout], self.processes, self.launcher_log,
                           self._advice(), self.workdir)
         wait_for_engines(self.client, waiting, self.budget, self.progress)
+        if not quiet_replies:
+            guards.plain_replies(self)   # before any request that waits on its output
 
     def _advice(self) -> list:
         if not self.spec.topology.is_local:
@@ -183,10 +186,11 @@ class World:
             names = {"rank": row.rank, "world_size": self.spec.np,
                      "local_rank": row.local_rank, "node_rank": row.node_rank}
             engine = self.client[self.rank_to_engine[row.rank]]
-            pending[row.rank] = engine.apply_async(engine_bootstrap.bootstrap, variables, names,
+            pending[row.rank] = engine.apply_async(with_missing, engine_bootstrap.bootstrap, variables, names,
                                                    self.mpi is not None, display_cap(self.spec.np), retention)
-        self._gather(pending, "their set-up (variables, MPI_Init, hooks)",
-                     "the set-up (variables, MPI_Init, hooks)")
+        answers = self._gather(pending, "their set-up (variables, MPI_Init, hooks)",
+                               "the set-up (variables, MPI_Init, hooks)")
+        guards.report_missing(self, answers)
         self.master = (master_addr, master_port)
 
     def _gather(self, pending: dict, what: str, step: str) -> dict:

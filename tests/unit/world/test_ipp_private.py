@@ -5,7 +5,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from mlp_magic.errors import MlpMagicError
 from mlp_magic.world.ipp_private import REPLY_KINDS, reply_hooks, send_interrupt
 from mlp_magic.world.quiet_replies import complete_quiet_outputs
 
@@ -23,14 +22,16 @@ def a_client(**overrides):
 
 @pytest.mark.parametrize("change", [{"_queue_handlers": None}, {"_output_futures": None},
                                     {"_queue_handlers": {"execute_reply": print}}])
-def test_a_client_without_the_hooks_is_one_clear_error(change):
-    with pytest.raises(MlpMagicError, match="ipyparallel 8 or 9"):
-        complete_quiet_outputs(a_client(**change))
+def test_a_client_without_the_hooks_is_left_as_it_is(change):
+    client = a_client(**change)
+    before = dict(vars(client))
+    assert complete_quiet_outputs(client) is False   # the World then asks for plain replies
+    assert vars(client) == before
 
 
 def test_the_reply_handlers_are_wrapped_once():
     client = a_client()
-    complete_quiet_outputs(client)
+    assert complete_quiet_outputs(client) is True
     wrapped = dict(client._queue_handlers)
     complete_quiet_outputs(client)
     assert client._queue_handlers == wrapped
@@ -54,3 +55,14 @@ def test_interrupt_falls_back_to_the_public_signal():
     client._send_control_request = lambda **kw: private.append(kw)
     send_interrupt(client, [1])
     assert private == [{"targets": [1], "msg_type": "interrupt_request", "content": {}, "block": False}]
+
+
+def test_a_ranks_run_time_is_its_own_count_else_ipyparallels_dates():
+    from datetime import datetime, timezone
+
+    from mlp_magic.world.quiet_replies import run_seconds
+
+    assert run_seconds({"mlp_seconds": 0.25, "started": None}) == 0.25
+    started = datetime(2026, 11, 25, 9, 42, 48, 525275, tzinfo=timezone.utc)
+    assert run_seconds({"started": started, "completed": "2026-11-25T09:42:49.025275Z"}) == 0.5
+    assert run_seconds({"started": None, "completed": None}) is None

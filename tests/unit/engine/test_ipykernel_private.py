@@ -1,0 +1,111 @@
+"""The contract with the installed ipykernel (engine/ipykernel_private): each private name we use
+exists with the shape we call it with, and on a real OutStream watching a real fd the takeover
+gets every byte; where a name is gone, the engine keeps ipykernel's own behaviour and says what
+it lacked. An upgrade that breaks one fails here, loudly, before any World loses output."""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+from mlp_magic.engine import ipykernel_private
+from mlp_magic.engine.ipykernel_private import KERNEL_HOOKS, kernel_hooks, restore_all
+from mlp_magic.engine.quiet import quieten
+
+# what engine/quiet calls each hook with (its wrappers' own signatures)
+SIGNATURES = {"_publish_status": ["status", "channel", "parent"],
+              "finish_metadata": ["parent", "metadata", "reply_content"],
+              "_publish_execute_input": ["code", "parent", "execution_count"],
+              "get_parent": ["channel"]}
+
+
+def test_the_engines_kernel_class_has_every_hook_with_its_parameters():
+    from ipyparallel.engine.kernel import IPythonParallelKernel
+
+    assert set(SIGNATURES) == set(KERNEL_HOOKS)
+    for name, parameters in SIGNATURES.items():
+        hook = getattr(IPythonParallelKernel, name)
+        assert list(inspect.signature(hook).parameters)[1:] == parameters, name
+    from jupyter_client.session import Session
+
+    send = list(inspect.signature(Session.send).parameters)
+    assert send[1:5] == ["stream", "msg_or_type", "content", "parent"]
+
+
+def test_quieten_then_restore_puts_the_class_methods_back():
+    class Kernel:
+        def _publish_status(self, status, channel, parent=None): ...
+        def finish_metadata(self, parent, metadata, reply_content): ...
+        def _publish_execute_input(self, code, parent, execution_count): ...
+        def get_parent(self, channel=None): ...
+
+    class Session:
+        def send(self, stream, msg_or_type, content=None, parent=None): ...
+
+    kernel = Kernel()
+    kernel.session = Session()
+    assert quieten(kernel) is True and "_publish_status" in vars(kernel) and "send" in vars(kernel.session)
+    assert restore_all() is True
+    assert "_publish_status" not in vars(kernel) and "send" not in vars(kernel.session)
+    assert restore_all() is False
+
+
+def test_a_kernel_without_a_hook_is_named_in_what_is_missing(monkeypatch):
+    monkeypatch.setattr(ipykernel_private, "_MISSING", {})
+    kernel = SimpleNamespace(session=SimpleNamespace(send=print), **{n: print for n in KERNEL_HOOKS[1:]})
+    assert kernel_hooks(kernel) is None
+    assert ipykernel_private.missing() == {"Kernel._publish_status": "quiet replies (engine/quiet)"}
+
+
+REAL_STREAM = r"""
+import json, os, sys
+import zmq
+from ipykernel.iostream import IOPubThread, OutStream
+from jupyter_client.session import Session
+from mlp_magic.engine import fd_watch, ipykernel_private
+
+out = sys.argv[1]
+if len(sys.argv) > 2:
+    ipykernel_private.FD_PIPE = (*ipykernel_private.FD_PIPE, sys.argv[2])
+socket = zmq.Context.instance().socket(zmq.PUB)
+socket.bind_to_random_port("tcp://127.0.0.1")
+thread = IOPubThread(socket)
+thread.start()
+stream = OutStream(Session(), thread, "stdout", watchfd=True)
+names = ("watch_fd_thread", *ipykernel_private.FD_PIPE[:4])
+assert all(getattr(stream, name, None) is not None for name in names)
+got = []
+watcher = fd_watch.take_over(stream, got.append)
+reader_alive = stream.watch_fd_thread.is_alive()
+os.write(1, b"below python\n")
+drained = watcher.drain() if watcher else None
+with open(out, "w") as handle:
+    json.dump({"taken": watcher is not None, "got": "".join(got), "drained": drained,
+               "ipykernels_reader": reader_alive, "missing": ipykernel_private.missing()}, handle)
+os._exit(0)
+"""
+
+
+def _on_a_real_stream(tmp_path, *extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    out = tmp_path / "seen.json"
+    done = subprocess.run([sys.executable, "-c", REAL_STREAM, str(out), *extra], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+def test_the_fd_reader_of_a_real_outstream_is_taken_over_and_drained(tmp_path):
+    seen = _on_a_real_stream(tmp_path)
+    assert seen == {"taken": True, "got": "below python\n", "drained": True, "ipykernels_reader": False,
+                    "missing": {}}
+
+
+def test_an_outstream_without_a_name_keeps_ipykernels_own_reader(tmp_path):
+    seen = _on_a_real_stream(tmp_path, "_fid_v2")
+    assert seen["taken"] is False and seen["ipykernels_reader"] is True
+    assert seen["missing"] == {"OutStream._fid_v2": "fd 1/2 output drained at its cell's end "
+                                                    "(engine/fd_watch)"}
