@@ -54,7 +54,28 @@ for name in sys.argv[1:]:
 """
 
 
-def _metadata_version(distribution):
+def _dist_folders():
+    """{normalised name: [version, ...]} from the ``NAME-VERSION.dist-info`` folders on sys.path,
+    in path order (what importlib.metadata finds first), read from the folder names alone."""
+    found = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".dist-info") and "-" in name:
+                dist, version = name[:-len(".dist-info")].split("-", 1)
+                found.setdefault(dist.replace("-", "_").replace(".", "_").lower(), []).append(version)
+    return found
+
+
+def _metadata_version(distribution, folders):
+    """The installed version (the first on sys.path); importlib.metadata only where the folders
+    do not tell (eggs, odd names): its import alone costs a probe tens of milliseconds."""
+    versions = folders.get(distribution.replace("-", "_").replace(".", "_").lower())
+    if versions:
+        return versions[0]
     try:
         from importlib import metadata
         return metadata.version(distribution)
@@ -72,13 +93,27 @@ def _spec_file(name):
     return None if spec is None else (spec.origin or "namespace package")
 
 
+def _torch_build(origin):
+    """torch's CUDA build from its version.py, read as text (nothing imported)."""
+    import re
+    try:
+        text = open(os.path.join(os.path.dirname(origin), "version.py")).read()
+    except (OSError, TypeError):
+        return {}
+    found = re.search(r"^cuda\b[^=]*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    return {"cuda": found.group(1)} if found else {}
+
+
 def package_facts(packages):
     """{name: {"version", "file", "installed"}} from the metadata and the import system only."""
-    found = {}
+    found, folders = {}, _dist_folders()
     for name, distribution in packages:
         origin = _spec_file(name)
-        found[name] = {"version": _metadata_version(distribution), "file": origin,
+        version = _metadata_version(distribution, folders) if origin else None
+        found[name] = {"version": version, "file": origin,
                        "installed": origin is not None}
+        if name == "torch" and origin:
+            found[name]["extra"] = _torch_build(origin)
     return found
 
 
@@ -202,8 +237,18 @@ def _gpu_state(nvml, index):
             "remap_failed": None if rows is None or len(rows) < 4 else int(rows[3])}
 
 
+def no_gpu_here():
+    """Nothing of NVIDIA's on this host (no device node, no nvidia-smi, no replay): then no NVML
+    library is loaded at all."""
+    import shutil
+    return not (os.path.exists("/dev/nvidiactl") or os.environ.get("MLP_MAGIC_NVML_REPLAY")
+                or shutil.which("nvidia-smi"))
+
+
 def gpu_facts():
     """This host's GPUs through mlp_magic's sampler (NVML, or its replay in tests)."""
+    if no_gpu_here():
+        return {"source": "none", "error": "no GPUs", "driver": None, "gpus": [], "count": 0}
     try:
         from mlp_magic.gpu.sampler import open_sampler
     except Exception as error:
@@ -261,6 +306,13 @@ def affinity():
     return {"nics": list(gpus.nics), "far": far_nic_hint(gpus)}
 
 
+def gpus_and_affinity():
+    found = gpu_facts()
+    if found.get("gpus"):
+        found["affinity"] = affinity()
+    return found
+
+
 def _in_thread(results, problems, key, work):
     def run():
         try:
@@ -295,7 +347,7 @@ def probe(argv):
     threads = [_in_thread(results, problems, "host", lambda: host_facts(options.workdir))]
     if not options.no_gpus:
         # one thread imports mlp_magic's GPU modules: two at once can meet in the import lock
-        threads += [_in_thread(results, problems, "gpus", lambda: dict(gpu_facts(), affinity=affinity())),
+        threads += [_in_thread(results, problems, "gpus", gpus_and_affinity),
                     _in_thread(results, problems, "xid_log", kernel_xids)]
     facts["packages"] = package_facts(packages)
     if not options.no_import:
