@@ -125,3 +125,33 @@ def test_the_magic_goes_through_the_live_worlds_engines(ip, monkeypatch, capsys)
     assert {"Python", "torch", "GPU count"} <= {s["title"] for s in report["shared"]}
     result = ip.run_cell("%mlp_doctor --timeout nope")
     assert "--timeout" in str(result.error_in_exec) and "Traceback" not in capsys.readouterr().out
+
+
+def test_sigterm_stops_the_probes_and_their_imports(tmp_path):
+    (tmp_path / "hangs_on_import").mkdir()
+    (tmp_path / "hangs_on_import" / "__init__.py").write_text("import time\ntime.sleep(600)\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env.pop("MLP_MPI_HOSTS", None)
+    command = subprocess.Popen([sys.executable, "-m", "mlp_magic.cli", "doctor", "--timeout", "60",
+                                "--package", "hangs_on_import"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not _hanging():
+        time.sleep(0.1)
+    assert _hanging(), "the import never started"
+    command.terminate()
+    out, err = command.communicate(timeout=30)
+    assert command.returncode == 130 and err == "mlp-magic: interrupted\n" and "Traceback" not in out
+    deadline = time.monotonic() + 10
+    while _hanging() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _hanging() == []
+
+
+def _hanging() -> list:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        line = " ".join(process.info["cmdline"] or [])
+        if "hangs_on_import" in line and "mlp_magic.cli" not in line:
+            found.append(process.pid)
+    return found
