@@ -8,12 +8,15 @@ messages for the same output, and says so once per kernel, not once per World or
 - An engine's ipykernel without the hooks engine/quiet replaces, or without the fd pipe
   engine/fd_watch takes over: that engine kept ipykernel's own behaviour; the bootstrap's
   answer names what it lacked (engine/ipykernel_private.missing).
+- The client unable to send ipykernel's interrupt_request: the ranks' processes get SIGINT
+  (world/rank_signals).
 """
 from __future__ import annotations
 
 from ..core.grouping import ranks_label
 from ..core.ranges import fold_hosts
 from ..engine import quiet
+from . import rank_signals
 
 _said: set = set()   # the lines this kernel has said already
 
@@ -53,3 +56,14 @@ def report_missing(world, answers: dict) -> None:
         say_once(world.notice, f"mlp_magic: {ranks_label(ranks, hosts)}: this ipykernel has no {names}, "
                                f"so ipykernel's own behaviour is kept there for: {uses} "
                                "(more messages or later fd output; nothing is lost)", key=names)
+
+
+SIGNALLED = ("mlp_magic: this ipyparallel's client has no _send_control_request: interrupts reach the "
+             "ranks as SIGINT to their processes (here directly, elsewhere through each host's agent)")
+
+
+def interrupt_by_signal(world, engines: list) -> bool:
+    """The interrupt's fallback (world/rank_signals), said once; True when every rank got it."""
+    say_once(world.notice, SIGNALLED)
+    by_engine = {engine: rank for rank, engine in world.rank_to_engine.items()}
+    return rank_signals.interrupt(world, [by_engine[e] for e in engines if e in by_engine])

@@ -10,7 +10,8 @@
   ``_output_futures``, ``outstanding``), else memory grows cell after cell; missing, it leaks.
 - ``send_interrupt``: ``_send_control_request`` (ipykernel's ``interrupt_request`` through the
   controller, as ``Client.interrupt`` would but without waiting for every engine's reply); missing,
-  the public ``send_signal(SIGINT)`` does the same through the engine's own signal handler.
+  the ranks' processes get SIGINT (world/rank_signals: here directly, elsewhere through each host's
+  agent), said once. Not the public ``send_signal``: it asks the engines' nannies, and ours have none.
 - ``reply_hooks``: the client's reply handlers by message type (``_queue_handlers``) and its
   output futures by request (``_output_futures``), for world/quiet_replies. The engines leave out
   a quiet request's 'idle', which only these let the client do without; missing, the World asks
@@ -26,8 +27,6 @@ tests/unit/world/test_ipp_contract.py and tests/integration/test_ipp_contract.py
 against the installed ipyparallel, on a real World for what only exists once connected.
 """
 from __future__ import annotations
-
-import signal
 
 from ..errors import MlpMagicError
 
@@ -99,14 +98,18 @@ def forget_results(client, async_result) -> None:
         getattr(getattr(type(async_result), method, None), "cache_clear", lambda: None)()
 
 
-def send_interrupt(client, engines: list) -> None:
+CONTROL_REQUEST = "_send_control_request"   # the client's method for control-channel requests
+
+
+def send_interrupt(client, engines: list) -> bool:
     """ipykernel's interrupt_request to ``engines`` through the controller, not waiting for
-    their replies (a vanished host never answers)."""
-    send = getattr(client, "_send_control_request", None)
+    their replies (a vanished host never answers); False, sending nothing, where the client has
+    no such method (the caller signals the ranks' processes: world/rank_signals)."""
+    send = getattr(client, CONTROL_REQUEST, None)
     if send is None:
-        client.send_signal(signal.SIGINT, targets=engines, block=False)
-        return
+        return False
     send(targets=engines, msg_type="interrupt_request", content={}, block=False)
+    return True
 
 
 REPLY_KINDS = ("execute_reply", "apply_reply")

@@ -254,8 +254,8 @@ class World:
             for engine in live:
                 if jobs_by_engine[engine] is not None:
                     self.client.abort(jobs=[jobs_by_engine[engine]], targets=[engine], block=False)
-            if live:
-                send_interrupt(self.client, live)
+            if live and not send_interrupt(self.client, live):
+                return guards.interrupt_by_signal(self, live) and len(live) == len(jobs_by_engine)
         except Exception:  # the client itself is gone
             return False
         return len(live) == len(jobs_by_engine)

@@ -87,3 +87,16 @@ def test_an_ipykernel_without_the_hooks_keeps_its_own_ways_and_every_output(
     cell = "%%mpirun -o fd\nimport os, time\nos.system('echo below python')\ntime.sleep(0.5)"
     assert run(fresh, cell) is None
     assert [fresh.user_ns["fd"][r].stdout for r in (0, 1)] == ["below python\n"] * 2
+
+
+def test_without_the_control_request_an_interrupt_reaches_every_rank_as_a_signal(
+        fresh, monkeypatch, capsys):
+    monkeypatch.setattr(ipp_private, "CONTROL_REQUEST", "_send_control_request_v10")
+    assert run(fresh, "%%mpirun -np 2 --oversubscribe\npass") is None
+    failed = run(fresh, "%%mpirun --timeout 2 -o slow\nimport time\ntime.sleep(60)")
+    assert "timeout on ranks 0-1" in str(failed)
+    assert [r.status for r in fresh.user_ns["slow"]] == ["timeout", "timeout"]
+    printed = capsys.readouterr().out
+    assert "World is still usable" in printed and printed.count(guards.SIGNALLED) == 1
+    assert run(fresh, "%%mpirun -o after\nprint('next cell works')") is None
+    assert {r.stdout for r in fresh.user_ns["after"]} == {"next cell works\n"}
