@@ -54,7 +54,7 @@ class ClusterHandler(_LiveHandler):
     keeps it fresh)."""
 
     @web.authenticated
-    @authorized("read")
+    @authorized("read", resource=AUTH_RESOURCE)
     async def get(self) -> None:
         if not self.live.watchers:
             await self.live.refresh(at_most_every=self.cache_seconds)
@@ -65,7 +65,7 @@ class RefreshHandler(_LiveHandler):
     """POST: take the slow part (topology, reachability) again now, at most every 2 s."""
 
     @web.authenticated
-    @authorized("read")
+    @authorized("read", resource=AUTH_RESOURCE)
     async def post(self) -> None:
         self.write_json(await self.live.refresh(at_most_every=REFRESH_AT_MOST_EVERY_S))
 
@@ -74,7 +74,7 @@ class InterruptHandler(_LiveHandler):
     """POST: SIGINT the World's running cell on every rank, through each host's agent."""
 
     @web.authenticated
-    @authorized("execute")
+    @authorized("execute", resource=AUTH_RESOURCE)
     async def post(self, world_id: str) -> None:
         self.write_json(await actions.interrupt(self.world_record(world_id)))
 
@@ -83,7 +83,7 @@ class RestartHandler(_LiveHandler):
     """POST: stop the World's processes (its next %%mpirun cell starts a fresh one)."""
 
     @web.authenticated
-    @authorized("execute")
+    @authorized("execute", resource=AUTH_RESOURCE)
     async def post(self, world_id: str) -> None:
         self.write_json(await actions.stop(self.world_record(world_id)))
 
@@ -92,7 +92,7 @@ class StacksHandler(_LiveHandler):
     """POST: where every rank of the World is, merged into one tree ({"text", "html"})."""
 
     @web.authenticated
-    @authorized("execute")
+    @authorized("execute", resource=AUTH_RESOURCE)
     async def post(self, world_id: str) -> None:
         self.write_json(await actions.stacks(self.world_record(world_id)))
 
@@ -101,7 +101,7 @@ class LogHandler(_LiveHandler):
     """GET: the last 64 KiB of one rank's stdout or stderr in the World's running or last cell."""
 
     @web.authenticated
-    @authorized("read")
+    @authorized("read", resource=AUTH_RESOURCE)
     async def get(self, world_id: str, rank: str) -> None:
         stream = self.get_argument("stream", "stdout")
         try:
@@ -118,7 +118,7 @@ class GpuHistoryHandler(_LiveHandler):
     (core/gpu_history's export); a bad format or a host with no history: one 400 error."""
 
     @web.authenticated
-    @authorized("read")
+    @authorized("read", resource=AUTH_RESOURCE)
     async def get(self) -> None:
         wanted, host = self.get_argument("format", "json"), self.get_argument("host", None)
         if wanted not in ("csv", "json"):

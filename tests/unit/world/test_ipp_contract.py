@@ -66,3 +66,12 @@ def test_every_setting_the_controller_and_engines_are_given_exists():
     assert {"ip", "ping", "cluster-id", "profile-dir", "log-level"} <= set(controller_app.aliases)
     assert {"usethreads", "nodb"} <= set(controller_app.flags)
     assert {"file", "log-level"} <= set(engine_app.aliases)
+
+
+def test_the_engine_registers_in_a_coroutine_and_then_has_its_kernel():
+    """engine/main overrides ``IPEngine.register`` (a coroutine since ipyparallel 9) and quietens
+    ``self.kernel`` once it returns."""
+    from ipyparallel.engine.app import IPEngine
+
+    assert inspect.iscoroutinefunction(IPEngine.register)
+    assert "kernel" in IPEngine.class_trait_names()
