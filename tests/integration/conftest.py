@@ -4,8 +4,10 @@ The World the tests start (real mpiexec, real ipyparallel engines) is reused acr
 as a user's notebook would, and stopped at the end of the session.
 """
 import os
+import time
 
 import psutil
+import pytest
 
 
 def child_pids() -> set:
@@ -24,3 +26,20 @@ def timed_run(ip, cell: str):
     started = time.monotonic()
     error = run(ip, cell)
     return error, time.monotonic() - started
+
+
+def wait_for_no_strays(before: set, seconds: float = 15) -> set:
+    """The processes started since ``before`` that are still there after up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while child_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return child_pids() - before
+
+
+@pytest.fixture
+def no_world(ip):
+    """No World before the test (its processes: the set yielded); none of its own left after."""
+    run(ip, "%mpirun --stop")
+    before = child_pids()
+    yield before
+    assert wait_for_no_strays(before) == set(), "processes left behind"

@@ -25,21 +25,6 @@ def _local_spec(np: int) -> WorldSpec:
     return WorldSpec(topology_from_environment(env), np, oversubscribe=True)
 
 
-def _wait_for_no_strays(before: set, seconds: float = 15) -> set:
-    deadline = time.monotonic() + seconds
-    while child_pids() - before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return child_pids() - before
-
-
-@pytest.fixture
-def no_world(ip):
-    run(ip, "%mpirun --stop")
-    before = child_pids()
-    yield before
-    assert _wait_for_no_strays(before) == set(), "processes left behind"
-
-
 def test_a_rank_that_never_registers_is_named_with_its_host_and_lines(no_world, tmp_path, monkeypatch):
     # Rank 1's Python stops before its engine starts (a hung import, a stuck file system...).
     (tmp_path / "sitecustomize.py").write_text(

@@ -11,8 +11,7 @@ import pytest
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world import command
 
-from .conftest import child_pids, run
-from .test_start import _wait_for_no_strays
+from .conftest import run
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -28,14 +27,6 @@ del sys.modules["mpi4py"]
 import mpi4py as _real
 sys.modules[__name__] = _real
 """
-
-
-@pytest.fixture
-def no_world(ip):
-    run(ip, "%mpirun --stop")
-    before = child_pids()
-    yield before
-    assert _wait_for_no_strays(before) == set(), "processes left behind"
 
 
 @pytest.mark.parametrize("broken,error,line", [
