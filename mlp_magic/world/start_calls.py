@@ -104,12 +104,17 @@ def cause(error: BaseException) -> str:
     return f"{name}: {text}" if text and text != name else name
 
 
+def grouped_causes(causes: dict, host_of) -> str:
+    """{rank: cause} -> "rank 1 on w1: X; ranks 2-3 (2) on w[2-3]: Y": each cause once."""
+    by_cause: dict = {}
+    for rank in sorted(causes):
+        by_cause.setdefault(causes[rank], []).append(rank)
+    return "; ".join(f"{ranks_label(ranks, fold_hosts(dict.fromkeys(host_of(r) for r in ranks)))}: {text}"
+                     for text, ranks in by_cause.items())
+
+
 def failure_line(failed: dict, host_of, step: str, workdir) -> str:
     """{rank: exception} -> one line: each cause once, with its ranks and their hosts."""
-    by_cause: dict = {}
-    for rank in sorted(failed):
-        by_cause.setdefault(cause(failed[rank]), []).append(rank)
-    parts = [f"{ranks_label(ranks, fold_hosts(dict.fromkeys(host_of(r) for r in ranks)))}: {text}"
-             for text, ranks in by_cause.items()]
+    causes = grouped_causes({rank: cause(error) for rank, error in failed.items()}, host_of)
     where = f"; logs in {workdir}" if workdir else ""
-    return f"the World did not start: {step} failed on " + "; ".join(parts) + where
+    return f"the World did not start: {step} failed on {causes}{where}"
