@@ -84,7 +84,9 @@ def per_engine(world, floor_names: list) -> dict:
     asked = {r: world.client[world.rank_to_engine[r]].apply_async(on_engine, HEAVY) for r in processes}
     found = {r: result.get(timeout=120) for r, result in asked.items()}
     fattest = max(found, key=lambda r: found[r]["modules"])
-    names = world.client[world.rank_to_engine[fattest]].apply_sync(names_on_engine)
+    typical = sorted(found, key=lambda r: found[r]["modules"])[len(found) // 2]
+    names, typical_names = (world.client[world.rank_to_engine[r]].apply_sync(names_on_engine)
+                            for r in (fattest, typical))
     started = {r: i.get("started", {}) for r, i in world.identities.items()}
     registered = [s["registered_at"] - world.identities[r]["create_time"] for r, s in started.items()
                   if s.get("registered_at") and world.identities[r].get("create_time")]
@@ -94,7 +96,8 @@ def per_engine(world, floor_names: list) -> dict:
             "start_to_registered_s": spread(registered),
             "registered_cpu_s": spread([s.get("cpu_s") for s in started.values()]),
             "heavy_loaded": sorted({name for f in found.values() for name in f["heavy"]}),
-            "fattest_rank": fattest, "fattest_beyond_floor": sorted(set(names) - set(floor_names))}
+            "fattest_rank": fattest, "fattest_beyond_floor": sorted(set(names) - set(floor_names)),
+            "typical_rank": typical, "typical_beyond_floor": sorted(set(typical_names) - set(floor_names))}
 
 
 def run_one(n: int, floor_names: list) -> dict:
@@ -136,8 +139,10 @@ def print_table(floors: dict, results: list) -> None:
         print(f"{r['ranks']} | {r['world_start_s']} | {m['median']:.0f}/{m['max']:.0f} | "
               f"{r['modules_ratio']} | {rss['median']}/{rss['max']} | {cpu['median']}/{cpu['max']} | "
               f"{reg.get('median', '-')}/{reg.get('max', '-')} | {','.join(r['heavy_loaded']) or '-'}")
-        print(f"   rank {r['fattest_rank']} beyond the floor ({len(r['fattest_beyond_floor'])}): "
-              f"{' '.join(r['fattest_beyond_floor'])}")
+        for which in ("typical", "fattest"):
+            beyond = r[f"{which}_beyond_floor"]
+            print(f"   {which}: rank {r[f'{which}_rank']} beyond the floor ({len(beyond)}): "
+                  f"{' '.join(beyond)}")
 
 
 def main() -> None:

@@ -83,8 +83,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     if init_mpi:
         # Initialise here, on every rank together: a later `from mpi4py import MPI` inside
         # `if rank == 0:` would otherwise hang waiting for ranks that never call MPI_Init.
-        from mpi4py import MPI
-
+        MPI = initialised_mpi()
         shell.user_ns.setdefault("MPI", MPI)
         shell.user_ns.setdefault("comm", MPI.COMM_WORLD)
     install_sigint_gate(shell)   # first: the capture's post hook then runs disarmed too
@@ -93,6 +92,21 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     install_failure_hook(shell)   # engine/postmortem, which reads it, loads when a failure is inspected
     _register_stack_dump()
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}
+
+
+def initialised_mpi():
+    """mpi4py's MPI, initialised as its import would have done: engine/main imported it first
+    without MPI_Init (its place in ``sys.modules`` makes pickling its handles cheap)."""
+    import mpi4py
+    from mpi4py import MPI
+
+    rc = mpi4py.rc
+    if not MPI.Is_initialized() and rc.initialize in (True, "yes"):
+        if rc.threads in (False, "no"):
+            MPI.Init()
+        else:
+            MPI.Init_thread(getattr(MPI, f"THREAD_{str(rc.thread_level).upper()}", MPI.THREAD_MULTIPLE))
+    return MPI
 
 
 def _register_stack_dump() -> None:

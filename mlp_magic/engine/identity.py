@@ -32,6 +32,11 @@ def launcher_rank() -> int | None:
     return _first_number(RANK_VARIABLES)
 
 
+def launched_by_mpi() -> bool:
+    """Whether an MPI launcher started this process (not a plain engine the World numbered)."""
+    return not os.environ.get(RANK_VARIABLES[0]) and _first_number(RANK_VARIABLES[1:]) is not None
+
+
 def identify(controller_ip: str = "127.0.0.1") -> dict:
     """Who am I: the MPI rank from the launcher's variables, and the address this host uses
     towards the controller (rank 0's is MASTER_ADDR)."""

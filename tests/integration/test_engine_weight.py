@@ -41,6 +41,32 @@ def test_a_started_world_holds_nothing_heavy(fresh_world):
     assert on_every_rank(fresh_world, loaded_of, kept_out) == {rank: [] for rank in range(4)}
 
 
+def mpi_facts() -> dict:
+    """Runs on an engine: where mpi4py.MPI sits among the modules, and MPI's state."""
+    import pickle
+    import sys
+
+    from mpi4py import MPI
+
+    return {"place": list(sys.modules).index("mpi4py.MPI"), "initialized": MPI.Is_initialized(),
+            "thread": MPI.Query_thread() == MPI.THREAD_MULTIPLE,
+            "pickled": pickle.loads(pickle.dumps([MPI.DOUBLE, MPI.SUM])) == [MPI.DOUBLE, MPI.SUM]}
+
+
+def test_mpi_comes_first_and_is_initialised_as_mpi4py_does(ip, fresh_world):
+    # pickle looks for MPI.DOUBLE's module through sys.modules in order: early is cheap (issue 26).
+    # Under plain mpiexec it is the 73rd; after the version check's imports, the 163rd; after
+    # ipykernel's and ipyparallel's, past the 520th.
+    facts = on_every_rank(fresh_world, mpi_facts)
+    wrong = {rank: found for rank, found in facts.items()
+             if not (found["place"] < 200 and found["initialized"] and found["thread"] and found["pickled"])}
+    assert wrong == {}
+    cell = ("%%mpirun -o reduced\n"
+            "print(comm.allreduce(rank + 1), comm.bcast(MPI.DOUBLE if rank == 0 else 0) == MPI.DOUBLE)")
+    assert run(ip, cell) is None
+    assert {r.stdout for r in ip.user_ns["reduced"]} == {"10 True\n"}
+
+
 def test_what_needs_them_still_gets_them(ip, fresh_world):
     cell = """%%mpirun -o lean
 import numpy as np
