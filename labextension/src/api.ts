@@ -62,6 +62,15 @@ export interface IHostStatus {
   hints: string[];
   engines: IEngine[];
   live_gpus?: ILiveGpus | null;
+  /** The last `mlp-magic doctor` run's verdict on this host (absent: never checked). */
+  health?: IHostHealth | null;
+}
+
+/** core/doctor.health_by_host: the worst finding of the last doctor run, and their titles. */
+export interface IHostHealth {
+  state: 'ok' | 'warning' | 'error' | string;
+  findings: string[];
+  checked_at: number | null;
 }
 
 export type RankState = 'starting' | 'idle' | 'busy' | 'dead';

@@ -1,12 +1,14 @@
 /**
  * The hosts of the topology, one row each (host, slots, ranks of a full job, reachable,
- * engines by state): a row is rebuilt only when what it shows changed.
+ * engines by state, health from the last doctor run): a row is rebuilt only when what it shows
+ * changed.
  */
 import type { IHostStatus } from './api';
 import { el } from './dom';
 import { hostRow, IHostRow } from './model';
 
 const REACHABLE_MARK = { yes: '✔', no: '✘', unknown: '?' };
+const HEALTH_MARK = { ok: '✔', warning: '!', error: '✘', unknown: '–' };
 
 // [header, tooltip]: short headers keep the table inside the default sidebar width.
 const COLUMNS: [string, string][] = [
@@ -14,7 +16,8 @@ const COLUMNS: [string, string][] = [
   ['slots', 'slots (ranks a full job puts there)'],
   ['ranks', 'ranks of a full job on this host'],
   ['up', 'reachable: a TCP connect to its ssh port answered'],
-  ['engines', 'engines of running Worlds, by state']
+  ['engines', 'engines of running Worlds, by state'],
+  ['health', 'the last mlp-magic doctor run: this host\'s worst finding']
 ];
 
 function fillRow(tr: HTMLTableRowElement, row: IHostRow): void {
@@ -25,9 +28,11 @@ function fillRow(tr: HTMLTableRowElement, row: IHostRow): void {
     el('td', '', row.slots === null ? '' : `${row.slots}`),
     el('td', '', row.ranks),
     el('td', 'jp-MlpCluster-reachableCell', REACHABLE_MARK[row.reachable]),
-    el('td', 'jp-MlpCluster-engines', row.engines || '–')
+    el('td', 'jp-MlpCluster-engines', row.engines || '–'),
+    el('td', `jp-MlpCluster-health jp-MlpCluster-health-${row.health}`, HEALTH_MARK[row.health])
   ];
   cells[3].title = row.reachableDetail;
+  cells[5].title = row.healthDetail;
   tr.replaceChildren(...cells);
 }
 

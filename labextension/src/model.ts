@@ -339,6 +339,8 @@ export interface IHostRow {
   reachable: 'yes' | 'no' | 'unknown';
   reachableDetail: string;
   engines: string;
+  health: 'ok' | 'warning' | 'error' | 'unknown';
+  healthDetail: string;
 }
 
 /** Each rank's state by "<world pid>/<rank>": the document says a state once, in its World. */
@@ -378,13 +380,28 @@ function reachability(
   return { reachable: 'no', reachableDetail: host.error || 'unreachable' };
 }
 
+/** The host's verdict in the last `mlp-magic doctor` run, and its findings as a tooltip. */
+export function healthOf(host: IHostStatus): Pick<IHostRow, 'health' | 'healthDetail'> {
+  const health = host.health;
+  if (!health || !['ok', 'warning', 'error'].includes(health.state)) {
+    return { health: 'unknown', healthDetail: 'not checked: run mlp-magic doctor' };
+  }
+  const when = health.checked_at ? ` (doctor at ${new Date(health.checked_at * 1000).toLocaleTimeString()})` : '';
+  const found = (health.findings || []).join(', ');
+  return {
+    health: health.state as IHostRow['health'],
+    healthDetail: (health.state === 'ok' ? 'no finding' : `${health.state}: ${found}`) + when
+  };
+}
+
 export function hostRow(host: IHostStatus, states: Map<string, string> = new Map()): IHostRow {
   return {
     name: host.name,
     slots: host.slots ?? null,
     ranks: foldRanks(host.ranks || []),
     ...reachability(host),
-    engines: summariseEngines(host.engines, states)
+    engines: summariseEngines(host.engines, states),
+    ...healthOf(host)
   };
 }
 

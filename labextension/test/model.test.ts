@@ -15,6 +15,7 @@ import {
   cellLine,
   highlightedRanks,
   hostGroups,
+  healthOf,
   hostRow,
   rankStatesOf,
   LATE_AFTER_S,
@@ -300,10 +301,21 @@ test('a host row of the table', () => {
   };
   assert.deepEqual(hostRow(host), {
     name: 'w1', slots: 4, ranks: '4-7', reachable: 'no', reachableDetail: 'connection refused',
-    engines: '2 idle\n1 busy'
+    engines: '2 idle\n1 busy', health: 'unknown', healthDetail: 'not checked: run mlp-magic doctor'
   });
   assert.equal(hostRow({ ...host, reachable: true, probe_ms: 3.4 }).reachableDetail, 'reachable (3 ms)');
   assert.equal(hostRow({ ...host, reachable: null }).reachable, 'unknown');
+});
+
+test("a host row's health is the last doctor run's worst finding there", () => {
+  const host: IHostStatus = {
+    name: 'w2', slots: 1, index: 2, ranks: [2], reachable: true, probe_ms: null, error: null, gpus: null,
+    hints: [], engines: [], health: { state: 'error', findings: ['numpy', 'NCCL_IB_DISABLE'], checked_at: null }
+  };
+  assert.deepEqual(healthOf(host), { health: 'error', healthDetail: 'error: numpy, NCCL_IB_DISABLE' });
+  assert.equal(hostRow({ ...host, health: { state: 'ok', findings: [], checked_at: null } }).healthDetail, 'no finding');
+  assert.equal(hostRow({ ...host, health: { state: 'bogus', findings: [], checked_at: null } }).health, 'unknown');
+  assert.equal(hostRow({ ...host, health: null }).health, 'unknown');
 });
 
 test("a host row's engines take their states from their World's ranks", () => {

@@ -15,11 +15,12 @@ Everything is asked at once, and each part is waited for until its own deadline
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from ..core.deadline import in_background
 from ..core.local_names import this_machine_names
@@ -67,6 +68,7 @@ class Parts(Record):
     inventories: List[HostGpus] = fresh(list)
     layout: Any = None
     updated_at: str = ""
+    health: Mapping = fresh(dict)   # host -> the last doctor run's verdict
 
 
 class StateCollector:
@@ -104,7 +106,7 @@ class StateCollector:
         inventories = self._gpus(world, topology, names)
         layout = world.layout if world is not None and topology is world.spec.topology else None
         return Parts(topology=topology, names=names, reachability=reachability(), inventories=inventories,
-                     layout=layout, updated_at=now)
+                     layout=layout, updated_at=now, health=read_health(self.options.state_dir))
 
     def state_with(self, worlds: Sequence[Mapping], parts: Optional["Parts"] = None) -> ClusterState:
         """The picture from gathered ``parts`` (default: the last call's) and these Worlds."""
@@ -112,8 +114,11 @@ class StateCollector:
         if parts.error is not None:
             return failed_state(parts.error, parts.updated_at, worlds)
         published = published_inventories(worlds) if self.options.published_gpus else []
-        return cluster_state(parts.topology, published + parts.inventories, worlds, parts.reachability,
-                             parts.names, updated_at=parts.updated_at, layout=parts.layout)
+        state = cluster_state(parts.topology, published + parts.inventories, worlds, parts.reachability,
+                              parts.names, updated_at=parts.updated_at, layout=parts.layout)
+        for host in state.hosts:
+            host.health = parts.health.get(host.name)
+        return state
 
     def _topology(self, world: Any) -> Any:
         options = self.options
@@ -205,6 +210,20 @@ class StateCollector:
         late = HostGpus(host=here[0], source="none", error="GPU probe gave no answer within %g s" % timeout)
         return [in_background(lambda: probe_local(timeout=timeout, host=here[0]),
                               "mlp-cluster-gpu-probe").result(deadline, late)]
+
+
+def read_health(state_dir: Optional[str]) -> Dict[str, Any]:
+    """host -> its health in the last ``mlp-magic doctor`` report of this state folder ({} when
+    there is none or it cannot be read)."""
+    from .. import config
+    from ..core.doctor import REPORT_NAME, health_by_host
+
+    folder = config.state_dir() if state_dir is None else state_dir
+    try:
+        with open(os.path.join(folder, REPORT_NAME)) as handle:
+            return health_by_host(json.load(handle))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
 
 
 def load_inventories(gpus: Union[None, Mapping[str, InventorySource], Sequence[HostGpus]]) -> List[HostGpus]:

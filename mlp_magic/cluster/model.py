@@ -43,6 +43,7 @@ class HostView:
     hints: List[str] = field(default_factory=list)
     probe_ms: Optional[float] = None  # how long the reachability probe took
     index: int = 0                   # position in the host list (NODE_RANK)
+    health: Optional[Dict[str, Any]] = None   # the last mlp-magic doctor run (core/doctor.health_by_host)
 
     @property
     def engine_summary(self) -> str:
@@ -69,6 +70,7 @@ class HostView:
             "index": self.index,
             "probe_ms": self.probe_ms,
             "engines": [engine.to_json() for engine in self.engines],
+            "health": self.health,
         }
 
 

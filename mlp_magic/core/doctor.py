@@ -189,3 +189,29 @@ def render_html(report: Report) -> str:
                     f"<table>{shared}</table></details>") if shared else ""
     return (f"<div class='mlp-doctor'><p><b>{html.escape(report.summary())}</b></p>"
             f"{table}{shared_table}</div>")
+
+
+REPORT_NAME = "doctor.json"   # the last report, in the state folder: the panel's health column
+
+
+def health_by_host(document: dict) -> dict:
+    """{host: {"state": "error" | "warning" | "ok", "findings": [titles], "checked_at"}} of a
+    saved report (``Report.to_json`` with "checked_at"); notes do not count against a host."""
+    def listed(key: str) -> list:
+        value = document.get(key)
+        return value if isinstance(value, list) else []
+
+    health = {host: {"state": "ok", "findings": [], "checked_at": document.get("checked_at")}
+              for host in listed("hosts") if isinstance(host, str)}
+    for finding in listed("findings"):
+        severity = finding.get("severity") if isinstance(finding, dict) else None
+        if severity not in (ERROR, WARNING):
+            continue
+        for host in finding.get("hosts") if isinstance(finding.get("hosts"), list) else []:
+            entry = health.get(host) if isinstance(host, str) else None
+            if entry is None:
+                continue
+            entry["findings"].append(str(finding.get("title")))
+            if severity == ERROR or entry["state"] == "ok":
+                entry["state"] = severity
+    return health

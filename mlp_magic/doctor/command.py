@@ -42,7 +42,28 @@ def gather(options: DoctorOptions, env: Mapping | None = None, transport_for=Non
 
         run_links(report, topology, options, env)
     report.seconds = time.monotonic() - started
+    save_report(report, env)
     return report
+
+
+def save_report(report, env: Mapping | None = None) -> None:
+    """The report as the last one, in the state folder (0600, written atomically): the panel's
+    health column reads it. A folder that cannot be written costs the column, never the run."""
+    import tempfile
+
+    from .. import config
+    from ..core.doctor import REPORT_NAME
+    from ..world.published import private_folder
+
+    folder = config.state_dir(env)
+    try:
+        private_folder(folder)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-doctor-", suffix=".json")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(dict(report.to_json(), checked_at=time.time()), handle)
+        os.replace(tmp, os.path.join(folder, REPORT_NAME))
+    except OSError:
+        pass
 
 
 def run_command(options: DoctorOptions) -> int:

@@ -150,3 +150,19 @@ def test_a_check_the_probe_could_not_finish_is_a_warning():
     late = facts(problems=["gpus: not finished within 5 s"])
     found = by_title(report_of({"a": facts(), "b": late}))
     assert found["check not done"].hosts == ("b",) and found["check not done"].severity == WARNING
+
+
+def _containers(inner):
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+
+
+LEAVES = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+JSON = st.recursive(LEAVES, _containers, max_leaves=12)
+
+
+@given(st.dictionaries(st.sampled_from(["hosts", "findings", "checked_at", "x"]), JSON))
+def test_any_saved_document_gives_a_health_map_never_an_error(document):
+    from mlp_magic.core.doctor import health_by_host
+
+    health = health_by_host(document)
+    assert all(entry["state"] in ("ok", "warning", "error") for entry in health.values())
