@@ -133,6 +133,9 @@ def _openmpi_argv(info: MpiInfo, plan: LaunchPlan, np: int) -> list:
     # Rank order as the Topology lays it out, locally too: without it Open MPI 5 maps an
     # oversubscribed local world by package, and its local ranks stop matching LOCAL_RANK.
     argv += ["--map-by", "slot"]
+    # Each line of a rank's own output tagged with its rank ("[1,3]<stderr>: ..."): a rank that
+    # dies before its engine logs anything is still named with its last words (world/registration).
+    argv += ["--output", "tag"] if info.major >= 5 else ["--tag-output"]
     if plan.as_root:
         argv.append("--allow-run-as-root")
     for name in plan.forward:
@@ -144,7 +147,7 @@ def _openmpi_argv(info: MpiInfo, plan: LaunchPlan, np: int) -> list:
 
 
 def _mpich_argv(info: MpiInfo, plan: LaunchPlan, np: int) -> list:
-    argv = [info.path, "-n", str(np)]
+    argv = [info.path, "-n", str(np), "-prepend-rank"]   # "[3] ...": each rank's output named
     if not plan.local:
         argv += ["-f", plan.hostfile_path]
     if plan.forward:

@@ -6,6 +6,7 @@ fails when no new rank has registered for ``stall_s``, or when it has run for ``
 """
 from __future__ import annotations
 
+import re
 import time
 from typing import Callable, Sequence
 
@@ -13,6 +14,7 @@ from ..core.start_budget import StartBudget
 from ..core.start_progress import missing_report, progress_line
 from ..core.versions import refusal_error
 from ..errors import MlpMagicError
+from .start_calls import grouped_causes
 
 POLL_S = 0.05
 
@@ -68,6 +70,43 @@ def _fail(waiting: Waiting, registered: set, why: str, prefix: str) -> None:
     refused = refusal_error(log_text, waiting.hosts_by_rank)   # engine/versions: a Python we cannot use
     if refused:
         raise MlpMagicError(refused)
+    missing = [rank for rank in range(len(waiting.hosts_by_rank)) if rank not in registered]
+    causes = {rank: text for rank, text in last_words(log_text, waiting.processes).items() if rank in missing}
+    if causes:   # ranks that died saying why: that, in one line (the others went down with them)
+        raise MlpMagicError(f"{prefix}{grouped_causes(causes, waiting.hosts_by_rank.__getitem__)} "
+                            f"({why}); logs in {waiting.workdir}")
     report = missing_report(waiting.hosts_by_rank, registered, why, log_text,
                             [*waiting.advice, f"every log is kept in {waiting.workdir}"])
     raise MlpMagicError(prefix + report)
+
+
+# A rank's own line in the launcher's log: Open MPI's "[1,3]<stderr>: text", MPICH's "[3] text".
+_TAGGED = re.compile(r"^\[(?:\d+,)?(\d+)\](?:<std(?:out|err)>)?:?\s?(.*)$")
+# What a Python (or the loader) says last when it cannot start: an exception's line, a missing
+# module or file. Engine log lines ("... [rank 3] [RankEngine] WARNING | ...") are not causes.
+_CAUSE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b.*"
+                    r"|.*(?:No module named|can't open file|cannot open shared object|command not found).*")
+
+
+def last_words(log_text: str, processes: list) -> dict:
+    """{rank: the last line that reads as why it could not start}, from the launcher's rank-tagged
+    output, or from each plain engine's own log."""
+    said: dict = {}
+    own_logs = [p for p in processes[1:] if p.name.startswith("engine ")]
+    if own_logs:
+        texts = [(int(p.name.split()[1]), line) for p in own_logs for line in _read(p.log_path).splitlines()]
+    else:
+        texts = [(int(m.group(1)), m.group(2)) for m in map(_TAGGED.match, log_text.splitlines()) if m]
+    for rank, line in texts:
+        line = line.strip()
+        if _CAUSE.match(line) and "[rank " not in line:
+            said[rank] = line
+    return said
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, errors="replace") as handle:
+            return handle.read()[-200_000:]
+    except OSError:
+        return ""

@@ -55,3 +55,32 @@ def test_a_rank_that_cannot_set_up_is_one_line(no_world, ip, tmp_path, monkeypat
     assert command.current_world() is None
     # Not the start's limit (over 60 s for 3 ranks): the rank's failure ends the wait.
     assert took < 45, took
+
+
+# A container whose ipyparallel cannot be imported on one rank: that rank's Python dies before its
+# engine logs anything, and mpiexec ends the job.
+FAKE_IPYPARALLEL = """
+import os
+if os.environ.get("OMPI_COMM_WORLD_RANK") == "1":
+    raise ImportError("libzmq.so.5: cannot open shared object file: No such file or directory")
+import sys
+sys.path.remove(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+del sys.modules["ipyparallel"]
+import ipyparallel as _real
+sys.modules[__name__] = _real
+"""
+
+
+def test_a_rank_that_dies_before_registering_is_named_with_its_last_words(no_world, ip, tmp_path,
+                                                                          monkeypatch):
+    (tmp_path / "ipyparallel").mkdir()
+    (tmp_path / "ipyparallel" / "__init__.py").write_text(FAKE_IPYPARALLEL)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    failed = run(ip, "%%mpirun -np 2 --oversubscribe\nprint('never')")
+    assert isinstance(failed, MlpMagicError)
+    message = str(failed)
+    assert "\n" not in message
+    assert message.startswith("the engines did not start: rank 1 on localhost: ImportError: libzmq.so.5: "
+                              "cannot open shared object file: No such file or directory (mpiexec exited "
+                              "with status 1); logs in ")
+    assert command.current_world() is None

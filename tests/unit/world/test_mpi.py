@@ -3,6 +3,7 @@ of the real mpiexec of this machine with the command line we build."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -81,7 +82,8 @@ def test_openmpi5_remote_as_root_with_ssh_agent():
     info = MpiInfo("/opt/ompi/bin/mpiexec", OPENMPI, "5.0.11")
     argv = mpiexec_argv(info, plan(as_root=True, ssh_agent="ssh -F /tmp/cfg"))
     assert argv == ["/opt/ompi/bin/mpiexec", "-n", "4", "--oversubscribe",
-                    "--hostfile", "/run/w/hostfile", "--map-by", "slot", "--allow-run-as-root",
+                    "--hostfile", "/run/w/hostfile", "--map-by", "slot", "--output", "tag",
+                    "--allow-run-as-root",
                     "-x", "PATH", "-x", "IPP_CLUSTER_ID",
                     "--prtemca", "plm_ssh_agent", "ssh -F /tmp/cfg", *ENGINE]
 
@@ -90,17 +92,18 @@ def test_openmpi4_uses_the_mca_rsh_agent():
     argv = mpiexec_argv(MpiInfo("mpiexec", OPENMPI, "4.1.2"), plan(ssh_agent="ssh -p 2222"))
     assert argv[-6:] == ["--mca", "plm_rsh_agent", "ssh -p 2222", *ENGINE]
     assert "--prtemca" not in argv and "--allow-run-as-root" not in argv
+    assert "--tag-output" in argv and "--output" not in argv
 
 
 def test_openmpi_local_has_no_hostfile():
     argv = mpiexec_argv(MpiInfo("mpiexec", OPENMPI, "5.0.11"), plan(local=True, forward=[]))
-    assert argv == ["mpiexec", "-n", "4", "--oversubscribe", "--map-by", "slot", *ENGINE]
+    assert argv == ["mpiexec", "-n", "4", "--oversubscribe", "--map-by", "slot", "--output", "tag", *ENGINE]
 
 
 def test_mpich_remote():
     info = MpiInfo("/usr/bin/mpiexec.hydra", MPICH, "4.1.2")
     argv = mpiexec_argv(info, plan(as_root=True, ssh_agent="/opt/bin/my-ssh"))
-    assert argv == ["/usr/bin/mpiexec.hydra", "-n", "4", "-f", "/run/w/hostfile",
+    assert argv == ["/usr/bin/mpiexec.hydra", "-n", "4", "-prepend-rank", "-f", "/run/w/hostfile",
                     "-genvlist", "PATH,IPP_CLUSTER_ID",
                     "-launcher", "ssh", "-launcher-exec", "/opt/bin/my-ssh",
                     *ENGINE]
@@ -108,7 +111,7 @@ def test_mpich_remote():
 
 def test_mpich_local_without_forwarding():
     argv = mpiexec_argv(MpiInfo("mpiexec", MPICH), plan(local=True, forward=[]))
-    assert argv == ["mpiexec", "-n", "4", *ENGINE]
+    assert argv == ["mpiexec", "-n", "4", "-prepend-rank", *ENGINE]
 
 
 def test_mpich_launcher_exec_must_be_one_program():
@@ -190,9 +193,11 @@ def test_find_mpiexec(tmp_path):
 
 
 def _run(argv, env, timeout=60):
+    """Each rank's printed words, its launcher's tag ("[1,2]<stdout>:", "[2]") taken off."""
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr
-    return sorted(tuple(line.split()) for line in done.stdout.splitlines() if line.strip())
+    lines = [re.sub(r"^\[[0-9,]+\](<stdout>)?:?\s*", "", line) for line in done.stdout.splitlines()]
+    return sorted(tuple(line.split()) for line in lines if line.strip())
 
 
 def _mpi_env(**extra):
