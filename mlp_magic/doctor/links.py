@@ -33,9 +33,10 @@ def _layout(topology, np):
     return counts, leaders, np
 
 
-def _rank_command(np: int, master: str, leaders: list, options, timeout: float) -> list:
-    return [sys.executable, "-m", "mlp_magic.doctor.links_rank", "--np", str(np), "--master", master,
-            "--bytes", str(int(options.size_mb * 1e6)), "--leaders", ",".join(map(str, leaders)),
+def _rank_command(counts: list, master: str, leaders: list, options, timeout: float) -> list:
+    return [sys.executable, "-m", "mlp_magic.doctor.links_rank", "--np", str(sum(n for _, n in counts)),
+            "--master", master, "--bytes", str(int(options.size_mb * 1e6)), "--leaders",
+            ",".join(map(str, leaders)), "--per-host", str(max(n for _, n in counts)),
             "--timeout", "%g" % timeout]
 
 
@@ -76,8 +77,9 @@ def _stop(processes: list) -> None:
 
 
 def _answer(outputs: list) -> dict:
-    """Rank 0's JSON line, else the first error any rank printed, else the launcher's last words."""
-    lines = [line for out, _ in outputs for line in out.splitlines() if line.startswith("{")]
+    """Rank 0's JSON line, else the first error any rank printed, else the launcher's last words
+    (mpiexec may tag each line with its rank: "[1,0]<stdout>: {...}", MPICH "[0] {...}")."""
+    lines = [line[line.index("{"):] for out, _ in outputs for line in out.splitlines() if "{" in line]
     answers = []
     for line in lines:
         try:
@@ -105,7 +107,7 @@ def measure(topology, options, env) -> dict:
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")
         env.update({"OMPI_MCA_btl": env.get("OMPI_MCA_btl", "self,sm,tcp"), "OMPI_MCA_pml": "ob1"})
     with tempfile.TemporaryDirectory(prefix="mlp-doctor-links-") as workdir:
-        command = _rank_command(np, master, leaders, options, timeout)
+        command = _rank_command(counts, master, leaders, options, timeout)
         processes = _start(topology, counts, command, env, workdir)
         deadline = time.monotonic() + timeout + 5
         outputs = []

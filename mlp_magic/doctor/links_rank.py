@@ -5,7 +5,7 @@ between the first ranks of each pair of hosts, round by round (``core/doctor_lin
 Rank 0 prints one JSON line: {"backend", "ranks", "bytes", "seconds" (one all_reduce, the mean
 of the timed ones), "pairs": [[leader a, leader b, bytes/s]]}; the others print nothing. A
 failure prints {"error"} on whichever rank met it, and exits 1. NCCL on GPUs (each rank on
-the GPU of its local rank), gloo otherwise.
+the GPU of its local rank) when every rank of a host has one, gloo otherwise.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ def _options(argv):
     parser.add_argument("--master", required=True, help="ADDR:PORT of rank 0's store")
     parser.add_argument("--bytes", type=int, default=16 << 20)
     parser.add_argument("--leaders", default="0", help="the first rank of each host, comma separated")
+    parser.add_argument("--per-host", type=int, default=1, help="the most ranks any host runs")
     parser.add_argument("--timeout", type=float, default=60.0)
     return parser.parse_args(argv)
 
@@ -80,7 +81,8 @@ def run(options) -> dict:
     rank = launcher_rank()
     if rank is None:
         raise RuntimeError("no rank: start it under mpiexec, or set MLP_MAGIC_RANK")
-    gpu = torch.cuda.is_available()
+    # NCCL wants a GPU of its own per rank: more ranks on a host than GPUs measure gloo instead
+    gpu = torch.cuda.is_available() and torch.cuda.device_count() >= options.per_host
     local = next((int(os.environ[n]) for n in LOCAL_RANK_VARIABLES if os.environ.get(n, "").isdigit()), 0)
     device = torch.device("cuda", local % max(1, torch.cuda.device_count())) if gpu else torch.device("cpu")
     if gpu:

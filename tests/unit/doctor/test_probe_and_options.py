@@ -74,3 +74,14 @@ def test_any_line_parses_or_is_one_clear_error(line):
 def test_the_probe_answer_is_plain_json(tmp_path):
     facts = probe.probe(["--timeout", "10", "--no-import", "--no-gpus", "--workdir", str(tmp_path)])
     assert json.loads(json.dumps(facts)) == facts
+
+
+def test_the_link_tests_answer_through_mpiexecs_tags():
+    from mlp_magic.doctor.links import _answer
+
+    tagged = '[1,0]<stdout>: {"rank": 0, "backend": "gloo", "ranks": 2, "bytes": 8, "seconds": 0.5}\n'
+    assert _answer([(tagged, "")])["backend"] == "gloo"
+    assert _answer([("[0] {\"error\": \"rank 1: RuntimeError: refused\"}\n", "")]) == {
+        "error": "rank 1: RuntimeError: refused"}
+    assert _answer([("", "prterun: cannot start\n")]) == {
+        "error": "the ranks gave no answer: prterun: cannot start"}
