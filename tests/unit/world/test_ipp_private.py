@@ -53,6 +53,7 @@ def test_an_interrupt_without_the_control_request_sends_nothing_and_says_so():
     assert send_interrupt(client, [1]) is True
     assert private == [{"targets": [1], "msg_type": "interrupt_request", "content": {}, "block": False}]
 
+
 def test_a_ranks_run_time_is_its_own_count_else_ipyparallels_dates():
     from datetime import datetime, timezone
 
