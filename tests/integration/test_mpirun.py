@@ -12,6 +12,14 @@ from .conftest import child_pids, run, timed_run
 pytestmark = pytest.mark.timeout(240)
 
 
+@pytest.fixture(autouse=True)
+def four_ranks(ip):
+    """Each test starts from a live 4-rank World (its cells say no -np), whatever ran before it."""
+    world = command.current_world()
+    if world is None or not world.alive() or world.np != 4:
+        assert run(ip, "%%mpirun -np 4\npass") is None
+
+
 def test_each_rank_gets_its_identity_and_torch_variables(ip, capsys):
     error = run(ip, """%%mpirun -np 4 -o ids
 import os
