@@ -17,6 +17,7 @@ from ..core import results as status
 from ..core.results import RankResult
 from ..core.start_budget import interrupt_grace
 from ..engine.capture import CELL_TAG
+from .guards import KEPT_RESULTS, say_once
 from .ipp_private import children, forget_results
 from .quiet_replies import run_seconds
 from .waiting import Requests
@@ -157,7 +158,8 @@ class CellRun:
         ranks printing a line each: ~1 MiB a cell). It keeps each rank's result and output, the
         broadcast request's own futures (never answered as such), and ipyparallel's AsyncResult
         memoises ``len`` in a class-wide lru_cache that holds the last 128 AsyncResults alive."""
-        forget_results(self.world.client, self.async_result)
+        if not forget_results(self.world.client, self.async_result):
+            say_once(self.world.notice, KEPT_RESULTS)
         self.world.live.cell_ended(self.log_dir)
 
     # ------------------------------------------------------------------ results

@@ -33,6 +33,11 @@ PLAIN_REPLIES = ("mlp_magic: this ipyparallel's client keeps its reply handlers 
                  "messages instead (a 'busy' and an 'idle' per request: slower, the same output)")
 
 
+KEPT_RESULTS = ("mlp_magic: this ipyparallel's client keeps its results where mlp_magic cannot drop "
+                "them (Client._futures, _output_futures, outstanding): each cell's results stay in the "
+                "kernel's memory until the World stops")
+
+
 def plain_replies(world) -> None:
     """Every engine publishes as plain ipykernel does from now on; said once."""
     client = world.client

@@ -7,7 +7,8 @@
   output wakes the waiting loop. Missing, output is still read at the end (it is in the request's
   metadata), the wait is simply woken by the request's end only.
 - ``forget_results``: drops a finished request from the client's tables (``_futures``,
-  ``_output_futures``, ``outstanding``), else memory grows cell after cell; missing, it leaks.
+  ``_output_futures``, ``outstanding``), else memory grows cell after cell; missing, it leaks,
+  said once.
 - ``send_interrupt``: ``_send_control_request`` (ipykernel's ``interrupt_request`` through the
   controller, as ``Client.interrupt`` would but without waiting for every engine's reply); missing,
   the ranks' processes get SIGINT (world/rank_signals: here directly, elsewhere through each host's
@@ -81,10 +82,12 @@ def remote_error(future):
     return error if isinstance(error, BaseException) else None
 
 
-def forget_results(client, async_result) -> None:
+def forget_results(client, async_result) -> bool:
     """Let ipyparallel's client drop a finished request's results. It keeps each rank's result and
     output, the broadcast request's own futures (never answered as such), and AsyncResult memoises
-    ``len`` in a class-wide lru_cache that holds the last 128 AsyncResults alive."""
+    ``len`` in a class-wide lru_cache that holds the last 128 AsyncResults alive. False where a
+    table moved (the results then stay: memory grows, cells go on)."""
+    forgotten = True
     try:
         client.purge_local_results(jobs=async_result)
         kids = async_result._children
@@ -93,9 +96,10 @@ def forget_results(client, async_result) -> None:
             table.pop(request, None)
         client.outstanding.discard(request)
     except Exception:  # noqa: BLE001 - a client internal moved: a leak is better than a failed cell
-        pass
+        forgotten = False
     for method in ("__len__", "_count_chunks"):
         getattr(getattr(type(async_result), method, None), "cache_clear", lambda: None)()
+    return forgotten
 
 
 CONTROL_REQUEST = "_send_control_request"   # the client's method for control-channel requests

@@ -28,7 +28,7 @@ def test_a_connected_client_and_its_requests_have_every_internal_we_use(ip):
     assert [type(pid) for pid in request.get(30)] == [int, int]
     msg_id = kids[0].header["msg_id"]
     assert isinstance(kids[0].output.metadata.get(SECONDS_KEY), float)   # kept by our reply hook
-    forget_results(client, request)
+    assert forget_results(client, request) is True
     assert msg_id not in client._futures and msg_id not in client._output_futures
 
 

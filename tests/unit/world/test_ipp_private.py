@@ -63,3 +63,16 @@ def test_a_ranks_run_time_is_its_own_count_else_ipyparallels_dates():
     started = datetime(2026, 11, 25, 9, 42, 48, 525275, tzinfo=timezone.utc)
     assert run_seconds({"started": started, "completed": "2026-11-25T09:42:49.025275Z"}) == 0.5
     assert run_seconds({"started": None, "completed": None}) is None
+
+
+def test_forgetting_a_request_says_whether_the_client_let_it():
+    from mlp_magic.world.ipp_private import forget_results
+
+    kid = SimpleNamespace(header={"msg_id": "m1"})
+    request = SimpleNamespace(_children=[kid])
+    client = SimpleNamespace(purge_local_results=lambda jobs: None, _futures={"m1": 1},
+                             _output_futures={"m1": 2}, metadata={"m1": {}}, outstanding={"m1"})
+    assert forget_results(client, request) is True
+    assert client._futures == client._output_futures == client.metadata == {} and client.outstanding == set()
+    del client._output_futures
+    assert forget_results(client, request) is False
