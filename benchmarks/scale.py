@@ -11,7 +11,9 @@ Per N (all ranks here, oversubscribed; OpenMPI btl self,sm,tcp, pml ob1 on both 
    process tree; apart, the launcher with its ranks (and nannies) (psutil, 10 ms ticks: averaged);
 4. messages per cell: what the kernel's Client sends and receives (its Session's ``send`` and
    ``deserialize``); the controller relays each to or from the engines, uncounted there;
-5. memory per rank: a rank process (the launcher's child) and its descendants (the peer's nanny).
+5. memory per rank: a rank process (the launcher's child) and its descendants (the peer's nanny);
+6. our engines' weight (benchmarks/engine_weight.py): modules per engine against the floor (a bare
+   Python importing ipykernel, ipyparallel and mpi4py, measured once in this run), RSS, start CPU.
 Where the peer does not start (128 ranks here), 2. and 3. run ``%%px`` and a broadcast view on our
 own engines instead (``px_on_ours``, ``broadcast_on_ours``): what ipyparallel's client costs on
 top of our engines and controller, which shows our magic's own overhead; not the goals' peer.
@@ -33,6 +35,7 @@ import time
 
 import ipyparallel
 import psutil
+from engine_weight import FLOORS, floor, per_engine
 from scale_processes import descendants, family, memory_per_rank, sweep, tree_cpu
 
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -41,6 +44,7 @@ os.environ.update(OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,sm,t
 
 WARM_CELLS = 3
 INTERRUPTED = []  # set by Ctrl-C / SIGTERM: a %%mpirun cell turns Ctrl-C into a RankFailure
+FLOOR: dict = {}  # ipykernel + ipyparallel + mpi4py in a bare Python: its modules (6. above)
 # name: (ratio, the rank counts it is judged at (None: all), at most)
 GOALS = {"start_ratio_at_128": ("start_ratio", (128,), 0.8),
          "wall_vs_broadcast_at_64_128": ("wall_ratio_vs_broadcast", (64, 128), 0.9),
@@ -219,6 +223,8 @@ def measure_started(shell, world, peer: Peer, cells: int, n: int) -> dict:
     sides = {"ours": (lambda: timed_cell(shell, "%%mpirun\npass"), ours,
                       count_messages(world.client.session))}
     figures = {"ours_memory": memory_per_rank(world.processes[1].pid)}
+    weight = per_engine(world, FLOOR["names"])   # before any cell (the start's own first cell aside)
+    figures["ours_engines"] = {key: weight[key] for key in ("modules", "rss_mib", "start_cpu_s")}
     if peer.error:
         # No peer cluster to compare with (it did not start): %%px and the broadcast view then
         # run on our engines, through our controller and a Client of their own. That flatters the
@@ -257,6 +263,7 @@ RATIOS = {  # name: (ours, the peer's), paths in one N's figures
     "wall_ratio_vs_px": ("per_cell.ours.wall_median_s", "per_cell.px.wall_median_s"),
     "cpu_ratio_vs_px": ("per_cell.ours.cpu_per_rank_per_cell_ms", "per_cell.px.cpu_per_rank_per_cell_ms"),
     "memory_ratio_pss": ("ours_memory.pss_mib", "peer_memory.pss_mib"),
+    "engine_modules_ratio": ("ours_engines.modules.median", "floor_modules"),
     # only where the peer did not start: ipyparallel's client paths on our engines (not goals)
     "wall_ratio_vs_broadcast_on_ours": ("per_cell.ours.wall_median_s",
                                         "per_cell.broadcast_on_ours.wall_median_s"),
@@ -304,6 +311,7 @@ COLUMNS = [  # heading, where in one N's figures, scale
     ("px", "per_cell.px.engines_cpu_per_rank_per_cell_ms", 1),
     ("msgs ours", "per_cell.ours.msgs_per_cell", 1), ("px", "per_cell.px.msgs_per_cell", 1),
     ("bcast", "per_cell.broadcast.msgs_per_cell", 1), ("PSS/rank ours MiB", "ours_memory.pss_mib", 1),
+    ("modules/engine ours", "ours_engines.modules.median", 1), ("/floor", "engine_modules_ratio", 1),
     ("peer", "peer_memory.pss_mib", 1)]
 
 
@@ -340,11 +348,13 @@ def main() -> None:
         from IPython.testing.globalipapp import start_ipython
 
         shell = start_ipython()
+        FLOOR.update(floor(FLOORS["floor"]))
         shell.run_line_magic("load_ext", "mlp_magic")
         for n in options.ranks:
             cells = options.cells or (30 if n < 64 else 20 if n < 128 else 10)
             print(f"N={n}: starting both, then {cells} cells per side ...", flush=True)
             figures = run_one(shell, n, cells, options.peer_timeout)
+            figures["floor_modules"] = FLOOR["modules"]
             add_ratios(figures)
             results.append(figures)
     except KeyboardInterrupt:
