@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 from typing import Dict, List
 
 from ..core.local_names import is_this_machine, this_machine_names
 from ..core.ranges import fold_ranks
 from ..errors import MlpMagicError
+from ..world.rank_signals import Targets, signal_all
 
 TAIL_BYTES = 64 * 1024
 AGENT_TIMEOUT_S = 5.0
@@ -40,30 +40,6 @@ def _hosts_of(world: dict) -> Dict[str, List[int]]:
     return hosts
 
 
-def same_process(pid: int, create_time) -> bool:
-    """``pid`` is still the process that started at ``create_time`` (not a reused pid)."""
-    import psutil
-
-    try:
-        return create_time is not None and abs(psutil.Process(pid).create_time() - float(create_time)) < 0.01
-    except (psutil.Error, TypeError, ValueError):
-        return False
-
-
-def signal_here(processes: Dict[int, list], ranks: List[int], sig: int = signal.SIGINT) -> List[int]:
-    """Signal the ranks of this machine that are still the processes published; the ones done."""
-    done = []
-    for rank in ranks:
-        pid, create_time = (processes.get(rank) or [None, None])[:2]
-        if pid and same_process(int(pid), create_time):
-            try:
-                os.kill(int(pid), sig)
-                done.append(rank)
-            except OSError:
-                pass
-    return done
-
-
 async def _agent_call(world: dict, host: str, op: str, **args) -> dict:
     agent = (world.get("agents") or {}).get(host)
     key = _private(world).get("agent_key")
@@ -75,22 +51,13 @@ async def _agent_call(world: dict, host: str, op: str, **args) -> dict:
 
 
 async def interrupt(world: dict) -> dict:
-    """SIGINT every rank of the World (ranks between cells ignore it); what was done, host by host."""
+    """SIGINT every rank of the World (ranks between cells ignore it); what was done, host by host
+    (world/rank_signals, as the World's own interrupt does without ipyparallel's)."""
     names = this_machine_names()
-    processes = _rank_processes(world)
-    signalled: List[int] = []
-    problems: Dict[str, str] = {}
-    remote = {}
-    for host, ranks in _hosts_of(world).items():
-        if is_this_machine(host, names):
-            signalled += signal_here(processes, ranks)
-        else:
-            remote[host] = _agent_call(world, host, "interrupt")
-    for host, answer in zip(remote, await asyncio.gather(*remote.values(), return_exceptions=True)):
-        if isinstance(answer, BaseException):
-            problems[host] = str(answer) or type(answer).__name__
-        else:
-            signalled += list(answer.get("signalled") or [])
+    processes = {rank: tuple(value[:2]) for rank, value in _rank_processes(world).items()}
+    targets = Targets(_hosts_of(world), processes, world.get("agents") or {},
+                      _private(world).get("agent_key"), here=lambda host: is_this_machine(host, names))
+    signalled, problems = await signal_all(targets)
     return {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
 
 

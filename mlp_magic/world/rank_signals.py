@@ -1,11 +1,12 @@
-"""SIGINT to a World's ranks as processes, not through ipyparallel: the interrupt's fallback where
-the client cannot send ipykernel's interrupt_request (world/ipp_private.send_interrupt).
+"""SIGINT to a World's ranks as processes, not through ipyparallel: the panel's Interrupt
+(server/actions, from the World's record, while the kernel may be stuck) and the World's own
+interrupt where the client cannot send ipykernel's interrupt_request (world/ipp_private).
 
 ipyparallel's public ``send_signal`` is no fallback: it asks each engine's nanny, and our engines
-run without one. So the ranks are signalled as the panel's actions do: on this machine directly,
-elsewhere through the host's agent (agent/), each pid checked against its start time (a reused
-pid is never signalled; agent/actions.interrupt_ranks). A rank between cells ignores SIGINT
-(engine/sigint), so signalling a host's idle ranks too is harmless.
+run without one. So the ranks are signalled on this machine directly, elsewhere through the host's
+agent (agent/), each pid checked against its start time, the same rule in both places
+(agent/actions.interrupt_ranks): a reused pid is never signalled. A rank between cells ignores
+SIGINT (engine/sigint), so signalling a host's idle ranks too is harmless.
 """
 from __future__ import annotations
 
@@ -13,49 +14,70 @@ import asyncio
 import threading
 
 from ..agent.actions import interrupt_ranks
+from ..agent.protocol import RequestError
 from ..core.local_names import stays_here
 
 AGENT_TIMEOUT_S = 5.0
 
 
-def interrupt(world, ranks: list) -> bool:
-    """SIGINT ``ranks``; True when every one was signalled."""
-    by_host: dict = {}
-    for rank in ranks:
-        by_host.setdefault(world.host_of(rank), []).append(rank)
+class Targets:
+    """What signalling needs: the ranks by host, each rank's (pid, start time), the hosts' agents
+    ({host: {"addr", "port"}}) and their key, and which hosts are this machine."""
+
+    def __init__(self, by_host: dict, processes: dict, agents: dict, key, here=stays_here):
+        self.by_host, self.processes, self.agents, self.key, self.here = by_host, processes, agents, key, here
+
+    @classmethod
+    def of_world(cls, world, ranks: list) -> "Targets":
+        by_host: dict = {}
+        for rank in ranks:
+            by_host.setdefault(world.host_of(rank), []).append(rank)
+        processes = {r: (i.get("pid"), i.get("create_time")) for r, i in world.identities.items()}
+        local = world.spec.topology.is_local
+        return cls(by_host, processes, world.agents, world.agent_key,
+                   here=(lambda host: True) if local else stays_here)
+
+
+async def signal_all(targets: Targets) -> tuple:
+    """(ranks signalled, {host: why not}) for every host at once."""
     signalled: list = []
+    problems: dict = {}
     remote = {}
-    for host, host_ranks in by_host.items():
-        if world.spec.topology.is_local or stays_here(host):
-            known = {r: {"pid": world.identities[r]["pid"], "create_time": world.identities[r]["create_time"]}
-                     for r in host_ranks if r in world.identities}
-            signalled += interrupt_ranks(known)["signalled"] if known else []
+    for host, ranks in targets.by_host.items():
+        if targets.here(host):
+            known = {r: {"pid": targets.processes[r][0], "create_time": targets.processes[r][1]}
+                     for r in ranks if (targets.processes.get(r) or (None,))[0]}
+            try:
+                signalled += interrupt_ranks(known)["signalled"] if known else []
+            except RequestError as refused:
+                problems[host] = str(refused)
         else:
-            remote[host] = host_ranks
-    if remote:
-        signalled += _through_agents(world, remote)
-    return set(ranks) <= set(signalled)
+            remote[host] = _through_agent(targets, host, ranks)
+    for host, answer in zip(remote, await asyncio.gather(*remote.values(), return_exceptions=True)):
+        if isinstance(answer, BaseException):
+            problems[host] = str(answer) or type(answer).__name__
+        else:
+            signalled += answer
+    return signalled, problems
 
 
-def _through_agents(world, remote: dict) -> list:
-    """Each host's agent signals its ranks; the ones signalled (a host without an agent: none)."""
+async def _through_agent(targets: Targets, host: str, ranks: list) -> list:
+    agent = targets.agents.get(host) or {}
+    if "port" not in agent or not targets.key:
+        raise RequestError(f"no agent on {host} for this World (it started without one)")
     from ..agent.client import call
 
-    async def one(host: str, host_ranks: list) -> list:
-        agent = world.agents.get(host) or {}
-        if "port" not in agent or not world.agent_key:
-            return []
-        answer = await call(agent["addr"], agent["port"], world.agent_key, "interrupt",
-                            timeout=AGENT_TIMEOUT_S, ranks=host_ranks)
-        return list(answer.get("signalled") or [])
+    answer = await call(agent["addr"], agent["port"], targets.key, "interrupt", timeout=AGENT_TIMEOUT_S,
+                        ranks=ranks)
+    return list(answer.get("signalled") or [])
 
-    async def every() -> list:
-        found = await asyncio.gather(*(one(h, r) for h, r in remote.items()), return_exceptions=True)
-        return [rank for answer in found if isinstance(answer, list) for rank in answer]
 
-    result: list = []
-    # its own thread and loop: the kernel's may be running one (ipykernel's)
-    worker = threading.Thread(target=lambda: result.extend(asyncio.run(every())), daemon=True)
+def interrupt(world, ranks: list) -> bool:
+    """SIGINT ``ranks`` of a live World, from the kernel (whose thread may run an event loop:
+    this runs its own, in a thread); True when every one was signalled."""
+    found: list = []
+    targets = Targets.of_world(world, ranks)
+    worker = threading.Thread(target=lambda: found.extend(asyncio.run(signal_all(targets))[0]), daemon=True)
     worker.start()
     worker.join(AGENT_TIMEOUT_S + 1)
-    return result
+    return set(ranks) <= set(found)
