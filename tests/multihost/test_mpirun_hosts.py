@@ -70,6 +70,10 @@ def test_each_host_keeps_its_own_logs(two_hosts):
     for r in range(4):
         with open(os.path.join(log_dir, f"rank{r}.stdout")) as handle:
             assert handle.read() == f"rank {r}\n"
+    # written by ranks started over ssh, under their own umask: private all the same (issue 24)
+    modes = {name: os.stat(os.path.join(log_dir, name)).st_mode & 0o777 for name in os.listdir(log_dir)}
+    assert modes and set(modes.values()) == {0o600}, modes
+    assert os.stat(log_dir).st_mode & 0o777 == 0o700
 
 
 def test_a_host_without_sshd_gives_one_clear_error_and_leaves_nothing(two_hosts):
