@@ -38,7 +38,7 @@ def children(async_result) -> list:
         return list(async_result._children)
     except AttributeError:
         raise MlpMagicError("this ipyparallel has no per-engine futures (AsyncResult._children); "
-                            "mlp_magic needs ipyparallel 8 or 9") from None
+                            "mlp_magic needs ipyparallel>=9.0,<10") from None
 
 
 def request_futures(async_result) -> list:
@@ -147,5 +147,5 @@ def targets(async_result) -> list:
     found = getattr(async_result, "_targets", None)
     if found is None:
         raise MlpMagicError("this ipyparallel's AsyncResult names no targets (AsyncResult._targets); "
-                            "mlp_magic needs ipyparallel 8 or 9")
+                            "mlp_magic needs ipyparallel>=9.0,<10")
     return list(found)

@@ -76,3 +76,12 @@ def test_forgetting_a_request_says_whether_the_client_let_it():
     assert client._futures == client._output_futures == client.metadata == {} and client.outstanding == set()
     del client._output_futures
     assert forget_results(client, request) is False
+
+
+def test_a_request_without_per_engine_futures_or_targets_is_one_clear_error():
+    from mlp_magic.errors import MlpMagicError
+    from mlp_magic.world.ipp_private import children, targets
+
+    for missing in (children, targets):
+        with pytest.raises(MlpMagicError, match=r"needs ipyparallel>=9.0,<10"):
+            missing(SimpleNamespace())
