@@ -20,14 +20,21 @@ H200 = Path(__file__).resolve().parents[1] / "fixtures" / "topo" / "hgx-h200-8gp
 
 
 @pytest.fixture(scope="module")
-def world(ip):
-    """A World of 2 ranks on this machine, stopped when the module is done."""
-    result = ip.run_cell("%%mpirun -np 2\npass")
-    assert result.error_in_exec is None and result.error_before_exec is None
-    world = command.current_world()
-    assert world is not None and world.np == 2
-    yield world
+def stopped_at_the_end(ip):
+    yield
     ip.run_line_magic("mpirun", "--stop")
+
+
+@pytest.fixture
+def world(ip, stopped_at_the_end):
+    """A live World of 2 ranks on this machine (the one before, unless a test stopped it)."""
+    world = command.current_world()
+    if world is None or not world.alive() or world.np != 2:
+        result = ip.run_cell("%%mpirun -np 2\npass")
+        assert result.error_in_exec is None and result.error_before_exec is None
+        world = command.current_world()
+    assert world is not None and world.np == 2
+    return world
 
 
 class CountedRequests(Requests):
