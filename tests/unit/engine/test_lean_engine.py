@@ -102,3 +102,52 @@ def test_the_serializer_contract():
 
 def test_the_history_database_is_off():
     assert "--HistoryManager.enabled=False" in ENGINE_ARGS
+
+
+MPI_FIRST = """
+    import json, os, sys
+    import mpi4py
+    if os.environ.get("TEST_RC_INITIALIZE") == "no":   # as a job's sitecustomize could
+        mpi4py.rc.initialize = False
+    from mlp_magic.engine.main import import_mpi_first
+    first = import_mpi_first()
+    place = list(sys.modules).index("mpi4py.MPI") if "mpi4py.MPI" in sys.modules else None
+    from mpi4py import MPI
+    before = MPI.Is_initialized()
+    rc = (mpi4py.rc.initialize, mpi4py.rc.finalize)
+    import ipyparallel.engine.app   # what comes after it in an engine
+    from mlp_magic.engine.bootstrap import initialised_mpi
+    initialised_mpi()
+    print(json.dumps({"first": first, "place": place, "before": before, "after": MPI.Is_initialized(),
+                      "thread": MPI.Is_initialized() and MPI.Query_thread() == MPI.THREAD_MULTIPLE,
+                      "rc": list(rc)}))
+"""
+
+
+def launcher_env(**extra) -> dict:
+    import os
+
+    launcher = ("MLP_MAGIC_RANK", "OMPI_COMM_WORLD", "PMI")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(launcher)}
+    return {**env, **extra}
+
+
+def fresh_python_env(code: str, env: dict) -> dict:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_under_a_launcher_mpi_comes_first_and_bootstrap_initialises_it_as_mpi4py_would():
+    found = fresh_python_env(MPI_FIRST, launcher_env(OMPI_COMM_WORLD_RANK="0"))
+    assert found["first"] is True and found["place"] < 120 and found["before"] is False
+    assert found["after"] is True and found["thread"] is True
+    assert found["rc"] == [True, None]   # what the job set stays visible
+
+
+def test_a_plain_engine_or_a_job_that_initialises_mpi_itself_is_left_alone():
+    plain = fresh_python_env(MPI_FIRST, launcher_env(MLP_MAGIC_RANK="0", OMPI_COMM_WORLD_RANK="0"))
+    assert plain["first"] is False and plain["place"] is None   # imported (and initialised) later
+    own = fresh_python_env(MPI_FIRST, launcher_env(OMPI_COMM_WORLD_RANK="0", TEST_RC_INITIALIZE="no"))
+    assert own["first"] is False and own["after"] is False      # the job's choice: no MPI_Init
