@@ -12,7 +12,7 @@ from ..core.host_command import caller_folder, host_variables
 from ..core.placement import first_rank_per_host
 from ..core.results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
 from ..engine.shell import run_shell
-from ..world.ipp_private import children, request_futures
+from ..world.ipp_private import children, request_futures, targets
 from ..world.waiting import Requests
 
 INTERRUPT_GRACE = 2.0
@@ -85,7 +85,7 @@ class WorldTransport:
         """Ctrl-C: SIGINT the engines still running the command (run_shell then kills its
         process group), wait a moment, and report whatever is unfinished as interrupted."""
         running = [ar for ar in pending.values() if not ar.ready()]
-        jobs = {engine: ar for ar in running for engine in ar._targets}   # one engine per host
+        jobs = {engine: ar for ar in running for engine in targets(ar)}   # one engine per host
         if jobs:
             self.world.interrupt(jobs)
         requests.wait_all(time.monotonic() + grace)
