@@ -1,28 +1,55 @@
 """An engine's check of its own Python before it starts (core/versions says what it needs).
 
-Versions are read from the installed packages' metadata, so nothing is imported: an ipyparallel
-too old to register would otherwise fail later and less clearly (a registration that never
-comes, or a traceback from inside the library).
+Versions are read from the installed packages' dist-info folder names, so nothing is imported
+(the metadata files only where the names do not tell): an ipyparallel too old to register would
+otherwise fail later and less clearly (a registration that never comes, or a traceback from
+inside the library).
 """
 from __future__ import annotations
 
+import os
 import sys
 from typing import Dict, Optional
 
 from ..core.versions import ENGINE_NEEDS, PYTHON, problems, refusal_line
 
 
+def _from_folder_names(names) -> Dict[str, str]:
+    """{name: version} from the first ``NAME-VERSION.dist-info`` folder of each on sys.path (what
+    importlib.metadata would find first), read from the folder names alone: reading the
+    metadata files would load the email parser into every engine."""
+    wanted = {name.lower(): name for name in names}
+    found: Dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            folders = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for folder in folders:
+            dist, dash, version = folder[:-len(".dist-info")].partition("-")
+            name = wanted.get(dist.lower()) if folder.endswith(".dist-info") and dash else None
+            if name is not None:
+                found.setdefault(name, version)
+    return found
+
+
 def found_versions() -> Dict[str, Optional[str]]:
     """{name: installed version or None} of this Python and the packages an engine needs."""
+    found: Dict[str, Optional[str]] = {PYTHON.name: ".".join(map(str, sys.version_info[:3]))}
+    named = _from_folder_names([need.name for need in ENGINE_NEEDS])
+    for need in ENGINE_NEEDS:
+        found[need.name] = named.get(need.name) or _metadata_version(need.name)
+    return found
+
+
+def _metadata_version(name: str) -> Optional[str]:
+    """Where the folder names do not tell (an egg, an unusual layout): the metadata itself."""
     from importlib import metadata
 
-    found: Dict[str, Optional[str]] = {PYTHON.name: ".".join(map(str, sys.version_info[:3]))}
-    for need in ENGINE_NEEDS:
-        try:
-            found[need.name] = metadata.version(need.name)
-        except metadata.PackageNotFoundError:
-            found[need.name] = None
-    return found
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def refusal(rank: Optional[int]) -> Optional[str]:
