@@ -2,6 +2,8 @@
 failure is kept, the frames it offers, code run in them, the locals --where summarises."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult
@@ -24,8 +26,14 @@ def outer(x):
     return inner(doubled)
 
 
+def _info(raw_cell: str) -> ExecutionInfo:
+    """A cell's ExecutionInfo as the installed IPython makes it (cell_id came after 8.0)."""
+    extra = {"cell_id": None} if "cell_id" in inspect.signature(ExecutionInfo).parameters else {}
+    return ExecutionInfo(raw_cell, False, False, True, **extra)
+
+
 def failed_cell(raw_cell: str = "outer(5)", error: BaseException | None = None) -> ExecutionResult:
-    result = ExecutionResult(ExecutionInfo(raw_cell, False, False, True, None))
+    result = ExecutionResult(_info(raw_cell))
     if error is None:
         try:
             outer(5)
@@ -36,7 +44,7 @@ def failed_cell(raw_cell: str = "outer(5)", error: BaseException | None = None) 
 
 
 def ok_cell(raw_cell: str = "pass") -> ExecutionResult:
-    return ExecutionResult(ExecutionInfo(raw_cell, False, False, True, None))
+    return ExecutionResult(_info(raw_cell))
 
 
 @pytest.fixture(autouse=True)
