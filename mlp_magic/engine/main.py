@@ -25,7 +25,8 @@ stock engine loaded beyond ipykernel, ipyparallel and mpi4py, and what happens t
 - numpy (84 modules): ipyparallel's serializer imports it at its first reply, to recognise
   arrays (``can_map['numpy.ndarray']``). ``can_arrays_once_numpy_loads`` takes that entry out
   and puts it back, resolved, at the first reply after a cell (or anything) imported numpy.
-- sqlite3: IPython's history, kept in memory by ipyparallel anyway (``ENGINE_ARGS``).
+- sqlite3: IPython's history, kept in memory by ipyparallel anyway (``ENGINE_ARGS``); IPython
+  before 9.17 imports sqlite3 with its history module whatever the setting.
 Each step checks the private name it relies on and, where that is gone, leaves the engine as
 ipykernel and ipyparallel made it (tests/unit/engine/test_lean_engine.py holds the contract).
 """
