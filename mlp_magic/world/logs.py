@@ -46,6 +46,11 @@ def new_cell_dir(root: str | None = None) -> str:
     return os.path.abspath(os.path.join(config.log_root(root), name))
 
 
+def written(timeout: float = 30.0) -> None:
+    """Wait until every log write queued so far (summaries, streams, stacks) is on disk."""
+    _writer.submit(lambda: None).result(timeout)
+
+
 def write_summary(cell_dir: str, code: str, results: list, extra: dict | None = None):
     """Write ``summary.json`` in the background; returns the Future (tests wait on it)."""
     return _writer.submit(_write_summary, cell_dir, code, results, extra)

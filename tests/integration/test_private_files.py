@@ -48,7 +48,8 @@ cells = ["%%mpirun -np 2\nprint('hello', rank)\nimport os\nos.system('echo below
          "%%mpirun\nx = 5"]
 for cell in cells:
     ip.run_cell(cell)
-from mlp_magic.world import command
+from mlp_magic.world import logs
+logs.written()   # the last cell's summary is written in the background
 running = wide(skip=(".ipython",))
 logs = sorted(os.listdir(os.path.join(os.environ["HOME"], ".mlp_magic", "logs")))
 ip.run_line_magic("mpirun", "--stop")
@@ -87,9 +88,16 @@ def test_a_local_world_listens_on_loopback_only_and_says_it_runs_as_root():
         world.start()
         controller = psutil.Process(world.processes[0].pid)
         addresses = {c.laddr.ip for process in [controller, *controller.children(recursive=True)]
-                     for c in process.net_connections("inet") if c.status == psutil.CONN_LISTEN}
+                     for c in _connections(process) if c.status == psutil.CONN_LISTEN}
         described = world.describe()
     finally:
         world.stop()
     assert addresses == {"127.0.0.1"}
     assert (", as root)" in described) == (os.geteuid() == 0), described
+
+
+def _connections(process) -> list:
+    """A process's inet sockets (``net_connections`` from psutil 6; the floor, 5.9, has
+    ``connections``)."""
+    listing = getattr(process, "net_connections", None) or process.connections
+    return listing("inet")
