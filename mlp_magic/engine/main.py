@@ -164,6 +164,9 @@ def main() -> None:
         sys.exit(3)
     slot = take_start_slot(rank, slot_names())
     sys.argv = [sys.argv[0], *engine_argv(sys.argv[1:], rank)]
+    # ipykernel leaves fd 1/2 unwatched where PYTEST_CURRENT_TEST is set: an engine started from
+    # a test (or a notebook cell under pytest) would then lose C-level output. An engine is one.
+    os.environ.pop("PYTEST_CURRENT_TEST", None)
     STARTED["mpi_first"] = import_mpi_first()   # before anything else of size: see there
     STARTED["debugger_kept_out"] = keep_debugger_out()
     from ipyparallel.engine.app import IPEngine

@@ -161,11 +161,10 @@ def test_a_flooding_rank_keeps_the_kernel_small(fresh_world):
     assert len(flood[1].stdout) < 1_100_000 and "more characters not shown" in flood[1].stdout
 
 
-def test_output_below_python_is_capped_and_logged_too(fresh_world, monkeypatch):
+def test_output_below_python_is_capped_and_logged_too(fresh_world):
     """What C code and child processes write to fd 1 (NCCL's logs, `!pip ...`) reaches the
     notebook through ipykernel's fd watcher: it must be capped and logged like print()."""
     ip = fresh_world
-    monkeypatch.delenv("PYTEST_CURRENT_TEST")  # ipykernel watches no fd in engines that see it
     assert run(ip, "%mpirun --restart") is None
     run_flood(ip, "%%mpirun -o flood\nimport os\nif rank == 2:\n"
                   "    os.system('yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 60000000')\n"
