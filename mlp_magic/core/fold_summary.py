@@ -70,12 +70,28 @@ def summarise(tokens, keys, *, sortable: bool = False, follows=(), kinds: set | 
             if tokens == expected:
                 return FieldSummary(f"{{{name}}}", varies=True)
     summary = _ranged(tokens, keys, ranked, kinds)
-    # (the first few tokens all differ, as on most fields of many ranks: no set of them all)
-    if len(set(tokens[:MAX_LISTED_VALUES + 1])) <= MAX_LISTED_VALUES:
-        values = _finite_in_order(set(tokens), kinds)
+    distinct = _few_distinct(tokens)
+    if distinct is not None:
+        values = _finite_in_order(distinct, kinds)
         if 1 < len(values) <= MAX_LISTED_VALUES:
             return FieldSummary("{" + ",".join(values) + "}", varies=True, outliers=summary.outliers)
     return summary
+
+
+def _few_distinct(tokens) -> set | None:
+    """The distinct tokens, or None as soon as more than ``MAX_LISTED_VALUES`` of them are not nan
+    or inf (most fields of many ranks: no set of them all). Whatever the tokens' order, the
+    same answer: the folded line must not depend on which rank came first."""
+    seen: set = set()
+    numbers = 0
+    for token in tokens:
+        if token not in seen:
+            seen.add(token)
+            if token_kind(token) != SPECIAL:
+                numbers += 1
+                if numbers > MAX_LISTED_VALUES:
+                    return None
+    return seen
 
 
 def _finite_in_order(distinct: set, kinds: set) -> list:

@@ -26,8 +26,9 @@ def mentions(message: str, *texts: str) -> bool:
     """Does the message name some piece of one of the texts (its first characters, raw or repr'd)?"""
     shown = _plain(message)
     for text in texts:
+        # Python's whitespace includes \x1c-\x1f, a shell's (shlex's) does not: split both ways
         pieces = (re.split(r"[\s=:@,#\[\]$'\"]+", text) + re.split(r"[\s,]+", text) + text.split()
-                  + [text.strip(), text])
+                  + re.split(r"[ \t\n\r\f\v]+", text) + [text.strip(), text])
         if not text.strip() and re.search(r"empty|no hosts|names no", message):
             return True   # a blank value can only be named as such
         for piece in filter(None, pieces):

@@ -94,8 +94,9 @@ def host_lists(draw):
 # ---------------------------------------------------------------- hostfiles
 
 def _line_of(message: str):
-    match = re.search(r" line (\d+)", message)
-    return int(match.group(1)) if match else None
+    """The line a message names (of "lines 1 and 2", the second: where the repeat is)."""
+    match = re.search(r"\blines? (\d+)(?: and (\d+))?", message)
+    return int(match.group(2) or match.group(1)) if match else None
 
 
 @FUZZ
