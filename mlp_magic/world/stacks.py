@@ -114,12 +114,14 @@ def split_remote_output(text: str) -> dict:
 def _start_remote(by_host: dict, wait: float):
     """Start every host's part through the ssh runner, in the background: a function that gives
     {rank: dump text} once they answered (or could not)."""
+    from ..fanout.ssh.argv import NO_REUSE
     from ..fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
 
     timeout = wait + REMOTE_SLACK
     try:
+        # no ControlMaster: a hang report is one call, and leaves no ssh session on the hosts
         options = RunOptions(ssh=config.ssh_command(), fanout=AT_ONCE, timeout=timeout, local=False,
-                             connect_timeout=CONNECT_SECONDS)
+                             connect_timeout=CONNECT_SECONDS, control=NO_REUSE)
         runner = HostRunner(list(by_host), remote_script(by_host, wait), options)
     except MlpMagicError as err:   # no ssh client, or an $MLP_MAGIC_SSH that cannot be split
         why = {host: str(err) for host in by_host}

@@ -99,6 +99,11 @@ def find_program(name: str) -> str | None:
     return None
 
 
+# As a control directory: connect without a ControlMaster (a one-off call, such as a hang report,
+# leaves no connection behind, where allrun's persist 60 s for the next call).
+NO_REUSE = "none"
+
+
 def control_dir(path: str | None = None) -> str:
     """The private directory of ControlMaster sockets: made 0700, refused when not ours."""
     path = path or config.ssh_control_dir()

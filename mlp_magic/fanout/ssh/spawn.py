@@ -20,8 +20,8 @@ from ... import config
 from ...core.host_command import (caller_folder, host_variables, script_arguments, shell_argv,
                                   without_rank_variables)
 from ...errors import MlpMagicError
-from .argv import (GO_WRAPPER, WRAPPER, as_targets, control_dir, destination, find_program, remote_command,
-                   ssh_options)
+from .argv import (GO_WRAPPER, NO_REUSE, WRAPPER, as_targets, control_dir, destination, find_program,
+                   remote_command, ssh_options)
 
 
 class Spawned:
@@ -206,7 +206,7 @@ class Launch:
         self.ssh = [] if self.local else config.ssh_command(ssh)
         if self.ssh and find_program(self.ssh[0]) is None:
             raise MlpMagicError(f"--ssh: cannot find the command {self.ssh[0]!r}")
-        self.control = None if self.local else control_dir(control)
+        self.control = None if self.local or control == NO_REUSE else control_dir(control)
         self.connect_timeout = connect_timeout
         self.gated = gated and not self.local   # host names checked while ssh connects
         self.stdin_path = stdin_path
