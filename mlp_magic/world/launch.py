@@ -79,6 +79,7 @@ def _mpiexec(spec, mpi: MpiInfo, workdir: str, command: list, env: dict) -> Mana
         counts=counts, command=command, forward=names_to_forward(env),
         ssh_agent=_ssh_agent(mpi, workdir), local=topology.is_local,
         as_root=os.geteuid() == 0, hostfile_path=os.path.join(workdir, "hostfile"),
+        session_base=workdir,
     )
     with open_private(plan.hostfile_path) as handle:
         handle.write(hostfile_text(mpi.flavour, counts))

@@ -109,6 +109,7 @@ class LaunchPlan:
     local: bool = False     # every rank on this machine
     as_root: bool = False
     hostfile_path: str = ""
+    session_base: str = ""  # where a local launcher keeps its session files (the World's folder)
 
 
 def hostfile_text(flavour: str, counts: list) -> str:
@@ -138,6 +139,12 @@ def _openmpi_argv(info: MpiInfo, plan: LaunchPlan, np: int) -> list:
     argv += ["--output", "tag"] if info.major >= 5 else ["--tag-output"]
     if plan.as_root:
         argv.append("--allow-run-as-root")
+    if plan.local and plan.session_base and info.major >= 5:
+        # The launcher's and ranks' session files (/tmp/ompi.<launcher pid> by default) in the
+        # World's own folder: a launcher killed with its stuck ranks leaves its folder behind,
+        # and a later launcher given the same pid then cannot start ("The PMIx server's listener
+        # thread failed to start"). Local only: other hosts may not have this folder.
+        argv += ["--prtemca", "prte_tmpdir_base", plan.session_base]
     for name in plan.forward:
         argv += ["-x", name]
     if plan.ssh_agent:

@@ -100,6 +100,16 @@ def test_openmpi_local_has_no_hostfile():
     assert argv == ["mpiexec", "-n", "4", "--oversubscribe", "--map-by", "slot", "--output", "tag", *ENGINE]
 
 
+def test_a_local_openmpi5_keeps_its_session_files_in_the_worlds_folder():
+    local = plan(local=True, forward=[], session_base="/run/w")
+    argv = mpiexec_argv(MpiInfo("mpiexec", OPENMPI, "5.0.11"), local)
+    assert argv[-len(ENGINE) - 3:-len(ENGINE)] == ["--prtemca", "prte_tmpdir_base", "/run/w"]
+    # other hosts may not have the folder; Open MPI 4 has no prtemca
+    assert "prte_tmpdir_base" not in mpiexec_argv(MpiInfo("mpiexec", OPENMPI, "5.0.11"),
+                                                  plan(session_base="/run/w"))
+    assert "prte_tmpdir_base" not in mpiexec_argv(MpiInfo("mpiexec", OPENMPI, "4.1.2"), local)
+
+
 def test_mpich_remote():
     info = MpiInfo("/usr/bin/mpiexec.hydra", MPICH, "4.1.2")
     argv = mpiexec_argv(info, plan(as_root=True, ssh_agent="/opt/bin/my-ssh"))
