@@ -13,6 +13,10 @@ contract against the installed ipykernel).
   missing ipykernel keeps reading fd 1 and 2 itself: that output still reaches the notebook, but
   may show after its cell's end and is not in the rank's log.
 
+- ``DEBUGGER_MODULE``'s ``DEBUGGER_FLAG``, for engine/main's lean start: ipykernel's kernel builds
+  its debugger (and imports debugpy) only where ``ipykernel.debugger._is_debugpy_available`` is
+  true. Where the flag is gone, engine/main leaves the debugger module to be imported as before.
+
 ``missing()`` names what this engine found missing; the World says it once (world/guards).
 """
 from __future__ import annotations
@@ -21,6 +25,7 @@ import os
 
 KERNEL_HOOKS = ("_publish_status", "finish_metadata", "_publish_execute_input", "get_parent")
 FD_PIPE = ("_fid", "_original_stdstream_copy", "_original_stdstream_fd", "_should_watch")
+DEBUGGER_MODULE, DEBUGGER_FLAG = "ipykernel.debugger", "_is_debugpy_available"
 
 _MISSING: dict = {}        # name -> what it was for, as found in this engine
 _REPLACED: list = []       # (object, name, original or None when it was the class's) to restore

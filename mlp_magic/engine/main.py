@@ -37,6 +37,7 @@ import sys
 import time
 
 from .identity import STARTED, launched_by_mpi, launcher_rank, usable_cpus
+from .ipykernel_private import DEBUGGER_FLAG, DEBUGGER_MODULE
 from .start_slots import slot_folder, take_start_slot  # noqa: F401 (slot_folder: the tests')
 from .versions import refusal
 
@@ -47,7 +48,6 @@ LOG_FORMAT = "%(asctime)s.%(msecs).03d [rank {rank}] [%(name)s]%(highlevel)s %(m
 # IPython's history database: ipyparallel already points it at ":memory:"; off, sqlite3 stays out.
 # In, Out, _i<N> and %history of this session are kept in memory either way.
 ENGINE_ARGS = ("--HistoryManager.enabled=False",)
-DEBUGGER_MODULE, DEBUGGER_FLAG = "ipykernel.debugger", "_is_debugpy_available"
 REFUSED = ("debugpy",)   # what the debugger module may not import
 
 

@@ -10,7 +10,8 @@ import subprocess
 import sys
 import textwrap
 
-from mlp_magic.engine.main import DEBUGGER_FLAG, DEBUGGER_MODULE, ENGINE_ARGS, keep_debugger_out
+from mlp_magic.engine.ipykernel_private import DEBUGGER_FLAG, DEBUGGER_MODULE
+from mlp_magic.engine.main import ENGINE_ARGS, keep_debugger_out
 
 
 def fresh_python(code: str) -> dict:
