@@ -36,7 +36,7 @@ def test_every_floor_is_pinned_and_nothing_else():
     with pytest.raises(ValueError, match="a has two floors, 1.2 and 1.3"):
         floors.constraints({"project": {"dependencies": ["a>=1.2"],
                                         "optional-dependencies": {"t": ["a>=1.3"]}}})
-    assert floors._release("7") == floors._release("7.0.0") != floors._release("7.0.1")
+    assert floors.release("7") == floors.release("7.0.0") != floors.release("7.0.1")
 
 
 def _vermin(target: str) -> subprocess.CompletedProcess:
