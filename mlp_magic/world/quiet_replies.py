@@ -27,10 +27,12 @@ def complete_quiet_outputs(client) -> bool:
             continue
 
         def handle_then_complete(msg, handle=handle):
-            handle(msg)
             msg_id, extra = msg["parent_header"]["msg_id"], msg["metadata"]
+            # before ipyparallel's handler: it completes the request, and the waiting cell
+            # reads the run time at once (after it, a cell's footer sometimes said "-")
             if SECONDS_KEY in extra:
                 keep_in_metadata(client, msg_id, SECONDS_KEY, extra[SECONDS_KEY])
+            handle(msg)
             if extra.get(QUIET_KEY):
                 future = outputs.get(msg_id)
                 if future is not None and not future.done():

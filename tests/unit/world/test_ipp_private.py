@@ -38,6 +38,18 @@ def test_the_reply_handlers_are_wrapped_once():
     assert reply_hooks(client)[1] is client._output_futures
 
 
+def test_the_ranks_run_time_is_kept_before_the_request_completes():
+    # ipyparallel's handler completes the request's future; the cell waiting on it reads the
+    # run time at once, so the time must be in the metadata by then
+    seen = []
+    client = a_client(metadata={"m1": {}})
+    client._queue_handlers["execute_reply"] = lambda msg: seen.append(dict(client.metadata["m1"]))
+    complete_quiet_outputs(client)
+    client._queue_handlers["execute_reply"](
+        {"parent_header": {"msg_id": "m1"}, "metadata": {"mlp_seconds": 0.5}})
+    assert seen == [{"mlp_seconds": 0.5}]
+
+
 def test_this_ipyparallels_client_has_the_hooks():
     from ipyparallel import Client
 
