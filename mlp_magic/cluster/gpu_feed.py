@@ -97,6 +97,11 @@ class GpuFeed:
         for task in self._stdio.values():
             task.cancel()
 
+    async def stopped(self) -> None:
+        """After ``stop``: until the agents ``follow_stdio`` started have been reaped (a process
+        left to the garbage collector after its loop closed says so on stderr)."""
+        await asyncio.gather(*self._stdio.values(), return_exceptions=True)
+
     def follow_stdio(self, argvs: Dict[str, list]) -> None:
         """Start ``{host: argv}``'s agents in ``--stdio`` mode and follow them (``top``)."""
         for host, argv in argvs.items():
@@ -121,6 +126,7 @@ class GpuFeed:
         finally:
             if process.returncode is None:
                 process.kill()   # its stdin closes with it: the remote agent ends too
+                await process.wait()
 
     def _forget(self, host: str) -> None:
         if any(key[1] == host for key in self._tasks):

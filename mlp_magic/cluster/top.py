@@ -132,6 +132,7 @@ async def _top(options: CollectOptions, once: bool, interval: float) -> None:
     finally:
         watching()
         live.stop()
+        await live.gpu_feed.stopped()
 
 
 def _read_worlds(directory: str) -> list:

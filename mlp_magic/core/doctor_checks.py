@@ -17,9 +17,12 @@ import re
 from .doctor import ERROR, INFO, MISSING, WARNING, Finding, Report, compare, hosts_text, shown
 from .records import Record, fresh
 
-# Variables that differ from process to process of one job by design: not compared.
+# Variables the launcher sets in each process it starts (some differ from process to process by
+# design, the rest describe the launcher, not the host: a World's engines hold them, ssh does not):
+# neither compared nor listed.
 PER_PROCESS = re.compile(r"OMPI_(COMM_WORLD_|MCA_(orte|ess|pmix|ompi_(rank|size))|FIRST_RANKS|FILE_LOCATION|"
-                         r"ARGV|COMMAND|UNIVERSE_SIZE|APP_CTX_)")
+                         r"ARGV|COMMAND|UNIVERSE_SIZE|APP_CTX_|LIBDIR_LOC$|MCA_PREFIXES$|MCA_cpu_type$|"
+                         r"TOOL_NAME$|VERSION$)")
 STRICT_ENV = ("NCCL_", "UCX_")   # a difference in these hangs or slows collectives: an error
 CORE_PACKAGES = ("torch", "mpi4py", "numpy", "mlp_magic")   # a version difference is an error
 DEFAULT_PACKAGES = ("mlp_magic", "numpy", "ipykernel", "ipyparallel", "mpi4py", "torch")

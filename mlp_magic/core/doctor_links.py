@@ -61,7 +61,12 @@ def _gbps(value: float) -> str:
 
 def add_link_findings(report: Report, result: dict, fraction: float) -> None:
     """The link test's answer ({"backend", "ranks", "bytes", "seconds", "pairs": [[a, b, bytes/s]]}
-    or {"error"}) -> a shared line with the bandwidth, and findings for the slow pairs and hosts."""
+    or {"error"} or {"skipped"}) -> a shared line with the bandwidth, and findings for the slow pairs
+    and hosts. Skipped (one rank: no link to test) is a warning: it says nothing bad of the host."""
+    if result.get("skipped"):
+        report.add(Finding(WARNING, "links", "links not tested", tuple(result.get("hosts") or ()),
+                           result["skipped"], "run on 2 or more ranks (GPUs or hosts) to test the links"))
+        return
     if result.get("error"):
         report.add(Finding(ERROR, "links", "collective test", tuple(result.get("hosts") or ()),
                            result["error"], "run the doctor without --links to see what differs first"))

@@ -70,13 +70,23 @@ def _flags(sample: Sequence) -> str:
     return ", ".join(flags)
 
 
-def gpu_row(host: str, info: dict, sample: Sequence) -> str:
+def holders(processes: Sequence[Sequence], index) -> str:
+    """Who holds GPU ``index``'s memory, as the panel says it: "rank 0: 1.0 GiB, pid 77: 0.5 GiB"
+    (ranks first; a process whose rank could not be read by its pid)."""
+    rows = sorted((row for row in processes if len(row) >= 4 and row[0] == index),
+                  key=lambda row: (row[1] is None, row[1] if row[1] is not None else 0, row[2]))
+    return ", ".join(f"{'pid %s' % pid if rank is None else 'rank %s' % rank}: "
+                     f"{'?' if mib is None else f'{mib / 1024:.1f}'} GiB" for _, rank, pid, mib in rows)
+
+
+def gpu_row(host: str, info: dict, sample: Sequence, processes: Sequence[Sequence] = ()) -> str:
     util, mem, temp, power = (list(sample) + [None] * 4)[:4]
     total = info.get("memory_total_mib")
     memory = f"{_number(mem, '', 1024, 1)}/{_number(total, 'G', 1024, 0)}"
-    flags = _flags(sample)
+    flags, held = _flags(sample), holders(processes, info.get("index"))
     return (f"  {host}  GPU{info.get('index', '?')}  {_number(util, '%'):>4}  {memory:>10}  "
-            f"{_number(temp, 'C'):>4}  {_number(power, 'W'):>5}" + (f"  ! {flags}" if flags else ""))
+            f"{_number(temp, 'C'):>4}  {_number(power, 'W'):>5}" + (f"  ! {flags}" if flags else "")
+            + (f"  [{held}]" if held else ""))
 
 
 def heat_row(host: str, samples: Sequence[Sequence], width: int) -> str:
@@ -101,7 +111,8 @@ def gpu_lines(hosts: Sequence[dict], latest: Dict[str, Sequence]) -> List[str]:
         elif len(shown) > PER_GPU_UP_TO_HOSTS:
             lines.append(heat_row(host["name"], samples, width))
         else:
-            lines += [gpu_row(host["name"].ljust(width), info, samples[i] if i < len(samples) else [])
+            lines += [gpu_row(host["name"].ljust(width), info, samples[i] if i < len(samples) else [],
+                              live.get("processes") or ())
                       for i, info in enumerate(live["gpus"])]
     return lines
 

@@ -89,10 +89,15 @@ def test_the_odd_package_environment_and_unreachable_host():
 
 
 def test_per_process_variables_are_not_compared():
-    per_host = {h: facts(env={"OMPI_COMM_WORLD_RANK": str(i), "OMPI_MCA_btl": "tcp"})
+    # and what Open MPI 5's launcher sets in every process (seen through a World's engines on an H100)
+    launcher = {"OMPI_LIBDIR_LOC": "/venv/lib", "OMPI_MCA_PREFIXES": "mca,opal,ompi",
+                "OMPI_TOOL_NAME": "mpiexec",
+                "OMPI_MCA_cpu_type": "x86_64", "OMPI_VERSION": "5.0.11"}
+    per_host = {h: facts(env={"OMPI_COMM_WORLD_RANK": str(i), "OMPI_MCA_btl": "tcp", **launcher})
                 for i, h in enumerate(HOSTS)}
     report = report_of(per_host)
     assert report.findings == [] and Shared("environment", "OMPI_MCA_btl", "tcp") in report.shared
+    assert [s.title for s in report.shared if s.check == "environment"] == ["OMPI_MCA_btl"]
 
 
 def test_bad_input_becomes_findings():

@@ -56,3 +56,12 @@ def test_a_failed_test_is_one_error_finding():
     report = Report(("a",))
     add_link_findings(report, {"error": "rank 3: RuntimeError: Connection refused", "hosts": ["a"]}, 0.5)
     assert report.exit_status == 1 and report.findings[0].detail == "rank 3: RuntimeError: Connection refused"
+
+
+def test_one_rank_leaves_the_links_untested_with_a_warning_not_an_error():
+    # a host with one GPU (the lent H100): nothing to test, and nothing wrong with the host
+    report = Report(("a",))
+    skipped = {"skipped": "the link test needs 2 ranks or more: the job has 1", "hosts": ["a"]}
+    add_link_findings(report, skipped, 0.5)
+    assert [(f.severity, f.title) for f in report.findings] == [("warning", "links not tested")]
+    assert report.exit_status == 0 and report.links is None

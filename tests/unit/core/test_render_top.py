@@ -82,3 +82,13 @@ def test_a_heat_row_has_one_mark_per_gpu(utils):
 
 def test_lines_are_cut_to_the_width():
     assert all(len(line) <= 20 for line in top_lines(doc(world("B" * 64)), {}, NOW, width=20))
+
+
+def test_a_gpu_row_names_the_ranks_holding_its_memory():
+    one = host("w0", 2)
+    one["live_gpus"]["processes"] = [[0, 1, 702, 2048], [1, None, 77, 512], [0, 0, 701, 1024],
+                                     [0, 3, 9, None]]
+    lines = top_lines(doc(hosts=[one]), {"w0": [[50, 3072, 40, 100.0, 0, 0, 0]] * 2}, NOW)
+    gpus = lines[lines.index("GPUs") + 1:]
+    assert gpus[0].endswith("  [rank 0: 1.0 GiB, rank 1: 2.0 GiB, rank 3: ? GiB]")
+    assert gpus[1].endswith("  [pid 77: 0.5 GiB]")

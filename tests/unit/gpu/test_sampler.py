@@ -218,3 +218,27 @@ def test_the_recorder_command(tmp_path):
 def test_sampled_values_are_plain_json():
     sampler, _ = replayed([BURN])
     assert json.loads(json.dumps(sampler.sample()))["gpus"][0][3] == 145.0
+
+
+# Recorded by this sampler on a real H100 (driver 580.159.04) under scripts/gpu_check's load
+# (bf16 8192^3 products holding 4 GiB): idle, then 99 % at ~697 W, capped by software power
+RECORDED_H100 = str(FIXTURES / "h100-matmul-recorded.jsonl")
+
+
+def test_a_recording_from_a_real_h100_replays_as_it_was_read():
+    from mlp_magic.core.render_top import gpu_row
+
+    sampler, _ = replayed([RECORDED_H100])
+    static = sampler.static()
+    assert (static["driver"], static["gpus"][0]["name"]) == ("580.159.04", "NVIDIA H100 80GB HBM3")
+    samples = []
+    for _ in range(4):
+        samples.append(sampler.sample())
+        sampler.wait_tick(1.0)
+    assert samples[0]["gpus"][0][:2] == [0, 480] and samples[0]["processes"] == []
+    loaded = samples[3]
+    util, mem, _temp, power, throttle = loaded["gpus"][0][:5]
+    assert util == 99 and mem == 5458 and 690 < power <= 700 and throttle == 4   # SW power cap
+    assert loaded["processes"] == [[0, None, 506, 4970]]   # its pid is not one of this machine's ranks
+    row = gpu_row("vm", static["gpus"][0], loaded["gpus"][0], loaded["processes"])
+    assert row.endswith("99%     5.3/80G   56C   694W  ! SW power cap  [pid 506: 4.9 GiB]"), row
