@@ -5,6 +5,10 @@ host that never answers, an event loop of port probes. The work runs in a daemon
 at once, so several can overlap; the caller waits for each until one shared monotonic deadline
 and takes a default for whatever is late or failed. A late thread is left to finish on its own
 (daemon: it never holds up the interpreter's exit).
+
+``until`` is the one wait of ours that asks again and again: for what nothing announces (a file
+another process writes, a log line, a lock held by a process that never says it let go). Every
+other wait blocks on an event: a future's callback, a pid file descriptor, a blocking flock.
 """
 from __future__ import annotations
 
@@ -53,3 +57,18 @@ def in_background(work: Callable, name: str = "mlp-magic-background") -> Pending
 def within(seconds: float, work: Callable, default=None):
     """``work()``'s value if it returns within ``seconds``, else (or if it fails) ``default``."""
     return in_background(work).result(time.monotonic() + seconds, default)
+
+
+def until(ready: Callable, deadline: float, first_s: float = 0.005, longest_s: float = 0.1):
+    """``ready()``'s first true value, or its last one once ``deadline`` (``time.monotonic()``)
+    has passed. Only for what no event announces (say why where it is used): ``ready`` is asked
+    at once, then after pauses that double from ``first_s`` up to ``longest_s``, the last one
+    cut at the deadline, so an early answer is seen soon and a long wait costs little CPU."""
+    pause = first_s
+    while True:
+        value = ready()
+        left = deadline - time.monotonic()
+        if value or left <= 0:
+            return value
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, longest_s)

@@ -22,7 +22,7 @@ import threading
 import time
 
 SLOT_WAIT_S = 300.0   # at most this long for a slot; 128 ranks on 2 cores wait about 30 s
-POLL_S = 0.05         # off the main thread only (no timer signal there): tests, not ranks
+POLL_S = 0.05         # the longest pause between tries off the main thread: tests, not ranks
 
 
 def slot_folder() -> str:
@@ -109,22 +109,29 @@ def _free_slot(handles: list, first: int):
     return None
 
 
+def _try_flock(handle) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
 class _TimedOut(Exception):
     pass
 
 
 def _wait_for(handle, wait_s: float) -> bool:
     """flock ``handle`` within ``wait_s``: a blocking flock cut by a timer signal on the main
-    thread (a rank's start: nothing else runs yet), a poll elsewhere. False when it ran out."""
+    thread (a rank's start: nothing else runs yet), tried again and again elsewhere. False when
+    it ran out."""
     if threading.current_thread() is not threading.main_thread():
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                time.sleep(POLL_S)
-        return False
+        # No event to wait on with a limit here: only a signal cuts a blocking flock short, and
+        # Python handles signals on the main thread only (elsewhere the interrupted flock is
+        # retried, PEP 475). So off it (tests, never a rank) core/deadline.until tries again.
+        from ..core.deadline import until   # here: a rank never needs it
+
+        return until(lambda: _try_flock(handle), time.monotonic() + wait_s, longest_s=POLL_S)
 
     def ring(signum, frame):
         raise _TimedOut

@@ -5,6 +5,7 @@ import re
 import time
 
 from ..core import results as status
+from ..core.deadline import until
 from ..core.deaths import death_note, launcher_named_rank
 from ..core.ranges import fold_ranks, parse_ranks
 from ..core.results import MpirunResult
@@ -203,7 +204,8 @@ def _finish(run: CellRun) -> list:
             run.outcome = Outcome.DIED
         return results
     if run.outcome is Outcome.DIED:
-        time.sleep(0.3)  # the controller reports the other engines' ends a moment later
+        # the controller reports the other engines' ends a moment later: their requests end then
+        run.requests.wait_done(time.monotonic() + 0.3)
     stuck = set(run.unfinished_ranks())
     if run.outcome in (Outcome.TIMEOUT, Outcome.INTERRUPTED):
         run.interrupt()
@@ -229,14 +231,21 @@ def _after_the_cell(run: CellRun, world: World, results: list) -> None:
 
 
 def _death_note(world: World) -> str:
-    # The launcher names the first rank to fail once the job has ended, a moment after we notice.
+    """The launcher names the first rank to fail once the job has ended, a moment after we notice.
+    Nothing announces that line (a file: no event for it without inotify, which the standard
+    library lacks), so its log is read again on core/deadline.until's pace until it names a rank,
+    or every launcher process has ended (its log is then complete), or the deadline."""
     deadline = time.monotonic() + (2.0 if world.mpi is not None else 0.3)  # plain engines: their own
-    log_text = world.launcher_log()
-    while launcher_named_rank(log_text) is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-        log_text = world.launcher_log()
+    read = [""]
+
+    def complete() -> bool:
+        ended = not any(process.running() for process in world.processes[1:])
+        read[0] = world.launcher_log()
+        return ended or launcher_named_rank(read[0]) is not None
+
+    until(complete, deadline, longest_s=0.1)
     pid_of_rank = {rank: identity["pid"] for rank, identity in world.identities.items()}
-    return death_note(log_text, world.exited_ranks(), pid_of_rank, world.host_of)
+    return death_note(read[0], world.exited_ranks(), pid_of_rank, world.host_of)
 
 
 def _outcome_note(run: CellRun) -> str:

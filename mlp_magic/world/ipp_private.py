@@ -24,6 +24,9 @@
 - ``remote_error``: a request that raised on its engine resolves its future to the RemoteError as
   a value, not as the future's exception (ipyparallel's ``_handle_apply_reply``).
 - ``targets``: the engines a request was sent to (``AsyncResult._targets``), for fanout/via_engines.
+- ``on_registration``: the client's ``_registration_callbacks`` (what its own ``wait_for_engines``
+  uses), called on its IO thread as each engine registers or unregisters: a starting World's wait
+  wakes on them (world/registration). Missing, that wait asks ``client.ids`` on a clock instead.
 tests/unit/world/test_ipp_contract.py and tests/integration/test_ipp_contract.py hold each use
 against the installed ipyparallel, on a real World for what only exists once connected.
 """
@@ -149,3 +152,26 @@ def targets(async_result) -> list:
         raise MlpMagicError("this ipyparallel's AsyncResult names no targets (AsyncResult._targets); "
                             "mlp_magic needs ipyparallel>=9.0,<10")
     return list(found)
+
+
+REGISTRATION_CALLBACKS = "_registration_callbacks"   # the client's list, called with each event
+
+
+def on_registration(client, callback):
+    """Call ``callback()`` on the client's IO thread each time an engine registers or unregisters;
+    returns the function that stops it, or None where this client keeps no such list."""
+    callbacks = getattr(client, REGISTRATION_CALLBACKS, None)
+    if not isinstance(callbacks, list):
+        return None
+
+    def heard(_event) -> None:
+        callback()
+
+    callbacks.append(heard)
+
+    def stop() -> None:
+        try:
+            callbacks.remove(heard)
+        except ValueError:
+            pass
+    return stop

@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 import select
 import threading
+import time
 from typing import Callable, Sequence
+
+from ..core.deadline import until
 
 
 class Lifeline:
@@ -87,6 +90,33 @@ class Lifeline:
         stop_seen.start()
         first.wait()
         return ended[0] if ended else None
+
+
+def wait_for_ends(processes: Sequence, seconds: float) -> bool:
+    """Block until every one of ``processes`` has ended, at most ``seconds``; True when they have.
+    Woken by their pid file descriptors; where there are none, ``running()`` is asked on
+    core/deadline.until's pace (a child's end then has no event we can wait on with a limit)."""
+    deadline = time.monotonic() + seconds
+    running = [process for process in processes if process.running()]
+    fds = _pidfds(running)
+    if fds is None:
+        return until(lambda: not any(process.running() for process in running), deadline, longest_s=0.05)
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    left = set(fds)
+    try:
+        while left:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            for fd, _event in poller.poll(remaining * 1000):
+                poller.unregister(fd)
+                left.discard(fd)
+        return True
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _pidfds(processes: Sequence):

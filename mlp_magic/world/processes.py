@@ -19,6 +19,7 @@ import time
 
 import psutil
 
+from ..core.deadline import until
 from ..engine.main import PROGRAM as ENGINE_PROGRAM
 from ..engine.private_files import open_private
 from ..errors import MlpMagicError
@@ -186,18 +187,24 @@ def _beats(seconds: float, period_ms: float = HEARTBEAT_MS) -> int:
 
 
 def wait_for_file(path: str, process: ManagedProcess, timeout: float) -> dict:
-    """Wait until ``path`` holds complete JSON, failing fast if ``process`` dies."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Wait until ``path`` holds complete JSON, failing fast if ``process`` dies. Nothing announces
+    the file (inotify is not in the standard library): core/deadline.until looks again."""
+    found: list = []
+
+    def complete() -> bool:
         if os.path.exists(path):
             try:
                 with open(path) as handle:
-                    return json.load(handle)
+                    found.append(json.load(handle))
+                return True
             except ValueError:
                 pass  # being written
         if not process.running():
             raise MlpMagicError(process.failure())
-        time.sleep(0.02)
+        return False
+
+    if until(complete, time.monotonic() + timeout, first_s=0.005, longest_s=0.02):
+        return found[0]
     raise MlpMagicError(f"{process.name} did not write {path} within {timeout:.0f} s; "
                         f"log: {process.log_path}")
 

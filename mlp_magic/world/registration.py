@@ -3,10 +3,16 @@ that names who is missing (ranks, hosts, their last log lines, what to try).
 
 The deadlines come from the World's size (``core.start_budget``) and from progress: a start
 fails when no new rank has registered for ``stall_s``, or when it has run for ``total_s``.
+
+The wait is woken by events, not by a clock: the client's registration events (world/ipp_private
+``on_registration``), the World's lifeline when one of its processes ends (``Waiting.wake``), the
+progress display's next due time and the deadlines. Only a client without registration events
+is asked again every ``FALLBACK_S``.
 """
 from __future__ import annotations
 
 import re
+import threading
 import time
 from typing import Callable, Sequence
 
@@ -14,9 +20,10 @@ from ..core.start_budget import StartBudget
 from ..core.start_progress import missing_report, progress_line
 from ..core.versions import refusal_error
 from ..errors import MlpMagicError
+from .ipp_private import on_registration
 from .start_calls import grouped_causes
 
-POLL_S = 0.05
+FALLBACK_S = 0.05   # only where the client tells no registrations: ask its ids this often
 
 
 class Waiting:
@@ -29,30 +36,59 @@ class Waiting:
         self.launcher_log = launcher_log
         self.advice = list(advice)
         self.workdir = workdir
+        self.woken = threading.Event()
+        self.wakes = 0   # how often the wait woke up (the tests count them)
+
+    def wake(self) -> None:
+        """A rank registered, or one of the World's processes ended (its lifeline)."""
+        self.woken.set()
 
 
 def wait_for_engines(client, waiting: Waiting, budget: StartBudget, progress) -> None:
     """Return once every rank's engine has registered; ``progress(line, registered, np)`` is
-    called on every poll (the display limits its own rate)."""
+    called at every wake (the display limits its own rate, and says when it is next due:
+    ``progress.wake_at()``, where it has one)."""
     np = len(waiting.hosts_by_rank)
     started = time.monotonic()
     last_change = None   # the stall clock starts with the first rank: before it, ssh fan-out
     seen = 0             # and every rank's imports (from a cold, shared file system) come first
-    while True:
-        ids = set(client.ids)
-        now = time.monotonic()
-        if len(ids) != seen:
-            seen, last_change = len(ids), now
-        progress(progress_line(waiting.hosts_by_rank, ids, now - started), len(ids), np)
-        if len(ids) >= np:
-            return
-        _check_processes(waiting, ids)
-        if last_change is not None and now - last_change > budget.stall_s:
-            _fail(waiting, ids, f"no new rank for {budget.stall_s:.0f} s", "the World did not start: ")
-        if now - started > budget.total_s:
-            _fail(waiting, ids, f"gave up after {budget.total_s:.0f} s, the limit for this size",
-                  "the World did not start: ")
-        time.sleep(POLL_S)
+    stop_hearing = on_registration(client, waiting.wake)
+    try:
+        while True:
+            waiting.woken.clear()   # before reading the ids: a registration after it wakes us
+            ids = set(client.ids)
+            now = time.monotonic()
+            if len(ids) != seen:
+                seen, last_change = len(ids), now
+            progress(progress_line(waiting.hosts_by_rank, ids, now - started), len(ids), np)
+            if len(ids) >= np:
+                return
+            _check_processes(waiting, ids)
+            if last_change is not None and now - last_change > budget.stall_s:
+                _fail(waiting, ids, f"no new rank for {budget.stall_s:.0f} s", "the World did not start: ")
+            if now - started > budget.total_s:
+                _fail(waiting, ids, f"gave up after {budget.total_s:.0f} s, the limit for this size",
+                      "the World did not start: ")
+            wake = _next_look(started, last_change, budget, progress, stop_hearing is not None)
+            waiting.woken.wait(max(0.0, wake - time.monotonic()) + 0.001)   # just past a deadline
+            waiting.wakes += 1
+    finally:
+        if stop_hearing is not None:
+            stop_hearing()
+
+
+def _next_look(started: float, last_change, budget: StartBudget, progress, heard: bool) -> float:
+    """When to look again if no event comes first: the start's or the stall's deadline, the
+    progress display's next due time; without registration events, ``FALLBACK_S`` from now."""
+    times = [started + budget.total_s]
+    if last_change is not None:
+        times.append(last_change + budget.stall_s)
+    due = getattr(progress, "wake_at", None)
+    if callable(due):
+        times.append(due())
+    if not heard:
+        times.append(time.monotonic() + FALLBACK_S)
+    return min(times)
 
 
 def _check_processes(waiting: Waiting, ids: set) -> None:

@@ -16,6 +16,7 @@ import socket
 import time
 
 from .. import config
+from ..core.deadline import until
 from ..core.host_command import HOST
 from ..core.results import why_no_answer
 from ..core.stack_report import rank_frames
@@ -31,13 +32,19 @@ AT_ONCE = 64            # hosts asked at once (the others as those end, inside t
 
 
 def _read_when_settled(paths: list, deadline: float) -> dict:
-    sizes = {path: -1 for path in paths}
-    while time.monotonic() < deadline:
+    """Every dump file's text once all have stopped growing for ``SETTLE_SECONDS`` (or at the
+    deadline). faulthandler writes a dump in many small writes and tells no one when it is done,
+    and a file's growth announces nothing (no inotify in the standard library): core/deadline.until
+    compares the sizes at that steady pace."""
+    sizes: dict = {path: -1 for path in paths}
+
+    def settled() -> bool:
         current = {p: os.path.getsize(p) if os.path.exists(p) else 0 for p in paths}
-        if all(current.values()) and current == sizes:
-            break
-        sizes = current
-        time.sleep(SETTLE_SECONDS)
+        done = all(current.values()) and current == sizes
+        sizes.update(current)
+        return done
+
+    until(settled, deadline, first_s=SETTLE_SECONDS, longest_s=SETTLE_SECONDS)
     texts = {}
     for path in paths:
         try:

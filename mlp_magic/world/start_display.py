@@ -42,6 +42,11 @@ class StartProgress:
             self.stream.write(line + "\n")
             self.stream.flush()
 
+    def wake_at(self) -> float:
+        """When the next update may show (monotonic): the line's seconds move on with no event,
+        so the start's wait wakes for them then (world/registration)."""
+        return max(self.started + SHOW_AFTER_S, self._shown_at + self._every)
+
     def _show_widget(self, line: str, registered: int, np: int) -> None:
         if self._box is None:
             import ipywidgets

@@ -119,6 +119,19 @@ class Requests:
                 return self.done()
         return True
 
+    def wait_done(self, until: float) -> bool:
+        """Block until every request is done (True) or the monotonic time ``until`` (False),
+        whatever else wakes the wait meanwhile (output, the World's end)."""
+        while True:
+            self._woken.clear()
+            if self.done():
+                return True
+            left = until - time.monotonic()
+            if left <= 0:
+                return False
+            self._woken.wait(left)
+            self.wakes += 1
+
     def wait_while_stopping(self, grace: float) -> None:
         """After an interrupt: wait while ranks keep finishing, up to ``grace`` seconds after the
         last one did (a rank stuck in C is given up on then)."""

@@ -32,7 +32,7 @@ from ..errors import MlpMagicError
 from . import guards, published, start_calls
 from .ipp_private import send_interrupt
 from .launch import start_processes
-from .lifeline import Lifeline
+from .lifeline import Lifeline, wait_for_ends
 from .agents import start_agents
 from .live import LiveWorld
 from .mpi import MpiInfo
@@ -135,6 +135,7 @@ class World:
         _quiet_ipyparallel()
         waiting = Waiting([row.host for row in self.layout], self.processes, self.launcher_log,
                           self._advice(), self.workdir)
+        self.waiters.add(waiting)   # the lifeline wakes it when a process of ours ends
         wait_for_engines(self.client, waiting, self.budget, self.progress)
         if not quiet_replies:
             guards.plain_replies(self)   # before any request that waits on its output
@@ -352,10 +353,7 @@ class World:
         self._remove_files(keep_logs=not clean)
 
     def _wait_for_launcher(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        launchers = self.processes[1:]
-        while any(p.running() for p in launchers) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for_ends(self.processes[1:], seconds)   # on their pid file descriptors
 
     def _remove_files(self, keep_logs: bool) -> None:
         """The workdir holds the HMAC-keyed connection files; a failed start keeps its logs

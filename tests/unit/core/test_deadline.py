@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from mlp_magic.core.deadline import in_background, within
+from mlp_magic.core.deadline import in_background, until, within
 
 
 def test_a_value_in_time_a_default_when_late_or_failed():
@@ -52,3 +52,22 @@ def test_a_ctrl_c_during_the_wait_leaves_the_work_running_and_waitable():
     assert pending.wait(time.monotonic() + 0.2) is False   # still running
     release.set()
     assert pending.result(time.monotonic() + 5) == "done"
+
+
+def test_until_asks_at_once_then_less_and_less_often_and_never_past_the_deadline():
+    asked = []
+
+    def ready():
+        asked.append(time.monotonic())
+        return len(asked) >= 6 and "yes"
+    started = time.monotonic()
+    assert until(ready, started + 5, first_s=0.01, longest_s=0.04) == "yes"
+    pauses = [b - a for a, b in zip(asked, asked[1:])]
+    assert asked[0] - started < 0.01                       # at once
+    assert pauses[0] < pauses[2] and min(pauses) >= 0.009   # growing from first_s
+    assert max(pauses) < 0.5                                 # capped (0.04, plus a busy machine)
+
+    started = time.monotonic()
+    assert until(lambda: 0, started + 0.2, first_s=0.05, longest_s=10) == 0   # its last value
+    assert 0.19 < time.monotonic() - started < 1.0           # cut at the deadline, not at 10 s
+    assert until(lambda: [], time.monotonic() - 1) == []     # past already: asked once

@@ -75,3 +75,20 @@ def test_the_engine_registers_in_a_coroutine_and_then_has_its_kernel():
 
     assert inspect.iscoroutinefunction(IPEngine.register)
     assert "kernel" in IPEngine.class_trait_names()
+
+
+def test_the_client_calls_its_registration_callbacks_on_each_engine_event():
+    """world/registration's start wakes on them (ipp_private.on_registration)."""
+    from ipyparallel import Client
+
+    from mlp_magic.world.ipp_private import REGISTRATION_CALLBACKS, on_registration
+
+    assert REGISTRATION_CALLBACKS in Client.class_trait_names()
+    for handler in (Client._register_engine, Client._unregister_engine):
+        assert REGISTRATION_CALLBACKS in inspect.getsource(handler)
+    client, heard = Client.__new__(Client), []   # a client's own list, as a connected one has
+    stop = on_registration(client, lambda: heard.append(1))
+    for callback in list(client._registration_callbacks):
+        callback({"event": "register", "id": 0})
+    stop()
+    assert heard == [1] and client._registration_callbacks == []

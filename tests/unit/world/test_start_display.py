@@ -39,3 +39,14 @@ def test_captured_output_gets_a_line_every_ten_seconds(monkeypatch):
     assert out.getvalue() == "line 0\nline 2\nline 3\n"
     progress.close()
     assert out.getvalue() == "line 0\nline 2\nline 3\n"
+
+
+def test_the_display_says_when_it_is_next_due_so_the_start_wakes_only_then(monkeypatch):
+    import pytest
+
+    _clock(monkeypatch, [10.0, 10.0, 11.25])
+    terminal = StartProgress(notebook=False, stream=Terminal())
+    log = StartProgress(notebook=False, stream=io.StringIO())
+    assert terminal.wake_at() == 11.0 and log.wake_at() == 11.0   # nothing shown before a second
+    terminal("starting 8 ranks: 3 registered 1 s", 3, 8)          # shown at 11.25
+    assert terminal.wake_at() == pytest.approx(11.75)            # then every half second
