@@ -61,10 +61,13 @@ class SocketWatcher(_LoopThread):
         self.bytes = 0
         self.messages: dict = {}
         self.connected = threading.Event()
+        self.opened_at: float | None = None   # monotonic: the socket connected
+        self.first_at: dict = {}              # message type -> monotonic time its first arrived
 
     async def watch(self) -> None:
         request = HTTPRequest(self.url, headers={"Authorization": f"token {self.token}"})
         ws = await websocket_connect(request)
+        self.opened_at = time.monotonic()
         self.connected.set()
         try:
             while True:
@@ -76,6 +79,7 @@ class SocketWatcher(_LoopThread):
                 message = json.loads(text)
                 kind = message.get("type")
                 self.messages[kind] = self.messages.get(kind, 0) + 1
+                self.first_at.setdefault(kind, when)
                 if kind == "snapshot":
                     self.doc = message["doc"]
                 elif kind == "patch" and self.doc is not None:

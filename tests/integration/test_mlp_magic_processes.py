@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from tests.timing import hang_bound
+
 from .test_allrun_local import local_env, processes_running, wait_gone
 
 HOSTS = "192.0.2.1,192.0.2.2"   # TEST-NET-1: the stand-in client never reaches for them
@@ -69,7 +71,7 @@ def signal_once_started(proc, sleep: str, count: int, sig, later: float = 0.0):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-        left = wait_gone(sleep, 2.0)
+        left = wait_gone(sleep, hang_bound(0.5))
         for pid in left:
             os.kill(pid, signal.SIGKILL)
     return proc.returncode, err, left
@@ -138,7 +140,8 @@ def test_many_hosts_are_asked_a_bounded_number_at_a_time_within_the_deadline(tmp
     assert proc.returncode == 1, err
     assert out.count(": timeout: no answer within 2 s") == 300, out[-500:]
     assert 0 < most <= AT_ONCE < 300
-    assert took < 2 + 1 + 2.5, f"{took:.1f} s for a 2 s timeout"
+    # a hang guard only: how far past --timeout the call ends is benchmarks/stacks_deadline.py's
+    assert took < hang_bound(2 + 1 + 1), f"{took:.1f} s for a 2 s timeout"
 
 
 def test_match_never_dumps_the_stacks_command_or_its_scanner(tmp_path):

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from mlp_magic.world import command
+from tests.timing import hang_bound, wait_until
 
 from .conftest import run
 
@@ -71,10 +72,10 @@ def test_the_screen_follows_a_cell_and_q_quits(ip, world4):
         assert screen.wait_for(b"4 idle", 30)
         mark = len(screen.seen)
         assert run(ip, "%%mpirun\nimport time\nif rank == 1:\n    time.sleep(3)") is None
-        assert screen.wait_for(b"3 idle", 1, after=mark) or b"1 busy" in screen.seen[mark:]
+        assert screen.wait_for(b"3 idle", hang_bound(1.0), after=mark) or b"1 busy" in screen.seen[mark:]
         assert b"localhost        0-3  .#.." in screen.seen[mark:]
         os.write(fd, b"q")
-        assert screen.wait_for(b"\x1b[?1049l", 5)   # the terminal's own screen is back
+        assert screen.wait_for(b"\x1b[?1049l", hang_bound(0.5))   # the terminal's own screen is back
         _, status = os.waitpid(pid, 0)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     finally:
@@ -107,5 +108,4 @@ def test_with_no_world_top_starts_the_hosts_agent_itself_and_leaves_none(tmp_pat
     gpus = [line.split() for line in done.stdout.splitlines() if "GPU" in line and "localhost" in line]
     # the capture: GPU0 at 100 %, 75370 of 81559 MiB, 38 C, 152 W; four GPUs
     assert len(gpus) == 4 and gpus[0][1:] == ["GPU0", "100%", "73.6/80G", "38C", "152W"], done.stdout
-    time.sleep(0.5)
-    assert agents() <= before
+    assert wait_until(lambda: agents() <= before, hang_bound(0.5)), agents() - before   # it ends with top

@@ -17,6 +17,7 @@ from tornado.httpclient import HTTPClientError
 from mlp_magic import config
 from mlp_magic.core.gpu_history import CSV_HEADER
 from mlp_magic.engine import agent_start
+from tests.timing import hang_bound
 
 
 pytestmark = pytest.mark.timeout(120)
@@ -77,7 +78,7 @@ async def test_bad_arguments_are_one_clear_error(jp_fetch, world_state_dir):
     assert b"Traceback" not in missing.value.response.body
     started = time.monotonic()
     reply = await jp_fetch("mlp-magic", "gpus", "history")
-    assert json.loads(reply.body)["hosts"] == {} and time.monotonic() - started < 5
+    assert json.loads(reply.body)["hosts"] == {} and time.monotonic() - started < hang_bound(0.5)
 
 
 async def test_agents_that_refuse_or_stay_silent_give_no_history_and_no_hang(
@@ -90,7 +91,8 @@ async def test_agents_that_refuse_or_stay_silent_give_no_history_and_no_hang(
     await asyncio.sleep(0.3)
     started = time.monotonic()
     reply = await jp_fetch("mlp-magic", "gpus", "history", params={"format": "csv"})
-    assert reply.body.decode() == CSV_HEADER + "\n" and time.monotonic() - started < 5
+    # within the route's 3 s deadline (cluster/gpu_feed.histories_of), never a wait on the hung agent
+    assert reply.body.decode() == CSV_HEADER + "\n" and time.monotonic() - started < hang_bound(3 + 0.5)
     with pytest.raises(HTTPClientError) as missing:
         await jp_fetch("mlp-magic", "gpus", "history", params={"host": "hung"})
     assert missing.value.code == 400 and b"(hosts with one: none)" in missing.value.response.body

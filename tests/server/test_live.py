@@ -14,9 +14,12 @@ import psutil
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from mlp_magic.cluster.live import LIVENESS_EVERY_S
 from mlp_magic.core.doc_delta import apply
+from tests.timing import HANG_FLOOR_S, hang_bound
 
 pytestmark = pytest.mark.timeout(120)
+LIVENESS_BOUND_S = hang_bound(LIVENESS_EVERY_S)   # a dead kernel's World leaves at the next check
 
 SIGINT_CATCHER = """
 import signal, sys, time
@@ -68,7 +71,7 @@ def publish(state_dir, record: dict) -> None:
     os.replace(path.with_suffix(".tmp"), path)
 
 
-async def next_message(ws, seconds: float = 5.0) -> dict:
+async def next_message(ws, seconds: float = HANG_FLOOR_S) -> dict:
     text = await asyncio.wait_for(ws.read_message(), seconds)
     assert text is not None, "the server closed the websocket"
     return json.loads(text)
@@ -83,10 +86,8 @@ async def test_a_panel_gets_the_document_then_each_change_of_a_world(
 
     record = world_record(os.getpid())
     publish(world_state_dir, record)
-    started = time.monotonic()
-    patch = await next_message(ws)
+    patch = await next_message(ws)   # how soon (the folder is watched): benchmarks/live_latency.py
     assert patch["type"] == "patch" and patch["seq"] == seq + 1
-    assert time.monotonic() - started < 1.0      # the folder is watched, not polled every few seconds
     doc = apply(doc, patch["ops"])
     assert [w["id"] for w in doc["worlds"]] == ["here-1-1"]
 
@@ -109,7 +110,8 @@ async def test_the_private_part_of_a_world_is_never_served(jp_fetch, jp_ws_fetch
     ws.close()
 
 
-async def test_a_world_whose_kernel_is_gone_leaves_within_15_s(jp_ws_fetch, world_state_dir, processes):
+async def test_a_world_whose_kernel_is_gone_leaves_at_a_liveness_check(
+        jp_ws_fetch, world_state_dir, processes):
     kernel = processes.catcher("unused")
     publish(world_state_dir, world_record(kernel.pid))
     ws = await jp_ws_fetch("mlp-magic", "live")
@@ -118,8 +120,8 @@ async def test_a_world_whose_kernel_is_gone_leaves_within_15_s(jp_ws_fetch, worl
     kernel.kill()
     kernel.wait()
     started = time.monotonic()
-    doc = apply(doc, (await next_message(ws, 15.0))["ops"])
-    assert doc["worlds"] == [] and time.monotonic() - started < 15.0
+    doc = apply(doc, (await next_message(ws, LIVENESS_BOUND_S))["ops"])
+    assert doc["worlds"] == [] and time.monotonic() - started < LIVENESS_BOUND_S
     ws.close()
 
 
@@ -140,7 +142,7 @@ async def test_interrupt_signals_the_ranks_still_the_published_processes(
     answer = json.loads((await jp_fetch("mlp-magic", "worlds", "here-1-1", "interrupt", method="POST",
                                         body=b"")).body)
     assert answer["signalled"] == "0" and answer["problems"] == {}
-    assert rank0.wait(5) == 0 and (processes.tmp_path / "rank0").read_text() == "SIGINT"
+    assert rank0.wait(hang_bound(0.5)) == 0 and (processes.tmp_path / "rank0").read_text() == "SIGINT"
     time.sleep(0.2)
     assert rank1.poll() is None and not (processes.tmp_path / "rank1").exists()
 
@@ -153,7 +155,7 @@ async def test_restart_stops_the_worlds_own_processes(jp_fetch, world_state_dir,
     answer = json.loads((await jp_fetch("mlp-magic", "worlds", "here-1-1", "restart", method="POST",
                                         body=b"")).body)
     assert answer["stopped"] is True
-    assert launcher.wait(5) is not None
+    assert launcher.wait(hang_bound(0.5)) is not None
 
 
 async def test_a_ranks_log_tail_and_bad_requests(jp_fetch, world_state_dir, tmp_path):
@@ -197,7 +199,7 @@ async def test_a_world_whose_launcher_died_shows_stopped_even_if_its_kernel_cann
     assert doc["worlds"][0]["state"] == "running"
     launcher.kill()
     launcher.wait()
-    doc = apply(doc, (await next_message(ws, 10.0))["ops"])   # the next liveness check, within 5 s
+    doc = apply(doc, (await next_message(ws, LIVENESS_BOUND_S))["ops"])   # the next liveness check
     assert doc["worlds"][0]["state"] == "stopped"
     assert {r["state"] for r in doc["worlds"][0]["ranks"]} == {"dead"}
     ws.close()

@@ -18,6 +18,7 @@ import pytest
 from mlp_magic import config
 from mlp_magic.core.doc_delta import apply
 from mlp_magic.world import command
+from tests.timing import hang_bound
 
 pytestmark = pytest.mark.timeout(240)
 CAPTURE = Path(__file__).resolve().parents[1] / "fixtures/nvml/nccl-1550-h100-allgather-hang.txt"
@@ -79,12 +80,11 @@ async def test_the_worlds_agent_feeds_the_panels_socket_and_ends_with_the_world(
     assert stat.S_IMODE(os.stat(world_state_dir).st_mode) == 0o700
 
     ws = await jp_ws_fetch("mlp-magic", "live")
-    opened = time.monotonic()
-    seen = await messages_until(ws, lambda s: any(m["type"] == "gpus" for _, m in s), 5.0)
+    # the agent samples every second: how soon the first reach the panel is benchmarks/live_load.py's
+    seen = await messages_until(ws, lambda s: any(m["type"] == "gpus" for _, m in s), hang_bound(1.0))
     kinds = [m["type"] for _, m in seen]
     assert kinds[0] == "snapshot" and "gpus" in kinds, kinds
-    at, gpus = next((t, m) for t, m in seen if m["type"] == "gpus")
-    assert at - opened < 2.0, f"the first samples came {at - opened:.2f} s after the panel opened"
+    gpus = next(m for _, m in seen if m["type"] == "gpus")
     assert len(gpus["hosts"][host]) == 4 and gpus["hosts"][host][0][:4] == GPU0
     assert "seq" not in gpus   # the samples change no document: outside the sequence
     # the panel whose opening made the server follow the agent gets the agent's history too
@@ -104,7 +104,7 @@ async def test_the_worlds_agent_feeds_the_panels_socket_and_ends_with_the_world(
     ws.close()
 
     assert run(ip, "%mpirun --stop") is None
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + hang_bound(1.0)   # it ends with the World, at once
     while psutil.pid_exists(pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     assert not psutil.pid_exists(pid), "the agent outlived its World"
