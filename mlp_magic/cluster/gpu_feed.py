@@ -80,6 +80,7 @@ class GpuFeed:
         self.histories: Dict[str, GpuHistory] = {}
         self.latest: Dict[str, tuple] = {}        # host -> (t, rows), the newest sample
         self.sample_count = 0                     # samples taken in (the "gpus" sender's cue)
+        self.sampled: set = set()                 # hosts a live sample came from (with processes)
 
     # ------------------------------------------------------------------ which agents
     def follow(self, worlds: list, watched: bool) -> None:
@@ -188,6 +189,7 @@ class GpuFeed:
             history.append(t, rows)
         self.latest[host] = (t, rows)
         self.sample_count += 1
+        self.sampled.add(host)
         known = self.hosts.get(host)
         processes = [list(row) for row in message.get("processes") or []]
         if known is not None and known["processes"] != processes:

@@ -105,13 +105,14 @@ def _agents_on_demand(live: LiveCluster, ssh) -> dict:
 
 async def _first_readings(live: LiveCluster, hosts, seconds: float) -> None:
     """For one frame: wait (up to ``seconds``) until every host's agent (the Worlds' and those
-    ``top`` started) said what it has."""
+    ``top`` started) said what it has: a live sample, not only the history a World's agent sends
+    first (it carries no processes: the frame would name no rank holding GPU memory)."""
     deadline = time.monotonic() + seconds
     feed = live.gpu_feed
 
     def said(host) -> bool:
         view = feed.hosts.get(host)
-        return view is not None and (not view["gpus"] or host in feed.latest)
+        return view is not None and (not view["gpus"] or host in feed.sampled)
     while time.monotonic() < deadline and not all(said(host) for host in hosts):
         await asyncio.sleep(0.05)
 

@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 
+from ..core.host_command import without_rank_variables
 from ..core.proc_stat import create_time
 from ..errors import MlpMagicError
 
@@ -38,8 +39,10 @@ def process_create_time(pid: int | None = None) -> float | None:
 
 
 def _environment() -> dict:
-    """This engine's environment, with this copy of mlp_magic first on the agent's path."""
-    env = dict(os.environ)
+    """This engine's environment less the rank's identity (the agent is no rank: with RANK and
+    MASTER_ADDR, ``mlp-magic stacks`` took it for one of a torch job's ranks), with this copy of
+    mlp_magic first on the agent's path."""
+    env = without_rank_variables(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
     return env
 

@@ -114,6 +114,9 @@ def test_an_agents_history_seeds_the_buffer_the_latest_reading_when_fresh_and_is
     feed._take("w0", history)
     assert came == ["w0"] and len(feed.histories["w0"]) == 2
     assert feed.latest["w0"] == (now - 0.5, rows) and feed.sample_count == 1   # sent with the next tick
+    assert feed.sampled == set()   # a history holds no processes: top --once waits for a sample
+    feed._take("w0", {"type": "sample", "t": now, "gpus": rows, "processes": [[0, 1, 702, 2048]]})
+    assert feed.sampled == {"w0"} and feed.hosts["w0"]["processes"] == [[0, 1, 702, 2048]]
     assert list(feed.history_message(now, only="w0")["hosts"]) == ["w0"]
     assert feed.history_message(now, only="w9")["hosts"] == {}
 

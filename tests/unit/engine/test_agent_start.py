@@ -1,4 +1,6 @@
 """engine/agent_start.error_line: a failed agent's stderr in one line (hypothesis)."""
+import os
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,3 +36,17 @@ def test_any_stderr_gives_one_of_its_lines_shortened(text):
     assert not lines or any(part.startswith(line) for part in lines)
     if any("error" in part.lower() for part in lines):
         assert "error" in line.lower() or len(line) == 300
+
+
+def test_the_agent_leaves_the_ranks_identity_behind(monkeypatch):
+    # the agent is no rank: with RANK and MASTER_ADDR, mlp-magic stacks took it for rank 0 of a
+    # torch job of 2 whose rank 1 it could not find (seen on the H100 run)
+    from mlp_magic.engine import agent_start
+
+    for name, value in {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500",
+                        "OMPI_COMM_WORLD_RANK": "0", "PMIX_RANK": "0", "NCCL_DEBUG": "INFO"}.items():
+        monkeypatch.setenv(name, value)
+    env = agent_start._environment()
+    gone = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"}
+    assert not gone & set(env) and env["NCCL_DEBUG"] == "INFO"
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == agent_start._PACKAGE_PARENT
