@@ -5,11 +5,16 @@ python3 scripts/gpu_check/cells.py OUT_DIR
 1. Two ranks each hold (rank + 1) GiB on cuda:0; while they hold it, `mlp-magic status --json`
    and `top --once` must attribute that memory to ranks 0 and 1 (the sampler's pid -> rank).
 2. A 20 s GPU cell; while it runs, `status --json` is read every 2 s: the GPUs' utilisation must
-   show the load during the cell (the live path), not only between cells.
-3. A 1-rank World: torch.distributed with nccl, all_reduce of 256 MiB, its time.
+   show the load during the cell (the live path), not only between cells; `mlp-magic stacks`
+   reads the busy ranks' stacks.
+3. A 60 s GPU cell interrupted after 5 s (SIGINT to the kernel, as the stop button): it ends,
+   and the ranks answer the next cell.
+4. A 1-rank World: torch.distributed with nccl, all_reduce of 256 MiB, its time.
 Everything printed is kept in OUT_DIR/cells.log by the caller; exit status 1 if a step failed.
 """
 import json
+import re
+import signal
 import subprocess
 import sys
 import threading
@@ -60,7 +65,8 @@ time.sleep(3)   # the agents' sampler ticks once a second
 status_snapshot("holding")
 rc, out, err = cli("top", "--once")
 print(f"--- top --once: rc={rc}\n{out}\n{err}", flush=True)
-if "rank 0: 1.0 GiB" not in out or "rank 1: 2.0 GiB" not in out:
+# NVML counts each process's CUDA context too (~0.5 GiB on the H100): rank 0 holds 1 GiB + that
+if not re.search(r"rank 0: 1\.\d GiB, rank 1: 2\.\d GiB", out):
     failed.append("top names the ranks holding GPU memory")
 
 samples = []
@@ -74,13 +80,24 @@ def watch():
         stop.wait(max(0.0, 2.0 - (time.monotonic() - started)))
 
 
+def stacks_midway():
+    time.sleep(8)
+    rc, out, err = cli("stacks", timeout=90)
+    print(f"--- stacks during the GPU cell: rc={rc}\n{out[-3000:]}\n{err[-1000:]}", flush=True)
+    if rc != 0 or "rank" not in out:
+        failed.append("stacks of the GPU ranks")
+
+
 watcher = threading.Thread(target=watch, daemon=True)
 watcher.start()
+stacker = threading.Thread(target=stacks_midway, daemon=True)
+stacker.start()
 cell("%%mpirun\nimport time\na = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16)\n"
      "end = time.monotonic() + 20\nn = 0\nwhile time.monotonic() < end:\n    a @ a; n += 1\n"
      "torch.cuda.synchronize()\nprint(rank, n, 'products')", "20 s GPU cell")
 stop.set()
 watcher.join()
+stacker.join()
 utils = []
 for _, text in samples:
     try:
@@ -91,6 +108,20 @@ print(f"--- {len(samples)} status documents during the cell, GPU utilisation see
 if not any((u or 0) >= 50 for u in utils):
     failed.append("status --json shows the GPU busy during the cell")
 
+# the notebook's stop button on a GPU-bound cell: SIGINT to the kernel's main thread after 5 s
+main = threading.get_ident()
+stop_button = threading.Timer(5, lambda: signal.pthread_kill(main, signal.SIGINT))
+stop_button.start()
+started = time.monotonic()
+result = ip.run_cell("%%mpirun\nend = time.monotonic() + 60\nwhile time.monotonic() < end:\n    a @ a\n"
+                     "torch.cuda.synchronize()")
+took = time.monotonic() - started
+stop_button.cancel()
+print(f"--- interrupted GPU cell ended after {took:.1f} s: {result.error_in_exec!r}", flush=True)
+if took > 30:
+    failed.append("interrupt of a GPU cell")
+cell("%%mpirun\nprint(rank, 'alive after the interrupt', float((a @ a).float().mean()) is not None)",
+     "ranks answer after the interrupt")
 cell("%mpirun --stop", "stop")
 cell("%%mpirun -np 1\nimport os, time, torch, torch.distributed as dist\n"
      "dist.init_process_group('nccl', init_method='env://')\n"
