@@ -18,8 +18,9 @@ from mlp_magic.cluster.text import state_text
 from mlp_magic.cluster.widget import cluster_view
 from mlp_magic.fanout.ssh.runner import CONNECT_GRACE
 from mlp_magic.gpu.collect import collect_over_ssh
+from tests.timing import hang_bound
 
-SLACK = 2.0   # ssh handshakes and interpreter start on a small, shared machine
+STARTUP_S = 1.0   # ssh handshakes and interpreter start, usually (bounds: tests/timing.py)
 
 
 def fake_python(tmp_path, body: str) -> str:
@@ -51,7 +52,7 @@ def test_every_worker_answers_from_its_own_host(bed, tmp_path):
     found, took = timed(hosts=bed.host_names(), ssh=bed.ssh_command(), timeout=5.0)
     assert {g.error for g in found.values()} == {None}
     print("4 hosts over ssh: %.2f s (reused connections)" % took)
-    assert took < 5.0
+    assert took < hang_bound(STARTUP_S)   # the figures above are printed, not asserted
 
 
 def test_host_with_sshd_down_is_unreachable_within_the_connect_timeout(bed):
@@ -62,7 +63,7 @@ def test_host_with_sshd_down_is_unreachable_within_the_connect_timeout(bed):
     assert "Connection refused" in found["worker2"].error
     assert {name: g.error for name, g in found.items() if name != "worker2"} == {
         "worker0": None, "worker1": None, "worker3": None}
-    assert took < 2.0 + SLACK, took
+    assert took < hang_bound(STARTUP_S), took   # refused at once; the 10 s deadline would say "timeout"
 
 
 def test_silent_host_is_unreachable_and_the_call_stays_bounded(bed):
@@ -73,13 +74,13 @@ def test_silent_host_is_unreachable_and_the_call_stays_bounded(bed):
     print("worker3:", found["worker3"].error, "after %.2f s" % took)
     assert found["worker3"].error.startswith("unreachable: "), found["worker3"].error
     assert [found["worker%d" % i].error for i in range(3)] == [None, None, None]
-    assert took < 1.0 + CONNECT_GRACE + SLACK, took  # well before the 8 s deadline
+    assert took < hang_bound(1.0 + CONNECT_GRACE + STARTUP_S), took  # the 8 s deadline would say "timeout"
 
 
 def test_hung_probe_times_out_at_the_deadline_and_is_killed(bed, tmp_path):
     python = fake_python(tmp_path, "exec sleep 37\n")
     found, took = timed(hosts=bed.host_names(), ssh=bed.ssh_command(), timeout=3.0, python=python)
-    assert took < 3.0 + 0.5, took
+    assert took < hang_bound(3.0 + STARTUP_S), took   # the 3 s deadline, not the 37 s probe
     assert {g.error for g in found.values()} == {"timeout: no answer within 3 s"}
     # The remote probes are stopped in the background after the deadline.
     deadline = time.monotonic() + 15
@@ -124,7 +125,7 @@ def test_cluster_view_probes_hosts_no_world_covers(bed, tmp_path):
     assert [h.gpus.error for i, h in enumerate(view.state.hosts) if i != 1] == [None, None, None]
     assert "%s  2      2-3    no" % addresses[1] in state_text(view.state)
     assert "not probed" not in state_text(view.state)
-    assert took < 3.0 + 1.5, took
+    assert took < hang_bound(3.0 + STARTUP_S), took
     view.close()
 
 
@@ -143,7 +144,7 @@ def test_status_command_shows_every_hosts_gpus(bed, tmp_path):
     answers = [(h["reachable"], h["gpus"]["source"], h["gpus"]["gpus"], h["gpus"]["error"]) for h in hosts]
     assert answers[:3] == [(True, "none", [], None)] * 3
     assert hosts[3]["reachable"] is False and hosts[3]["gpus"]["error"].startswith("unreachable: ")
-    assert took < 4.0 + SLACK, took
+    assert took < hang_bound(4.0 + STARTUP_S), took
     text = subprocess.run([sys.executable, "-m", "mlp_magic.cli", "status", "--hostfile", hostfile], env=env,
                           capture_output=True, text=True, timeout=60).stdout
     assert text.splitlines()[2].split() == [bed.hosts[0].address, "4", "0-3", "yes", "none"]

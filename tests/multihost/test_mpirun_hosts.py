@@ -6,6 +6,7 @@ import os
 import pytest
 
 from mlp_magic.world import command
+from tests.timing import hang_bound
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -88,7 +89,7 @@ def test_a_host_without_sshd_gives_one_clear_error_and_leaves_nothing(two_hosts)
         started = time.monotonic()
         result = ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\nprint('never')")
         elapsed = time.monotonic() - started
-    assert elapsed < 60, elapsed
+    assert elapsed < 60, elapsed   # already a hang guard (a refused ssh fails at once)
     error = str(result.error_in_exec)
     assert "the engines did not start" in error and "mpiexec exited" in error
     assert command.current_world() is None
@@ -113,7 +114,7 @@ def test_a_hang_across_hosts_shows_every_ranks_stack_over_ssh(two_hosts, capsys)
     assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\npass").success
     started = time.monotonic()
     result = ip.run_cell("%%mpirun --timeout 4\nif rank != 3:\n    comm.Barrier()\nprint('done')")
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < hang_bound(4 + 2)   # the timeout and the report: a barrier forever
     assert "timeout on ranks 0-2" in str(result.error_in_exec)
     out = capsys.readouterr().out
     report = out[out.index("Where each rank is"):]
@@ -130,7 +131,7 @@ def test_a_rank_dying_on_another_host_is_named(two_hosts, capsys):
     started = time.monotonic()
     result = ip.run_cell("%%mpirun -o gone\nimport os, time\nprint('up', rank, flush=True)\n"
                          "time.sleep(0.5)\nif rank == 2:\n    os._exit(3)\ntime.sleep(60)")
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < hang_bound(0.5 + 2)   # the death seen soon, not after 60 s
     assert "died" in str(result.error_in_exec)
     assert [r.stdout for r in ip.user_ns["gone"]] == [f"up {r}\n" for r in range(4)]
     out = capsys.readouterr().out
