@@ -18,7 +18,7 @@ when ``MLP_MAGIC_NVML_REPLAY`` names captures (``gpu/replay``). Then:
 
 Recording (``python -m mlp_magic.gpu.sampler --record FILE --seconds N``) writes the JSON
 lines that the replay reads: a session with a GPU can capture real series for the tests. It has
-not run on a real GPU yet (no GPU was lent to the session that wrote it).
+run on a real H100 (driver 580.159.04, scripts/gpu_check): tests/fixtures/nvml/h100-matmul-recorded.jsonl.
 """
 from __future__ import annotations
 
