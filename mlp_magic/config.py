@@ -33,7 +33,14 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence  # not typing: its import slows the allrun CLI's start
 
-from .errors import MlpMagicError
+
+def _refused(message: str) -> Exception:
+    """A bad setting's one-line error. Imported here: every engine reads its settings (``home``),
+    and only a bad one needs the error types."""
+    from .errors import MlpMagicError
+
+    return MlpMagicError(message)
+
 
 HOME = "MLP_MAGIC_HOME"
 LOG_DIR = "MLP_MAGIC_LOG_DIR"
@@ -76,7 +83,7 @@ def log_keep_days(env: Mapping | None = None) -> float:
     except ValueError:
         days = -1.0
     if not days >= 0 or days == float("inf"):
-        raise MlpMagicError(f"{LOG_KEEP_DAYS}={raw!r}: expected a number of days (0 keeps every log)")
+        raise _refused(f"{LOG_KEEP_DAYS}={raw!r}: expected a number of days (0 keeps every log)")
     return days
 
 
@@ -97,11 +104,11 @@ def ssh_command(explicit: str | Sequence[str] | None = None, env: Mapping | None
         try:
             argv = shlex.split(chosen)
         except ValueError as err:
-            raise MlpMagicError(f"--ssh: cannot split {chosen!r}: {err}") from None
+            raise _refused(f"--ssh: cannot split {chosen!r}: {err}") from None
     else:
         argv = [str(word) for word in chosen]
     if not argv:
-        raise MlpMagicError("--ssh: empty ssh command")
+        raise _refused("--ssh: empty ssh command")
     return argv
 
 
@@ -142,7 +149,7 @@ def pull_cap(env: Mapping | None = None) -> int:
     found = _SIZE.fullmatch(raw)
     value = float(found.group(1)) * _SIZE_UNITS[found.group(2).upper()] if found else 0.0
     if not 1 <= value < float(1 << 60):
-        raise MlpMagicError(f"{PULL_CAP}={raw!r}: expected a size such as 64M, 2G or 1000000 (bytes)")
+        raise _refused(f"{PULL_CAP}={raw!r}: expected a size such as 64M, 2G or 1000000 (bytes)")
     return int(value)
 
 

@@ -38,8 +38,6 @@ import time
 
 from .identity import STARTED, launched_by_mpi, launcher_rank, usable_cpus
 from .ipykernel_private import DEBUGGER_FLAG, DEBUGGER_MODULE
-from .start_slots import slot_folder, take_start_slot  # noqa: F401 (slot_folder: the tests')
-from .versions import refusal
 
 PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
 LOG_FORMAT = "%(asctime)s.%(msecs).03d [rank {rank}] [%(name)s]%(highlevel)s %(message)s"
@@ -156,13 +154,41 @@ def slot_names() -> list:
     return [f"cpu{cpu}" for cpu in usable_cpus()]
 
 
+def before_the_engine(rank: int | None) -> tuple:
+    """(why this Python cannot run an engine, or "", the start slot taken or None). The modules
+    of ours that this imports (the version check with core/versions, the start slots) serve
+    here only: they are dropped from ``sys.modules`` after it, and their objects freed. The
+    engine holds what it uses (see the top: pickle walks every module it holds), and a later
+    import, if one ever comes, loads them anew."""
+    before = set(sys.modules)
+    try:
+        from .versions import refusal
+
+        refused = refusal(rank)   # this Python cannot run an engine (core/versions)
+        if refused:
+            return refused, None
+        from .start_slots import take_start_slot
+
+        return "", take_start_slot(rank, slot_names())
+    finally:
+        _forget(name for name in set(sys.modules) - before if name.startswith("mlp_magic."))
+
+
+def _forget(names) -> None:
+    """Modules out of ``sys.modules`` and off their package, so nothing holds them."""
+    for name in names:
+        module = sys.modules.pop(name)
+        package, _, attribute = name.rpartition(".")
+        if getattr(sys.modules.get(package), attribute, None) is module:
+            delattr(sys.modules[package], attribute)
+
+
 def main() -> None:
     rank = launcher_rank()
-    refused = refusal(rank)   # this Python cannot run an engine (core/versions): one line, exit
-    if refused:
+    refused, slot = before_the_engine(rank)
+    if refused:   # one line, exit
         print(refused, file=sys.stderr, flush=True)
         sys.exit(3)
-    slot = take_start_slot(rank, slot_names())
     sys.argv = [sys.argv[0], *engine_argv(sys.argv[1:], rank)]
     # ipykernel leaves fd 1/2 unwatched where PYTEST_CURRENT_TEST is set: an engine started from
     # a test (or a notebook cell under pytest) would then lose C-level output. An engine is one.

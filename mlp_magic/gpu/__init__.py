@@ -2,17 +2,32 @@
 
 ``probe_local()`` answers for this machine; ``parse_topo_matrix()`` reads a saved matrix.
 Both give a ``HostGpus`` whose ``links[a][b]`` is the link type between two devices.
+
+The names below are loaded when first asked for (PEP 562): an engine that probes its host
+(``gpu/probe.probe_on_engine``) imports the probe and its model, not the hints, the nvidia-smi
+parsers or ``core/ranges``.
 """
 from __future__ import annotations
 
-from .hints import far_nic_hint, host_hints, nearest_nic, numa_span_hint
-from .model import GpuInfo, HostGpus, link_distance, normalize_bus_id, normalize_link
-from .nvml_probe import probe_nvml
-from .probe import probe_local
-from .smi_topo import format_topo_matrix, parse_query_gpu, parse_topo_matrix
+import importlib
 
-__all__ = [
-    "GpuInfo", "HostGpus", "far_nic_hint", "format_topo_matrix", "host_hints", "link_distance",
-    "nearest_nic", "normalize_bus_id", "normalize_link", "numa_span_hint", "parse_query_gpu",
-    "parse_topo_matrix", "probe_local", "probe_nvml",
-]
+_HOMES = {
+    "far_nic_hint": "hints", "host_hints": "hints", "nearest_nic": "hints", "numa_span_hint": "hints",
+    "GpuInfo": "model", "HostGpus": "model", "link_distance": "model", "normalize_bus_id": "model",
+    "normalize_link": "model", "probe_nvml": "nvml_probe", "probe_local": "probe",
+    "format_topo_matrix": "smi_topo", "parse_query_gpu": "smi_topo", "parse_topo_matrix": "smi_topo",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted({*globals(), *_HOMES})

@@ -1,6 +1,6 @@
-"""GPU inventories of many hosts at once: what an engine runs to probe its host
-(``probe_on_engine``: the kernel's side is world/gpus, waiting on world/waiting.Requests), or
-over ssh.
+"""GPU inventories of many hosts at once: through a World's engines (each host's first rank runs
+``gpu/probe.probe_on_engine``, re-exported here; the kernel's side is world/gpus, waiting on
+world/waiting.Requests), or over ssh.
 
 ssh (``collect_over_ssh``), for hosts no World covers: the allrun transport runs
 ``<python> -m mlp_magic.cli topo --json`` on every host at once (the same image on every host),
@@ -21,13 +21,7 @@ from ..core.results import HostResult, why_no_answer
 from ..errors import MlpMagicError
 from ..fanout.ssh.underway import Underway, start_all
 from .model import HostGpus
-
-
-def probe_on_engine(timeout: float, host: str) -> Dict[str, Any]:
-    """Runs on an engine: this host's GPUs as plain data (no pickled classes cross the wire)."""
-    from .probe import probe_local
-
-    return probe_local(timeout=timeout, host=host).to_dict()
+from .probe import probe_on_engine  # noqa: F401 (re-exported: its home is gpu/probe, the engine's side)
 
 
 def failed(host: str, error: str) -> HostGpus:

@@ -10,13 +10,12 @@ import shutil
 import signal
 import socket
 import subprocess
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..core.deadline import within
 from ..errors import MlpMagicError
 from .model import HostGpus
 from .nvml_probe import probe_nvml
-from .smi_topo import QUERY_GPU_FIELDS, merge_query, parse_query_gpu, parse_topo_matrix
 
 
 def _run_smi(smi: str, args: List[str], timeout: float) -> str:
@@ -49,6 +48,8 @@ def _kill_group(child: "subprocess.Popen[str]") -> None:
 
 def probe_smi(smi: str, host: str, timeout: float) -> HostGpus:
     """Topology from `nvidia-smi topo -m`, names/memory/utilisation from --query-gpu."""
+    from .smi_topo import QUERY_GPU_FIELDS, merge_query, parse_query_gpu, parse_topo_matrix   # hosts with it
+
     try:
         gpus = parse_topo_matrix(_run_smi(smi, ["topo", "-m"], timeout), host=host)
     except MlpMagicError as exc:
@@ -74,3 +75,10 @@ def probe_local(timeout: float = 5.0, *, host: Optional[str] = None, use_nvml: b
     if path is None:
         return found or HostGpus(host=host, source="none")
     return probe_smi(path, host, timeout)
+
+
+def probe_on_engine(timeout: float, host: str) -> Dict[str, Any]:
+    """Runs on an engine (world/gpus sends it to each host's first rank): this host's GPUs as plain
+    data (no pickled classes cross the wire). Here, not in gpu/collect, so that the engine imports
+    this module's few and none of the ssh collect's."""
+    return probe_local(timeout=timeout, host=host).to_dict()

@@ -1,6 +1,6 @@
 """GPU inventories of a live World's hosts, through its engines (the lab panel, ``%mlp_cluster``).
 
-The kernel sends ``gpu/collect.probe_on_engine`` to one engine on each host (its first rank)
+The kernel sends ``gpu/probe.probe_on_engine`` to one engine on each host (its first rank)
 all at once, then waits for the answers on the one rank-waiting loop (world/waiting.Requests:
 woken by the replies and the World's end, never by a clock) against one shared deadline: a
 host whose engine is busy with a cell, wedged or gone is reported as "no answer within N s",
@@ -14,8 +14,9 @@ from typing import Any, Dict, Iterable, Mapping, Tuple
 
 from ..core.placement import first_rank_per_host
 from ..errors import MlpMagicError
-from ..gpu.collect import failed, one_line, probe_on_engine
+from ..gpu.collect import failed, one_line
 from ..gpu.model import HostGpus
+from ..gpu.probe import probe_on_engine
 from .ipp_private import children
 from .waiting import Requests
 

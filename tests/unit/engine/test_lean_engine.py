@@ -156,3 +156,28 @@ def test_a_plain_engine_or_a_job_that_initialises_mpi_itself_is_left_alone():
     assert plain["first"] is False and plain["place"] is None   # imported (and initialised) later
     own = fresh_python_env(MPI_FIRST, launcher_env(OMPI_COMM_WORLD_RANK="0", TEST_RC_INITIALIZE="no"))
     assert own["first"] is False and own["after"] is False      # the job's choice: no MPI_Init
+
+
+def test_what_only_the_start_uses_is_not_kept():
+    """The version check (with core/versions) and the start slots serve before the engine only:
+    gone from ``sys.modules`` and from their packages after it, the slot still held; a later
+    import loads them anew. Only ``home`` is read of the settings: the error types stay out."""
+    found = fresh_python("""
+        import json, os, sys, time
+        import mlp_magic.engine.main as main
+        name = "test-lean-%d-%d" % (os.getpid(), time.time_ns())   # a slot nobody else holds
+        main.slot_names = lambda: [name]
+        refused, slot = main.before_the_engine(0)
+        import mlp_magic, mlp_magic.engine
+        ours = sorted(name for name in sys.modules if name.startswith("mlp_magic"))
+        attributes = [hasattr(mlp_magic.engine, "versions"), hasattr(mlp_magic.engine, "start_slots"),
+                      hasattr(mlp_magic, "core")]
+        from mlp_magic.engine.start_slots import slot_folder
+        os.unlink(os.path.join(slot_folder(), name))
+        print(json.dumps({"refused": refused, "slot": slot is not None, "ours": ours,
+                          "attributes": attributes}))
+    """)
+    assert found["refused"] == "" and found["slot"] is True
+    assert found["ours"] == ["mlp_magic", "mlp_magic.config", "mlp_magic.engine", "mlp_magic.engine.identity",
+                             "mlp_magic.engine.ipykernel_private", "mlp_magic.engine.main"]
+    assert found["attributes"] == [False, False, False]

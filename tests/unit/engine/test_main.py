@@ -5,7 +5,8 @@ import os
 import threading
 import time
 
-from mlp_magic.engine.main import ENGINE_ARGS, engine_argv, slot_folder, slot_names, take_start_slot
+from mlp_magic.engine.main import ENGINE_ARGS, engine_argv, slot_names
+from mlp_magic.engine.start_slots import slot_folder, take_start_slot
 
 
 def test_a_rank_registers_under_its_own_number_and_tags_its_log_lines():

@@ -8,7 +8,7 @@ import pytest
 
 from mlp_magic.core.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.gpu.collect import probe_on_engine
+from mlp_magic.gpu.probe import probe_on_engine
 from mlp_magic.world.gpus import collect_from_engines, collect_from_world, probe_targets
 
 
@@ -33,6 +33,30 @@ def test_the_engine_side_probe_returns_plain_data():
     data = probe_on_engine(2.0, "some-host")
     assert data["host"] == "some-host" and data["source"] in ("nvml", "nvidia-smi", "none")
     assert isinstance(data["gpus"], list) and isinstance(data["links"], dict)
+
+
+def test_the_engine_side_probe_imports_only_the_probe_and_the_package_names_load_when_asked():
+    """An engine's first rank runs it: nothing of the ssh collect, the hints or the nvidia-smi
+    parsers (where no nvidia-smi runs) comes with it."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys\n"
+            "from mlp_magic.gpu.probe import probe_on_engine\n"
+            "probe_on_engine(2.0, 'h')\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('mlp_magic'))\n"
+            "from mlp_magic.gpu import HostGpus, host_hints, parse_topo_matrix\n"
+            "import mlp_magic.gpu as gpu\n"
+            "print(json.dumps([loaded, HostGpus.__module__, host_hints.__module__,"
+            "                  'probe_local' in dir(gpu)]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/nonexistent"})   # no nvidia-smi
+    loaded, *names = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded == ["mlp_magic", "mlp_magic.core", "mlp_magic.core.deadline", "mlp_magic.errors",
+                      "mlp_magic.gpu", "mlp_magic.gpu.model", "mlp_magic.gpu.nvml_probe",
+                      "mlp_magic.gpu.probe"]
+    assert names == ["mlp_magic.gpu.model", "mlp_magic.gpu.hints", True]
 
 
 @pytest.mark.parametrize("timeout", [0, -1.0, None])
