@@ -7,7 +7,9 @@ input, each taken as often as it changes:
   is watched (cluster/dir_watch) and read again the moment a kernel writes; a World whose kernel
   is gone drops out within ``LIVENESS_EVERY_S``;
 - the slow part (topology, reachability, this machine's GPU inventory): collected in a worker
-  thread every ``SLOW_EVERY_S`` while someone watches, or on demand (``refresh``).
+  thread every ``SLOW_EVERY_S`` while someone watches, or on demand (``refresh``);
+- the last ``mlp-magic doctor`` report (the hosts' health), in the same folder: read again the
+  moment a run writes it, so that the health column follows a run at once.
 Each new document is compared with the last (core/doc_delta) and only the operations are sent,
 encoded once for every subscriber: ``{"type": "patch", "seq", "server_time", "ops"}``; a new
 subscriber first gets ``{"type": "snapshot", ...}``. Slow subscribers are the transport's
@@ -17,12 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from datetime import datetime, timezone
 from typing import Callable, Dict, List, Optional
 
 from ..core.doc_delta import diff
-from .collect import CollectOptions, Parts, StateCollector
+from ..core.doctor import REPORT_NAME
+from .collect import CollectOptions, Parts, StateCollector, read_health
 from .dir_watch import DirWatch
 from .gpu_feed import GpuFeed
 
@@ -72,6 +76,7 @@ class LiveCluster:
         self._tasks: List[asyncio.Task] = []
         self._slow: Optional[asyncio.Future] = None
         self._slow_at = float("-inf")
+        self._health_stamp = None   # the doctor report's file as last read
         self.rebuilds = 0    # documents built (tests and benchmarks)
         self.slow_collects = 0   # slow parts taken
         self._started: Optional[asyncio.Future] = None
@@ -108,19 +113,42 @@ class LiveCluster:
 
     # ------------------------------------------------------------------ inputs
     def _worlds_changed(self) -> None:
-        self._reread_worlds()
+        """A file of the folder changed: a World's record, or the doctor's last report."""
+        health = self._reread_health()
+        if not self._reread_worlds() and health:
+            self._rebuild()
 
-    def _reread_worlds(self) -> None:
+    def _reread_worlds(self) -> bool:
+        """Whether the Worlds changed (the document is then rebuilt)."""
         try:
             worlds = self._read_worlds(self.state_dir)
         except (OSError, ValueError):
-            return
+            return False
         worlds.sort(key=lambda w: (str(w.get("host")), w.get("pid") or 0))
         worlds = [as_seen(world) for world in worlds]
-        if worlds != self.worlds:
-            self.worlds = worlds
-            self._follow_agents()
-            self._rebuild()
+        if worlds == self.worlds:
+            return False
+        self.worlds = worlds
+        self._follow_agents()
+        self._rebuild()
+        return True
+
+    def _reread_health(self) -> bool:
+        """The doctor's report read again when its file is not the one last read (a stat
+        otherwise); whether the hosts' health changed. Not rebuilt here."""
+        try:
+            found = os.stat(os.path.join(self.state_dir, REPORT_NAME))
+            stamp = (found.st_ino, found.st_mtime_ns, found.st_size)
+        except OSError:
+            stamp = None
+        if self.parts is None or stamp == self._health_stamp:
+            return False
+        self._health_stamp = stamp
+        health = read_health(self.state_dir)
+        if health == self.parts.health:
+            return False
+        self.parts.health = health
+        return True
 
     def _follow_agents(self) -> None:
         """The Worlds' agents are followed while someone watches (a running loop is needed)."""
@@ -152,6 +180,8 @@ class LiveCluster:
         try:
             self.parts = await asyncio.get_running_loop().run_in_executor(None, self.collector.gather)
             self._slow_at = time.monotonic()
+            self._health_stamp = None   # a run may have ended while the worker read the report
+            self._reread_health()
             self._rebuild()
         finally:
             self._slow = None
