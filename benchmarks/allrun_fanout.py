@@ -32,7 +32,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "multihost"))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(1, os.path.join(HERE, "..", "tests", "multihost"))
 import netns  # noqa: E402
 
 COMMAND = "hostname"

@@ -24,6 +24,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tests.procs import processes_running  # noqa: E402  (the repository root, just added)
+
 GOAL_OVERRUN_S = 1.0 + 2.5
 
 
@@ -33,31 +36,15 @@ def hosts(count: int) -> list:
     return nets[:count]
 
 
-def running(command: str) -> list:
-    """PIDs of live (not zombie) processes whose command line is exactly ``command``."""
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                if handle.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                    continue
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if handle.read().replace(b"\0", b" ").decode(errors="replace").strip() == command:
-                    found.append(int(entry))
-        except (OSError, IndexError):
-            pass
-    return found
-
-
 def timed(argv: list, env: dict, sleep: str, **kwargs) -> tuple:
     """(wall seconds, most stand-ins at once, exit status); the stand-ins left are killed."""
     started, most = time.monotonic(), 0
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kwargs)
     while proc.poll() is None:
-        most = max(most, len(running(sleep)))
+        most = max(most, len(processes_running(sleep)))
         time.sleep(0.02)
     wall = time.monotonic() - started
-    for pid in running(sleep):
+    for pid in processes_running(sleep):
         os.kill(pid, signal.SIGKILL)
     return wall, most, proc.returncode
 

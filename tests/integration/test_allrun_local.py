@@ -16,6 +16,7 @@ import pytest
 
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.fanout.ssh.runner import HostRunner, RunOptions, run_on_hosts
+from tests.procs import processes_running
 from tests.timing import HANG_FLOOR_S, hang_bound
 
 
@@ -31,24 +32,6 @@ def local_env(**extra) -> dict:
 def allrun(*args, env=None, timeout=60):
     return subprocess.run([sys.executable, "-m", "mlp_magic.fanout.command", *args], env=env or local_env(),
                           capture_output=True, text=True, timeout=timeout)
-
-
-def processes_running(command: str) -> list[int]:
-    """PIDs of live processes whose command line is exactly ``command``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                if handle.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                    continue
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if handle.read().replace(b"\0", b" ").decode(errors="replace").strip() == command:
-                    found.append(int(entry))
-        except (OSError, IndexError):
-            pass
-    return found
 
 
 def wait_gone(command: str, seconds: float = HANG_FLOOR_S) -> list[int]:

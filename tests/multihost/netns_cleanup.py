@@ -9,6 +9,8 @@ import subprocess
 import tempfile
 import time
 
+from tests.procs import live_cmdline
+
 PREFIX = "mlpt-"
 BRIDGE = PREFIX + "br0"
 ETC_NETNS = "/etc/netns"
@@ -41,18 +43,6 @@ def kill_namespace_processes(netns: str, wait: float = 5.0) -> None:
             time.sleep(0.05)
         if not namespace_pids(netns):
             return
-
-
-def live_cmdline(pid: int) -> str | None:
-    """A process's command line, or None when it is gone or a zombie (PID 1 may reap late)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            if handle.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                return None
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except (OSError, IndexError):
-        return None
 
 
 def _test_bed_ssh_masters() -> list[int]:
