@@ -69,8 +69,9 @@ def test_pid_means_this_machine_even_in_a_platform_job(mpi_job):
 def test_pid_and_match_choose_other_processes(mpi_job):
     one = mpi_job.ranks[2]["pid"]
     done = stacks("--pid", f"{one},999999999")
-    assert done.returncode == 1
-    assert "summary: rank 2 on localhost: job.py:40 <module> > ... > job.py:26 wait_in_barrier" in done.stdout
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ("summary: rank 2 on localhost: job.py:40 <module> > ... > job.py:26 wait_in_barrier"
+            in done.stdout), done.stdout + done.stderr
     assert done.stdout.endswith("\nnot shown:\n"
                                 "  could not read pid 999999999 on localhost: gone: no such process\n")
     matched = stacks("--match", r"job\.py .* 1 child$")
