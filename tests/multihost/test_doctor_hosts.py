@@ -23,7 +23,10 @@ H100 = os.path.join(FIXTURES, "gpu-burn-114-h100.txt")
 
 @contextmanager
 def sshd_env(bed, per_host: dict):
-    """{host index: {NAME: value}} set by that host's sshd for every session, for the block."""
+    """{host index: {NAME: value}} set by that host's sshd for every session, for the block. The
+    bed's ssh masters are closed first and after: a connection an earlier test left open would
+    carry the doctor's sessions past the restarted sshd, without its settings."""
+    bed.close_ssh_masters()
     for index, variables in per_host.items():
         host = bed.hosts[index]
         path = os.path.join(host.workdir, "sshd_config")
@@ -45,6 +48,7 @@ def sshd_env(bed, per_host: dict):
                 handle.write("\n".join(kept) + "\n")
             bed.stop_sshd(index)
             bed.start_sshd(index)
+        bed.close_ssh_masters()
 
 
 def doctor(bed, *args, env=None, timeout=120):

@@ -85,6 +85,11 @@ def _ours_on_hosts(bed, before: set) -> list:
             if pid != host.sshd_pid and (host.name, pid) not in before]
 
 
+def _start(ip, hostfile: str):
+    return ip.run_cell(f"%%mpirun --hostfile {hostfile} -np {NP} -o placed\n"
+                       "import socket\nprint(socket.gethostname())")
+
+
 @pytest.fixture(scope="module")
 def world64(ip, big_testbed, tmp_path_factory):
     """A started 64-rank World over ssh: (ip, bed, the processes that existed before it here and
@@ -99,19 +104,27 @@ def world64(ip, big_testbed, tmp_path_factory):
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     before_on_hosts = _on_hosts(bed)  # none on a fresh bed; a reused one may hold ssh sessions
     started = time.monotonic()
-    result = ip.run_cell(f"%%mpirun --hostfile {hostfile} -np {NP} -o placed\n"
-                         "import socket\nprint(socket.gethostname())")
+    result = _start(ip, hostfile)
     took = time.monotonic() - started
     print(f"\n{NP} ranks on {HOSTS} hosts started in {took:.1f} s")
     try:
         assert result.success, f"the World did not start: {result.error_in_exec}"
-        yield ip, bed, before, before_on_hosts
+        yield ip, bed, before, before_on_hosts, hostfile
     finally:
         ip.run_line_magic("mpirun", "--stop")
         patch.undo()
 
 
+def _still_64(world64) -> None:
+    """The fixture's World, started again if the stop test ran first (tests may run in any order)."""
+    world = command.current_world()
+    if world is None or world.np != NP or not world.alive():
+        ip, hostfile = world64[0], world64[4]
+        assert _start(ip, hostfile).success
+
+
 def test_64_ranks_start_on_8_hosts_and_allreduce(world64):
+    _still_64(world64)
     ip = world64[0]
     world = command.current_world()
     assert world is not None and world.np == NP
@@ -128,6 +141,7 @@ def test_64_ranks_start_on_8_hosts_and_allreduce(world64):
 
 
 def test_a_timeout_interrupts_all_64_ranks_and_the_world_stays_usable(world64, capsys):
+    _still_64(world64)
     ip = world64[0]
     capsys.readouterr()
     started = time.monotonic()
@@ -150,7 +164,8 @@ def test_a_timeout_interrupts_all_64_ranks_and_the_world_stays_usable(world64, c
 
 
 def test_stop_leaves_no_process_here_or_on_any_host(world64):
-    ip, bed, before, before_on_hosts = world64
+    _still_64(world64)
+    ip, bed, before, before_on_hosts, _ = world64
     world = command.current_world()
     assert world is not None and world.np == NP and world.alive()
     assert all(len(bed.processes_on(h.index)) > RANKS_PER_HOST for h in bed.hosts)  # ranks running
