@@ -23,10 +23,7 @@ H100 = os.path.join(FIXTURES, "gpu-burn-114-h100.txt")
 
 @contextmanager
 def sshd_env(bed, per_host: dict):
-    """{host index: {NAME: value}} set by that host's sshd for every session, for the block. The
-    bed's ssh masters are closed first and after: a connection an earlier test left open would
-    carry the doctor's sessions past the restarted sshd, without its settings."""
-    bed.close_ssh_masters()
+    """{host index: {NAME: value}} set by that host's sshd for every session, for the block."""
     for index, variables in per_host.items():
         host = bed.hosts[index]
         path = os.path.join(host.workdir, "sshd_config")
@@ -48,12 +45,13 @@ def sshd_env(bed, per_host: dict):
                 handle.write("\n".join(kept) + "\n")
             bed.stop_sshd(index)
             bed.start_sshd(index)
-        bed.close_ssh_masters()
 
 
 def doctor(bed, *args, env=None, timeout=120):
     environ = dict(os.environ, MLP_MAGIC_SSH=" ".join(bed.ssh_command()), **bed.env(), **(env or {}))
-    for name in ("MLP_MAGIC_NVML_REPLAY", "MLP_WORKER_GPU", "MLP_MPI_HOSTS"):
+    # PYTHONPATH too: the doctor gives every host the caller's, as mpiexec gives the ranks (a
+    # caller's PYTHONPATH, such as a test runner's plugin folder, hid a host's own from the probe)
+    for name in ("MLP_MAGIC_NVML_REPLAY", "MLP_WORKER_GPU", "MLP_MPI_HOSTS", "PYTHONPATH"):
         if env is None or name not in env:
             environ.pop(name, None)
     started = time.monotonic()
