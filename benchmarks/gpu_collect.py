@@ -47,7 +47,7 @@ def ours(world, targets: dict, timeout: float) -> float:
 
 
 def peer(world, targets: dict, timeout: float) -> float:
-    from mlp_magic.gpu.collect import probe_on_engine
+    from mlp_magic.gpu.probe import probe_on_engine
 
     client = world.client
     started = time.monotonic()

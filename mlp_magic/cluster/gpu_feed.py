@@ -134,6 +134,7 @@ class GpuFeed:
             return   # another World's agent on the same host still speaks for it
         self.histories.pop(host, None)
         self.latest.pop(host, None)
+        self.sampled.discard(host)
         if self.hosts.pop(host, None) is not None:
             self._changed()
 
@@ -153,6 +154,7 @@ class GpuFeed:
             except (AgentError, MlpMagicError, OSError) as error:
                 why = str(error)
             self.latest.pop(host, None)   # no longer live: no "gpus" message repeats them
+            self.sampled.discard(host)
             self._set_host(host, {"source": None, "error": f"agent: {why}", "gpus": [], "processes": []})
             wait = BACKOFF_S[0] if heard else wait
             await asyncio.sleep(wait)

@@ -1,5 +1,5 @@
 """GPU inventories of many hosts at once: through a World's engines (each host's first rank runs
-``gpu/probe.probe_on_engine``, re-exported here; the kernel's side is world/gpus, waiting on
+``gpu/probe.probe_on_engine``; the kernel's side is world/gpus, waiting on
 world/waiting.Requests), or over ssh.
 
 ssh (``collect_over_ssh``), for hosts no World covers: the allrun transport runs
@@ -21,7 +21,6 @@ from ..core.results import HostResult, why_no_answer
 from ..errors import MlpMagicError
 from ..fanout.ssh.underway import Underway, start_all
 from .model import HostGpus
-from .probe import probe_on_engine  # noqa: F401 (re-exported: its home is gpu/probe, the engine's side)
 
 
 def failed(host: str, error: str) -> HostGpus:
