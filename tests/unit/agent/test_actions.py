@@ -29,7 +29,7 @@ def test_only_the_same_process_is_signalled(sleeper):
              2: {"pid": 2 ** 22 + 1, "create_time": started}}          # gone
     answer = interrupt_ranks(ranks, kill=lambda pid, sig: sent.append((pid, sig)))
     assert answer == {"signalled": [0], "gone": [1, 2]} and sent == [(sleeper.pid, signal.SIGINT)]
-    assert state in ("R", "S")
+    assert state not in (None, "Z", "X")    # alive: R, S, or D while it still loads from disk
 
 
 def test_a_request_may_narrow_the_ranks_but_not_add_any(sleeper):
