@@ -47,11 +47,11 @@ def ours(world, targets: dict, timeout: float) -> float:
 
 
 def peer(world, targets: dict, timeout: float) -> float:
-    from mlp_magic.gpu.probe import probe_on_engine
+    from mlp_magic.engine.bootstrap import GPU_PROBE_CHORE, run_chore
 
     client = world.client
     started = time.monotonic()
-    jobs = {host: client[engine].apply_async(probe_on_engine, timeout / 2, host)
+    jobs = {host: client[engine].apply_async(run_chore, GPU_PROBE_CHORE, timeout / 2, host)
             for host, (_, engine) in targets.items()}
     client.wait(list(jobs.values()), timeout=timeout)
     late = [job for job in jobs.values() if not job.ready()]

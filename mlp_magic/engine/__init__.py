@@ -1,0 +1,23 @@
+"""What runs in a rank: ipyparallel's engine made an MPI rank (engine/main), its cell hooks, its
+host chores.
+
+The engines' rule: an engine holds in ``sys.modules`` only what it keeps using. Python's pickle
+finds an object's module by walking every module held there (``pickle.whichmodule``), so each
+module held makes pickling slower in every cell (mpi4py's datatypes took 10x longer in a heavy
+engine). What serves once is imported, run and dropped again with ``forget_modules``: the
+version check and the start slot before the engine starts (engine/main), a host's chores on its
+first rank (``bootstrap.run_chore``: the GPU agent's start, the GPU probe, log retention).
+"""
+from __future__ import annotations
+
+import sys
+
+
+def forget_modules(names) -> None:
+    """Modules out of ``sys.modules`` and off their package. Whatever holds one of them (a
+    function, a thread) still works; a later import loads the module anew."""
+    for name in list(names):
+        module = sys.modules.pop(name, None)
+        package, _, attribute = name.rpartition(".")
+        if module is not None and getattr(sys.modules.get(package), attribute, None) is module:
+            delattr(sys.modules[package], attribute)

@@ -7,10 +7,12 @@ Runs in each engine, before any user code, once per World start (the kernel send
 from __future__ import annotations
 
 import faulthandler
+import importlib
 import os
 import signal
 import sys
 
+from . import forget_modules
 from .capture import install_capture, own_log_root
 from .exits import install_exit_status
 from .identity import stacks_path
@@ -64,16 +66,38 @@ def engine_shell():
     return Kernel.instance().shell
 
 
+# A host's chores, run by its first rank (``run_chore``): "module:function".
+RETENTION_CHORE = "mlp_magic.engine.retention:prune_in_background"
+AGENT_CHORE = "mlp_magic.engine.agent_start:start_agent"
+GPU_PROBE_CHORE = "mlp_magic.gpu.probe:probe_on_engine"
+_CHORES: dict = {}   # "module:function" -> the function (its module alive, out of sys.modules)
+
+
+def run_chore(target: str, *args):
+    """``function(*args)`` of ``target`` ("module:function"), then the modules of its package
+    that it loaded dropped from ``sys.modules`` (the engines' rule: engine/__init__). The
+    function stays held here, so a second call finds the same module and its state (the agent
+    it started); a thread it left running keeps what it uses."""
+    before = set(sys.modules)
+    try:
+        function = _CHORES.get(target)
+        if function is None:
+            module, _, name = target.partition(":")
+            function = _CHORES[target] = getattr(importlib.import_module(module), name)
+        return function(*args)
+    finally:
+        package = target.partition(".")[0] + "."
+        forget_modules(name for name in set(sys.modules) - before if name.startswith(package))
+
+
 def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
               log_retention: tuple | None = None) -> dict:
     """Set the torch/MPI variables, the user-facing names, MPI and the cell hooks; on each
     host's first rank, remove old cell logs (``log_retention``: the log root and days to keep,
     also applied to the fallback root of ``capture.open_rank_log``)."""
-    if log_retention and int(variables["LOCAL_RANK"]) == 0:
-        from .retention import prune_in_background   # one rank per host: the others never load it
-
+    if log_retention and int(variables["LOCAL_RANK"]) == 0:   # once per host
         root, days = log_retention
-        prune_in_background([root, own_log_root()], days)
+        run_chore(RETENTION_CHORE, [root, own_log_root()], days)
     os.environ.update({key: str(value) for key, value in variables.items()})
     # As `python -c` under mpiexec: argparse in a cell then sees no arguments, not the engine's
     # own command line (its connection file, its options).

@@ -36,6 +36,7 @@ import os
 import sys
 import time
 
+from . import forget_modules
 from .identity import STARTED, launched_by_mpi, launcher_rank, usable_cpus
 from .ipykernel_private import DEBUGGER_FLAG, DEBUGGER_MODULE
 
@@ -171,16 +172,7 @@ def before_the_engine(rank: int | None) -> tuple:
 
         return "", take_start_slot(rank, slot_names())
     finally:
-        _forget(name for name in set(sys.modules) - before if name.startswith("mlp_magic."))
-
-
-def _forget(names) -> None:
-    """Modules out of ``sys.modules`` and off their package, so nothing holds them."""
-    for name in names:
-        module = sys.modules.pop(name)
-        package, _, attribute = name.rpartition(".")
-        if getattr(sys.modules.get(package), attribute, None) is module:
-            delattr(sys.modules[package], attribute)
+        forget_modules(name for name in set(sys.modules) - before if name.startswith("mlp_magic."))
 
 
 def main() -> None:

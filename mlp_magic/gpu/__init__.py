@@ -4,8 +4,8 @@
 Both give a ``HostGpus`` whose ``links[a][b]`` is the link type between two devices.
 
 The names below are loaded when first asked for (PEP 562): an engine that probes its host
-(``gpu/probe.probe_on_engine``) imports the probe and its model, not the hints, the nvidia-smi
-parsers or ``core/ranges``.
+(``gpu/probe.probe_on_engine``, a host chore the engine drops after it) imports the probe and
+its model, not the hints, the nvidia-smi parsers or ``core/ranges``.
 """
 from __future__ import annotations
 

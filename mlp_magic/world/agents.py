@@ -1,10 +1,11 @@
 """The World's per-host agents (agent/): one per host, started through its first engine.
 
 Right after the bootstrap, each host's first rank (core/placement.first_rank_per_host) runs
-``engine/agent_start.start_agent`` with a key made here, that host's ranks (pid and start time:
-the only processes its "interrupt" may signal) and the log root (the only folder its "tail" may
-read). The agent samples the host's GPUs once a second and serves them to the panel's server;
-it dies with the engine that started it (its stdin is the lifeline). The key goes in the World's
+``engine/agent_start.start_agent`` as a host chore (engine/bootstrap.run_chore: its modules do
+not stay in the rank), with a key made here, that host's ranks (pid and start time: the only
+processes its "interrupt" may signal) and the log root (the only folder its "tail" may read).
+The agent samples the host's GPUs once a second and serves them to the panel's server; it dies
+with the engine that started it (its stdin is the lifeline). The key goes in the World's
 record's private part only (world/published: 0600, never served); the address and port are
 public. An agent that does not start never fails the World: its host's entry says why.
 """
@@ -15,7 +16,7 @@ import secrets
 from .. import config
 from ..core.local_names import stays_here
 from ..core.placement import first_rank_per_host
-from ..engine.agent_start import start_agent
+from ..engine.bootstrap import AGENT_CHORE, run_chore
 from ..errors import MlpMagicError
 from .rank_calls import Failed, call_each
 
@@ -40,10 +41,10 @@ def start_agents(world, timeout: float = START_TIMEOUT_S) -> tuple:
     """({host: {"addr", "port", "pid"} or {"error": text}}, key hex) for the World's record."""
     key = secrets.token_hex(32)
     firsts = first_rank_per_host(world.layout)
-    arguments = {rank: (key, _address(world, rank), _host_ranks(world, host), config.log_root())
+    arguments = {rank: (AGENT_CHORE, key, _address(world, rank), _host_ranks(world, host), config.log_root())
                  for host, rank in firsts.items()}
     try:
-        answers = call_each(world, arguments, start_agent, timeout=timeout, what="starting the GPU agents",
+        answers = call_each(world, arguments, run_chore, timeout=timeout, what="starting the GPU agents",
                             track=False)
     except MlpMagicError as error:
         return {host: {"error": str(error)} for host in firsts}, key
@@ -51,7 +52,7 @@ def start_agents(world, timeout: float = START_TIMEOUT_S) -> tuple:
     for host, rank in firsts.items():
         answer = answers.get(rank)
         if isinstance(answer, dict) and "port" in answer:
-            agents[host] = {"addr": arguments[rank][1], "port": answer["port"], "pid": answer["pid"]}
+            agents[host] = {"addr": arguments[rank][2], "port": answer["port"], "pid": answer["pid"]}
         else:
             agents[host] = {"error": _why(answer)}
     note = agents_note(agents)

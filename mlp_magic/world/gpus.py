@@ -1,11 +1,12 @@
 """GPU inventories of a live World's hosts, through its engines (the lab panel, ``%mlp_cluster``).
 
-The kernel sends ``gpu/probe.probe_on_engine`` to one engine on each host (its first rank)
-all at once, then waits for the answers on the one rank-waiting loop (world/waiting.Requests:
-woken by the replies and the World's end, never by a clock) against one shared deadline: a
-host whose engine is busy with a cell, wedged or gone is reported as "no answer within N s",
-never waited on past ``timeout``, and its queued probe is aborted. The ranks' states are not
-touched (``track=False``): a probe for the panel is not the user's work.
+The kernel sends ``gpu/probe.probe_on_engine`` to one engine on each host (its first rank), as a
+host chore (engine/bootstrap.run_chore: its modules do not stay in the rank), all at once, then
+waits for the answers on the one rank-waiting loop (world/waiting.Requests: woken by the replies
+and the World's end, never by a clock) against one shared deadline: a host whose engine is busy
+with a cell, wedged or gone is reported as "no answer within N s", never waited on past
+``timeout``, and its queued probe is aborted. The ranks' states are not touched
+(``track=False``): a probe for the panel is not the user's work.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..core.placement import first_rank_per_host
 from ..errors import MlpMagicError
 from ..gpu.collect import failed, one_line
 from ..gpu.model import HostGpus
-from ..gpu.probe import probe_on_engine
+from ..engine.bootstrap import GPU_PROBE_CHORE, run_chore
 from .ipp_private import children
 from .waiting import Requests
 
@@ -47,7 +48,8 @@ def collect_from_engines(world: Any, targets: Mapping[str, Tuple[int, int]],
     pending: Dict[str, Any] = {}
     for host, (rank, engine_id) in targets.items():
         try:
-            pending[host] = world.client[engine_id].apply_async(probe_on_engine, timeout * ENGINE_SHARE, host)
+            share = timeout * ENGINE_SHARE
+            pending[host] = world.client[engine_id].apply_async(run_chore, GPU_PROBE_CHORE, share, host)
         except Exception as exc:  # unknown engine id, closed client
             found[host] = failed(host, "engine %d (rank %d): %s" % (engine_id, rank, one_line(exc)))
     hosts = list(pending)

@@ -97,9 +97,14 @@ def test_an_agent_that_cannot_start_is_one_line_and_the_world_goes_on(ip, replay
     (host, entry), = world.agents.items()
     first = min(row.rank for row in world.layout if row.host == host)
     # The host's first engine: its agent stopped, and no Python starts from its environment any more.
-    broken = run(ip, f"%%mpirun --ranks {first}\nimport os\nfrom mlp_magic.engine import agent_start\n"
-                     "agent = agent_start._agent.pop('process')\nagent.kill()\nagent.wait()\n"
-                     "os.environ['PYTHONHOME'] = '/nonexistent'")
+    # (The chore's module is out of sys.modules, as are all of the host's chores: engine/bootstrap.)
+    broken = run(ip, f"%%mpirun --ranks {first}\nimport os, sys\n"
+                     "from mlp_magic.engine.bootstrap import AGENT_CHORE, _CHORES\n"
+                     "held = [n for n in sys.modules if n.startswith(('mlp_magic.gpu', 'mlp_magic.core',"
+                     " 'mlp_magic.engine.agent_start', 'mlp_magic.engine.retention'))]\n"
+                     "assert held == [], held\n"
+                     "agent = _CHORES[AGENT_CHORE].__globals__['_agent'].pop('process')\nagent.kill()\n"
+                     "agent.wait()\nos.environ['PYTHONHOME'] = '/nonexistent'")
     assert broken is None and not psutil.pid_exists(entry["pid"])
     before, said = agent_pids(), []
     world.notice = said.append

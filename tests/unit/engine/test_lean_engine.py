@@ -181,3 +181,48 @@ def test_what_only_the_start_uses_is_not_kept():
     assert found["ours"] == ["mlp_magic", "mlp_magic.config", "mlp_magic.engine", "mlp_magic.engine.identity",
                              "mlp_magic.engine.ipykernel_private", "mlp_magic.engine.main"]
     assert found["attributes"] == [False, False, False]
+
+
+CHORE_PACKAGE = {
+    "__init__.py": "",
+    "helper.py": "CALLS = []\n",
+    "chore.py": ("from . import helper\nSTATE = {}\n\n"
+                 "def work(value):\n    from . import later   # imported while it runs\n"
+                 "    helper.CALLS.append(value)\n    STATE.setdefault('first', value)\n"
+                 "    return [STATE['first'], len(helper.CALLS), later.NAME]\n"),
+    "later.py": "NAME = 'later'\n",
+}
+
+
+def test_a_chore_leaves_none_of_its_modules_but_keeps_its_state(tmp_path, monkeypatch):
+    """engine/bootstrap.run_chore: what the chore's package loaded (at its import and while it
+    ran) leaves sys.modules and its package; a second call finds the same module state; what
+    was held before the chore stays held."""
+    from mlp_magic.engine.bootstrap import _CHORES, run_chore
+
+    package = tmp_path / "chore_pkg"
+    package.mkdir()
+    for name, text in CHORE_PACKAGE.items():
+        (package / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import chore_pkg.helper   # held before the chore: it stays
+
+    try:
+        assert run_chore("chore_pkg.chore:work", "a") == ["a", 1, "later"]
+        assert "chore_pkg.chore" not in sys.modules and "chore_pkg.later" not in sys.modules
+        assert not {"chore", "later"} & set(vars(sys.modules["chore_pkg"]))
+        assert sys.modules["chore_pkg.helper"] is chore_pkg.helper
+        assert run_chore("chore_pkg.chore:work", "b") == ["a", 2, "later"]   # the same module: 'a' first
+        assert "chore_pkg.chore" not in sys.modules
+    finally:
+        _CHORES.pop("chore_pkg.chore:work", None)
+        for name in [n for n in sys.modules if n == "chore_pkg" or n.startswith("chore_pkg.")]:
+            del sys.modules[name]
+
+
+def test_every_chore_names_a_function_that_exists():
+    from mlp_magic.engine import bootstrap
+
+    for target in (bootstrap.RETENTION_CHORE, bootstrap.AGENT_CHORE, bootstrap.GPU_PROBE_CHORE):
+        module, _, name = target.partition(":")
+        assert callable(getattr(__import__(module, fromlist=[name]), name)), target
