@@ -1,6 +1,7 @@
 """Shared test set-up: a private mlp_magic home, OpenMPI allowed as root, fast local MPI."""
 import os
 import shutil
+import signal
 import tempfile
 
 import pytest
@@ -17,6 +18,11 @@ os.environ.update(
 for _name in list(os.environ):
     if _name.startswith(("MLP_MPI_", "MLP_WORKER_", "SLURM_", "AZ_BATCH")):
         del os.environ[_name]  # the tests describe their own clusters
+# The tests play a user at a terminal, whose Ctrl-C reaches the commands they start. A suite run
+# from a shell's background job (`cmd &` without job control) inherits SIGINT ignored, which every
+# child then keeps (as POSIX wants: the programs honour it): that run saw each Ctrl-C test fail.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)   # children start with the default
 
 
 _OURS = ("ipyparallel", "mlp_magic.engine.main", "prterun", "prted", "mpiexec")
