@@ -195,31 +195,12 @@ def measure_engines(bed, runs: int) -> float:
     return statistics.median(times[1:])
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=8)
-    parser.add_argument("--runs", type=int, default=9)
-    args = parser.parse_args(argv)
-    reason = netns.unavailable_reason()
-    if reason:
-        print(json.dumps({"benchmark": "allrun_fanout", "skipped": reason}))
-        return 0
-    # Byte-compile the package as an installed wheel is (PYTHONDONTWRITEBYTECODE may be set
-    # here, and the peers' modules come compiled by their packages).
-    import compileall
-    import mlp_magic
-
-    compileall.compile_dir(os.path.dirname(mlp_magic.__file__), quiet=1)
-    with netns.Testbed(args.hosts) as bed:
-        timings, peers = measure(bed, args.runs)
-        medians = {label: statistics.median(values) for label, values in timings.items()}
-        medians["allrun_engines"] = measure_engines(bed, args.runs)
+def summary(args, timings: dict, peers: list, medians: dict) -> dict:
+    """The run's one JSON object: the medians, the ratios against the best peer, the goals."""
     cold, second = medians["allrun_cold"], medians["allrun_second"]
     best_peer = min(peers, key=lambda name: medians[name]) if peers else None
     paired = statistics.median(
         a / b for a, b in zip(timings["allrun_cold"], timings[best_peer])) if best_peer else None
-    for label, value in medians.items():
-        print(f"{label:>16}: {value * 1000:7.1f} ms (median of {args.runs})")
     result = {
         "benchmark": "allrun_fanout",
         "hosts": args.hosts,
@@ -249,7 +230,31 @@ def main(argv=None) -> int:
     }
     result["goals_met"] = bool(best_peer) and result["cold_ratio_vs_best_peer"] <= 1.0 \
         and result["second_over_cold"] <= 0.3 and result["engines_over_cold"] <= 0.1
-    print(json.dumps(result))
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=9)
+    args = parser.parse_args(argv)
+    reason = netns.unavailable_reason()
+    if reason:
+        print(json.dumps({"benchmark": "allrun_fanout", "skipped": reason}))
+        return 0
+    # Byte-compile the package as an installed wheel is (PYTHONDONTWRITEBYTECODE may be set
+    # here, and the peers' modules come compiled by their packages).
+    import compileall
+    import mlp_magic
+
+    compileall.compile_dir(os.path.dirname(mlp_magic.__file__), quiet=1)
+    with netns.Testbed(args.hosts) as bed:
+        timings, peers = measure(bed, args.runs)
+        medians = {label: statistics.median(values) for label, values in timings.items()}
+        medians["allrun_engines"] = measure_engines(bed, args.runs)
+    for label, value in medians.items():
+        print(f"{label:>16}: {value * 1000:7.1f} ms (median of {args.runs})")
+    print(json.dumps(summary(args, timings, peers, medians)))
     return 0
 
 

@@ -159,6 +159,49 @@ def start_job(bed, folder: str):
     return Job(argv, folder, count=STACKS_RANKS, wait=240)
 
 
+def stacks_rounds(bed, job, folder: str) -> dict:
+    """ROUNDS rounds, the tools in turns: {measure: [seconds per round]}."""
+    times = {name: [] for name in ("cold", "warm", "plain", "shared", "floor", "site_ours", "site_peer")}
+    sharing = tempfile.mkdtemp(prefix="cm-peer-", dir=folder)
+    try:
+        peer(bed, job, sharing)   # the peer's shared connections, made once
+        for _ in range(ROUNDS):
+            control = tempfile.mkdtemp(prefix="cm-", dir=folder)   # fresh: every handshake in full
+            times["cold"].append(ours(bed, job, control)[0])
+            times["warm"].append(ours(bed, job, control)[0])
+            times["plain"].append(peer(bed, job))
+            times["shared"].append(peer(bed, job, sharing))
+            times["floor"].append(handshakes(bed))
+            # a site that chose speed over post-quantum key exchange (README), for both sides
+            control = tempfile.mkdtemp(prefix="cm-site-", dir=folder)
+            times["site_ours"].append(ours(bed, job, control, SITE_KEX)[0])
+            times["site_peer"].append(peer(bed, job, ssh_options=SITE_KEX))
+    finally:
+        for host in bed.host_names():   # the peer's shared connections
+            subprocess.run([*bed.ssh_command(), "-o", f"ControlPath={sharing}/%C", "-O", "exit", host],
+                           capture_output=True, timeout=10)
+    return times
+
+
+def stacks_row(times: dict) -> dict:
+    """The medians, the ratios against the peer and the goals, from ``stacks_rounds``."""
+    median = {name: round(statistics.median(values), 3) for name, values in times.items()}
+    row = {"processes": STACKS_RANKS, "hosts": STACKS_HOSTS,
+           "ours_cold_s": median["cold"], "ours_again_s": median["warm"],
+           "peer_ssh_loop_s": median["plain"], "peer_ssh_loop_shared_s": median["shared"],
+           "handshakes_alone_s": median["floor"],
+           "site_kex_ours_cold_s": median["site_ours"], "site_kex_peer_s": median["site_peer"]}
+    row["handshakes_vs_peer"] = round(row["handshakes_alone_s"] / row["peer_ssh_loop_s"], 3)
+    row["ratio_cold_vs_peer"] = round(row["ours_cold_s"] / row["peer_ssh_loop_s"], 3)
+    row["ratio_again_vs_peer"] = round(row["ours_again_s"] / row["peer_ssh_loop_s"], 3)
+    row["site_kex_ratio_cold"] = round(row["site_kex_ours_cold_s"] / row["site_kex_peer_s"], 3)
+    row["ratio_again_vs_shared_peer"] = round(row["ours_again_s"] / row["peer_ssh_loop_shared_s"], 3)
+    row["goal"] = "<= 0.3x the peer and under 3 s (cold: a new ssh handshake per host; again: reused)"
+    row["meets_goal_cold"] = row["ratio_cold_vs_peer"] <= 0.3 and row["ours_cold_s"] < 3
+    row["meets_goal_again"] = row["ratio_again_vs_peer"] <= 0.3 and row["ours_again_s"] < 3
+    return row
+
+
 def stacks_part() -> dict:
     import netns
 
@@ -174,43 +217,12 @@ def stacks_part() -> dict:
     compileall.compile_dir(os.path.join(HERE, "..", "mlp_magic"), quiet=1)
     with netns.Testbed(STACKS_HOSTS) as bed, tempfile.TemporaryDirectory(prefix="bench-stacks-") as folder:
         job = start_job(bed, folder)
-        sharing = tempfile.mkdtemp(prefix="cm-peer-", dir=folder)
         try:
-            cold, warm, plain, shared, floor, site_ours, site_peer = [], [], [], [], [], [], []
-            peer(bed, job, sharing)   # the peer's shared connections, made once
-            for _ in range(ROUNDS):
-                control = tempfile.mkdtemp(prefix="cm-", dir=folder)   # fresh: every handshake in full
-                cold.append(ours(bed, job, control)[0])
-                warm.append(ours(bed, job, control)[0])
-                plain.append(peer(bed, job))
-                shared.append(peer(bed, job, sharing))
-                floor.append(handshakes(bed))
-                # a site that chose speed over post-quantum key exchange (README), for both sides
-                control = tempfile.mkdtemp(prefix="cm-site-", dir=folder)
-                site_ours.append(ours(bed, job, control, SITE_KEX)[0])
-                site_peer.append(peer(bed, job, ssh_options=SITE_KEX))
+            times = stacks_rounds(bed, job, folder)
         finally:
             job.stop()
             bed.close_ssh_masters()
-            for host in bed.host_names():   # the peer's shared connections
-                subprocess.run([*bed.ssh_command(), "-o", f"ControlPath={sharing}/%C", "-O", "exit", host],
-                               capture_output=True, timeout=10)
-    row = {"processes": STACKS_RANKS, "hosts": STACKS_HOSTS,
-           "ours_cold_s": round(statistics.median(cold), 3),
-           "ours_again_s": round(statistics.median(warm), 3),
-           "peer_ssh_loop_s": round(statistics.median(plain), 3),
-           "peer_ssh_loop_shared_s": round(statistics.median(shared), 3),
-           "handshakes_alone_s": round(statistics.median(floor), 3),
-           "site_kex_ours_cold_s": round(statistics.median(site_ours), 3),
-           "site_kex_peer_s": round(statistics.median(site_peer), 3)}
-    row["handshakes_vs_peer"] = round(row["handshakes_alone_s"] / row["peer_ssh_loop_s"], 3)
-    row["ratio_cold_vs_peer"] = round(row["ours_cold_s"] / row["peer_ssh_loop_s"], 3)
-    row["ratio_again_vs_peer"] = round(row["ours_again_s"] / row["peer_ssh_loop_s"], 3)
-    row["site_kex_ratio_cold"] = round(row["site_kex_ours_cold_s"] / row["site_kex_peer_s"], 3)
-    row["ratio_again_vs_shared_peer"] = round(row["ours_again_s"] / row["peer_ssh_loop_shared_s"], 3)
-    row["goal"] = "<= 0.3x the peer and under 3 s (cold: a new ssh handshake per host; again: reused)"
-    row["meets_goal_cold"] = row["ratio_cold_vs_peer"] <= 0.3 and row["ours_cold_s"] < 3
-    row["meets_goal_again"] = row["ratio_again_vs_peer"] <= 0.3 and row["ours_again_s"] < 3
+    row = stacks_row(times)
     print(f"stacks of {STACKS_RANKS} processes on {STACKS_HOSTS} hosts: mlp-magic stacks "
           f"{row['ours_cold_s']:.2f} s cold, {row['ours_again_s']:.2f} s again; py-spy over ssh host by host "
           f"{row['peer_ssh_loop_s']:.2f} s ({row['peer_ssh_loop_shared_s']:.2f} s with connection sharing); "

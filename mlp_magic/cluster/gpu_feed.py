@@ -81,6 +81,7 @@ class GpuFeed:
         self.latest: Dict[str, tuple] = {}        # host -> (t, rows), the newest sample
         self.sample_count = 0                     # samples taken in (the "gpus" sender's cue)
         self.sampled: set = set()                 # hosts a live sample came from (with processes)
+        self._news = asyncio.Event()              # set by whatever an agent says (``heard``)
 
     # ------------------------------------------------------------------ which agents
     def follow(self, worlds: list, watched: bool) -> None:
@@ -161,7 +162,18 @@ class GpuFeed:
             wait = min(wait * 2, BACKOFF_S[1])
 
     # ------------------------------------------------------------------ what agents say
+    async def heard(self, timeout: float) -> bool:
+        """Until an agent next says something (static facts, a history, a sample, an error):
+        True, or False after ``timeout`` seconds of silence."""
+        self._news.clear()
+        try:
+            await asyncio.wait_for(self._news.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
     def _take(self, host: str, message: dict) -> None:
+        self._news.set()
         kind = message.get("type")
         if kind == "static":
             self._set_host(host, live_gpus(message, []))
@@ -198,6 +210,7 @@ class GpuFeed:
             self._set_host(host, dict(known, processes=processes))
 
     def _set_host(self, host: str, view: dict) -> None:
+        self._news.set()
         if self.hosts.get(host) != view:
             self.hosts[host] = view
             self._changed()

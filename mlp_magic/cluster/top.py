@@ -113,8 +113,10 @@ async def _first_readings(live: LiveCluster, hosts, seconds: float) -> None:
     def said(host) -> bool:
         view = feed.hosts.get(host)
         return view is not None and (not view["gpus"] or host in feed.sampled)
-    while time.monotonic() < deadline and not all(said(host) for host in hosts):
-        await asyncio.sleep(0.05)
+    while not all(said(host) for host in hosts):
+        left = deadline - time.monotonic()
+        if left <= 0 or not await feed.heard(left):
+            return
 
 
 async def _top(options: CollectOptions, once: bool, interval: float) -> None:

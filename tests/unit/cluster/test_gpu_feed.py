@@ -123,3 +123,26 @@ def test_an_agents_history_seeds_the_buffer_the_latest_reading_when_fresh_and_is
     stale = GpuFeed(lambda: None)   # an agent whose sampler has been stuck: its history is not "now"
     stale._take("w1", dict(history, samples=[[now - 60.0, rows]]))
     assert stale.latest == {} and stale.sample_count == 0 and len(stale.histories["w1"]) == 1
+
+
+def test_a_waiter_wakes_when_an_agent_says_anything_and_not_before():
+    """``heard``: what top --once waits on for every agent's first readings (no polling)."""
+    import asyncio
+
+    async def scenario() -> list:
+        feed = GpuFeed(lambda: None)
+        woken = []
+        loop = asyncio.get_running_loop()
+        sample = {"type": "sample", "t": 1.0, "processes": [], "gpus": [[1, 2, 3, 4.0, 0, 0, 0]] * 2}
+        loop.call_later(0.05, feed._take, "w0", STATIC)
+        woken.append(await feed.heard(30))                  # the static facts
+        loop.call_later(0.05, feed._take, "w0", sample)
+        woken.append(await feed.heard(30))                  # a sample that changes no document
+        loop.call_later(0.05, feed._set_host, "w1", live_gpus({"error": "agent: gone"}, []))
+        woken.append(await feed.heard(30))                  # an error
+        began = time.monotonic()
+        woken.append(await feed.heard(0.2))                 # silence: False after the timeout
+        woken.append(time.monotonic() - began >= 0.2)
+        return woken
+
+    assert asyncio.run(scenario()) == [True, True, True, False, True]
