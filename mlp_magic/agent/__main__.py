@@ -4,7 +4,7 @@ Served (the World's, started by ``engine/agent_start``): the first line on stdin
 ``{"key": hex, "bind": address, "ranks": {rank: {"pid", "create_time"}}, "log_root": path}``
 (on stdin, never on argv: ``ps`` shows argv); the first line on stdout is the answer,
 ``{"port": N, "pid": P}`` or ``{"error": "..."}``. It then serves ``agent/server`` until its
-stdin closes or its parent changes (the rank that started it died), and exits at once.
+stdin closes or its parent ends (the rank that started it died), and exits at once.
 
 ``--stdio`` (``mlp-magic top`` over ssh, where no World runs): the subscribe stream on stdout,
 no key (ssh authenticated the caller), until stdin closes or stdout's reader leaves.
@@ -64,17 +64,32 @@ def _start_thread(target, *args) -> None:
     threading.Thread(target=target, args=args, name=getattr(target, "__name__", "agent"), daemon=True).start()
 
 
+def _parent_fd(parent: int) -> int | None:
+    """A pidfd of our parent (readable once it ends), or None: no pidfds here, or it is gone."""
+    try:
+        return os.pidfd_open(parent)
+    except (AttributeError, OSError):
+        return None
+
+
 def _watch_lifeline(stop: threading.Event, parent: int) -> None:
-    """Set ``stop`` when stdin closes (the rank that started us died) or our parent changes (it
-    died while a child it forked still holds the pipe)."""
+    """Set ``stop`` when stdin closes (the rank that started us died) or our parent ends (it died
+    while a child it forked still holds the pipe): woken by either, through the parent's pidfd;
+    where there is none, the parent is looked at once a second."""
     import select
 
+    parent_fd = _parent_fd(parent)
+    watched = [0] if parent_fd is None else [0, parent_fd]
     try:
-        while os.getppid() == parent:
-            if select.select([0], [], [], 1.0)[0] and not os.read(0, 4096):
+        while os.getppid() == parent:   # (checked after the pidfd opened: it may be of a reused pid)
+            ready = select.select(watched, [], [], 1.0 if parent_fd is None else None)[0]
+            if parent_fd in ready or (0 in ready and not os.read(0, 4096)):
                 break
     except OSError:
         pass
+    finally:
+        if parent_fd is not None:
+            os.close(parent_fd)
     stop.set()
 
 

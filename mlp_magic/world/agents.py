@@ -5,9 +5,10 @@ Right after the bootstrap, each host's first rank (core/placement.first_rank_per
 not stay in the rank), with a key made here, that host's ranks (pid and start time: the only
 processes its "interrupt" may signal) and the log root (the only folder its "tail" may read).
 The agent samples the host's GPUs once a second and serves them to the panel's server; it dies
-with the engine that started it (its stdin is the lifeline). The key goes in the World's
-record's private part only (world/published: 0600, never served); the address and port are
-public. An agent that does not start never fails the World: its host's entry says why.
+with the engine that started it (its stdin and the engine's pidfd are its lifeline). The key
+goes in the World's record's private part only (world/published: 0600, never served); the
+address and port are public. An agent that does not start never fails the World: its host's
+entry says why.
 """
 from __future__ import annotations
 

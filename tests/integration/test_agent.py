@@ -45,19 +45,19 @@ RANK = "import sys, time\ntry:\n    time.sleep(120)\nexcept KeyboardInterrupt:\n
 class Engine:
     """A Python that started an agent: ``answer`` is start_agent's, ``key`` the agent's key."""
 
-    def __init__(self, ranks: dict, log_root: Path, replay: str | None = REPLAY):
+    def __init__(self, ranks: dict, log_root: Path, replay: str | None = REPLAY, script: str = ENGINE):
         self.key = secrets.token_hex(32)
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         env.pop("MLP_MAGIC_NVML_REPLAY", None)
         if replay:
             env["MLP_MAGIC_NVML_REPLAY"] = replay
-        self.process = subprocess.Popen([sys.executable, "-c", ENGINE], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, env=env, start_new_session=True)
         setup = {"key": self.key, "ranks": ranks, "log_root": str(log_root)}
         self.process.stdin.write(json.dumps(setup).encode() + b"\n")
         self.process.stdin.flush()
-        said = json.loads(self.process.stdout.readline())
-        self.answer, self.second = said["first"], said["second"]
+        self.said = json.loads(self.process.stdout.readline())
+        self.answer, self.second = self.said["first"], self.said["second"]
         self.agent = psutil.Process(self.answer["pid"])
 
     def call(self, op: str, key: str | None = None, **args) -> dict:
@@ -78,8 +78,8 @@ class Engine:
 def start(tmp_path):
     engines = []
 
-    def started(ranks=None, replay=REPLAY) -> Engine:
-        engines.append(Engine(ranks or {}, tmp_path / "logs", replay))
+    def started(ranks=None, replay=REPLAY, script=ENGINE) -> Engine:
+        engines.append(Engine(ranks or {}, tmp_path / "logs", replay, script))
         return engines[-1]
     yield started
     for engine in engines:
@@ -168,15 +168,33 @@ def test_the_agent_ends_with_its_engine_and_leaves_nothing(start):
     agent = engine.agent
     engine.process.send_signal(signal.SIGKILL)
     engine.process.wait()
-
-    def ended() -> bool:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            return not agent.is_running() or agent.status() == psutil.STATUS_ZOMBIE
-        return True
-
     # it ends at once (well under a second); the bound only tells that from never
-    assert wait_until(ended, hang_bound(1.0)), "the agent outlived its engine"
-    assert wait_until(lambda: not psutil.pid_exists(agent.pid) or ended(), hang_bound(1.0))
+    assert wait_until(lambda: ended(agent), hang_bound(1.0)), "the agent outlived its engine"
+    assert wait_until(lambda: not psutil.pid_exists(agent.pid) or ended(agent), hang_bound(1.0))
+
+
+def ended(agent: psutil.Process) -> bool:
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return not agent.is_running() or agent.status() == psutil.STATUS_ZOMBIE
+    return True
+
+
+def test_the_agent_ends_with_its_engine_while_a_forked_child_holds_its_stdin(start):
+    """A cell that forked (multiprocessing's fork, os.fork) leaves a child holding the agent's
+    stdin pipe: the engine's death alone, seen through its pidfd, ends the agent."""
+    said = 'print(json.dumps({"first": first, "second": second}), flush=True)'
+    forking = ENGINE.replace(said, "import os\nchild = os.fork()\nif child == 0:\n    time.sleep(600)\n"
+                                   "    os._exit(0)\n" + said.replace("second}", 'second, "child": child}'))
+    engine = start(script=forking)
+    child = psutil.Process(engine.said["child"])
+    try:
+        engine.process.send_signal(signal.SIGKILL)
+        engine.process.wait()
+        assert child.is_running()   # the pipe's writer lives on
+        assert wait_until(lambda: ended(engine.agent), hang_bound(1.0)), "the agent outlived its engine"
+    finally:
+        child.kill()
+        child.wait(5)
 
 
 def test_a_sigint_to_the_engines_group_or_to_the_agent_leaves_it_running(start):
