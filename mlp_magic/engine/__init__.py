@@ -13,11 +13,29 @@ from __future__ import annotations
 import sys
 
 
-def forget_modules(names) -> None:
-    """Modules out of ``sys.modules`` and off their package. Whatever holds one of them (a
-    function, a thread) still works; a later import loads the module anew."""
+def forget_modules(names) -> dict:
+    """Modules out of ``sys.modules`` and off their package: {name: module} of those removed.
+    Whatever holds one of them (a function, a thread) still works; a later import loads the
+    module anew, unless ``restore_modules`` put it back first."""
+    removed = {}
     for name in list(names):
         module = sys.modules.pop(name, None)
+        if module is None:
+            continue
+        removed[name] = module
         package, _, attribute = name.rpartition(".")
-        if module is not None and getattr(sys.modules.get(package), attribute, None) is module:
+        if getattr(sys.modules.get(package), attribute, None) is module:
             delattr(sys.modules[package], attribute)
+    return removed
+
+
+def restore_modules(modules: dict) -> dict:
+    """Put back what ``forget_modules`` removed, except a name imported anew meanwhile: the ones
+    put back. Packages go first, so each module goes back onto its package as well."""
+    restored = {name: module for name, module in modules.items() if name not in sys.modules}
+    for name in sorted(restored, key=lambda name: name.count(".")):
+        sys.modules[name] = restored[name]
+        package, _, attribute = name.rpartition(".")
+        if package in sys.modules:
+            setattr(sys.modules[package], attribute, restored[name])
+    return restored

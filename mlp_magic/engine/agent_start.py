@@ -5,7 +5,8 @@ this engine's Python, environment and copy of mlp_magic, hands it the setup on i
 key never appears on a command line), reads ``{"port", "pid"}`` back from its first line of
 output, and keeps the stdin pipe open: that pipe is the agent's lifeline, closed by the kernel
 when this engine dies, however it dies, and the agent then exits. A second call in the same
-engine returns the running agent's answer.
+engine returns the running agent's answer (the World runs this as a host chore,
+``engine/bootstrap.run_chore``, which keeps this module, with ``_agent``, for its next run).
 
 The agent gets a session of its own, so a Ctrl-C or a SIGINT sent to the engines' process
 group never reaches it (and it ignores SIGINT besides): interrupting a cell must not stop the

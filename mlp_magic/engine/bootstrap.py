@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 
-from . import forget_modules
+from . import forget_modules, restore_modules
 from .capture import install_capture, own_log_root
 from .exits import install_exit_status
 from .identity import stacks_path
@@ -70,24 +70,29 @@ def engine_shell():
 RETENTION_CHORE = "mlp_magic.engine.retention:prune_in_background"
 AGENT_CHORE = "mlp_magic.engine.agent_start:start_agent"
 GPU_PROBE_CHORE = "mlp_magic.gpu.probe:probe_on_engine"
-_CHORES: dict = {}   # "module:function" -> the function (its module alive, out of sys.modules)
+_CHORES: dict = {}   # "module:function" -> (the function, {name: module} of what its runs loaded)
 
 
 def run_chore(target: str, *args):
-    """``function(*args)`` of ``target`` ("module:function"), then the modules of its package
-    that it loaded dropped from ``sys.modules`` (the engines' rule: engine/__init__). The
-    function stays held here, so a second call finds the same module and its state (the agent
-    it started); a thread it left running keeps what it uses."""
-    before = set(sys.modules)
+    """``function(*args)`` of ``target`` ("module:function"); then every module of its top-level
+    package that appeared meanwhile (whichever thread imported it) leaves ``sys.modules`` (the
+    engines' rule: engine/__init__). They are kept here with the function and put back for the
+    length of each later run, so the chore always meets the same modules: its state (the agent
+    it started), its classes (an ``except`` names the error its lazy imports raise), and nothing
+    executed twice. A thread it left running (retention) keeps what it uses."""
+    function, held = _CHORES.get(target, (None, {}))
+    back = restore_modules(held)
+    before = set(sys.modules) - set(back)
+    module, _, name = target.partition(":")
     try:
-        function = _CHORES.get(target)
         if function is None:
-            module, _, name = target.partition(":")
-            function = _CHORES[target] = getattr(importlib.import_module(module), name)
+            function = getattr(importlib.import_module(module), name)
         return function(*args)
     finally:
-        package = target.partition(".")[0] + "."
-        forget_modules(name for name in set(sys.modules) - before if name.startswith(package))
+        top = module.partition(".")[0]
+        dropped = forget_modules(n for n in set(sys.modules) - before if n.partition(".")[0] == top)
+        if function is not None:
+            _CHORES[target] = (function, {**held, **dropped})
 
 
 def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,

@@ -103,7 +103,7 @@ def test_an_agent_that_cannot_start_is_one_line_and_the_world_goes_on(ip, replay
                      "held = [n for n in sys.modules if n.startswith(('mlp_magic.gpu', 'mlp_magic.core',"
                      " 'mlp_magic.engine.agent_start', 'mlp_magic.engine.retention'))]\n"
                      "assert held == [], held\n"
-                     "agent = _CHORES[AGENT_CHORE].__globals__['_agent'].pop('process')\nagent.kill()\n"
+                     "agent = _CHORES[AGENT_CHORE][0].__globals__['_agent'].pop('process')\nagent.kill()\n"
                      "agent.wait()\nos.environ['PYTHONHOME'] = '/nonexistent'")
     assert broken is None and not psutil.pid_exists(entry["pid"])
     before, said = agent_pids(), []

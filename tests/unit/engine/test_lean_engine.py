@@ -189,15 +189,17 @@ CHORE_PACKAGE = {
     "chore.py": ("from . import helper\nSTATE = {}\n\n"
                  "def work(value):\n    from . import later   # imported while it runs\n"
                  "    helper.CALLS.append(value)\n    STATE.setdefault('first', value)\n"
-                 "    return [STATE['first'], len(helper.CALLS), later.NAME]\n"),
+                 "    STATE.setdefault('later', later)\n"
+                 "    return [STATE['first'], len(helper.CALLS), later.NAME, STATE['later'] is later]\n"),
     "later.py": "NAME = 'later'\n",
 }
 
 
-def test_a_chore_leaves_none_of_its_modules_but_keeps_its_state(tmp_path, monkeypatch):
+def test_a_chore_leaves_none_of_its_modules_but_meets_the_same_ones_each_run(tmp_path, monkeypatch):
     """engine/bootstrap.run_chore: what the chore's package loaded (at its import and while it
-    ran) leaves sys.modules and its package; a second call finds the same module state; what
-    was held before the chore stays held."""
+    ran) leaves sys.modules and its package; a later run finds the same module state and the same
+    lazily imported modules (not a second copy: an ``except`` would miss the copy's error class);
+    what was held before the chore stays held."""
     from mlp_magic.engine.bootstrap import _CHORES, run_chore
 
     package = tmp_path / "chore_pkg"
@@ -208,16 +210,30 @@ def test_a_chore_leaves_none_of_its_modules_but_keeps_its_state(tmp_path, monkey
     import chore_pkg.helper   # held before the chore: it stays
 
     try:
-        assert run_chore("chore_pkg.chore:work", "a") == ["a", 1, "later"]
+        assert run_chore("chore_pkg.chore:work", "a") == ["a", 1, "later", True]
         assert "chore_pkg.chore" not in sys.modules and "chore_pkg.later" not in sys.modules
         assert not {"chore", "later"} & set(vars(sys.modules["chore_pkg"]))
         assert sys.modules["chore_pkg.helper"] is chore_pkg.helper
-        assert run_chore("chore_pkg.chore:work", "b") == ["a", 2, "later"]   # the same module: 'a' first
-        assert "chore_pkg.chore" not in sys.modules
+        assert run_chore("chore_pkg.chore:work", "b") == ["a", 2, "later", True]   # the same modules
+        assert "chore_pkg.chore" not in sys.modules and "chore_pkg.later" not in sys.modules
+        import chore_pkg.later as fresh   # an import of its own, outside the chore: a new copy
+        assert run_chore("chore_pkg.chore:work", "c")[3] is False and sys.modules["chore_pkg.later"] is fresh
     finally:
         _CHORES.pop("chore_pkg.chore:work", None)
         for name in [n for n in sys.modules if n == "chore_pkg" or n.startswith("chore_pkg.")]:
             del sys.modules[name]
+
+
+def test_a_top_level_chore_module_goes_too(tmp_path, monkeypatch):
+    from mlp_magic.engine.bootstrap import _CHORES, run_chore
+
+    (tmp_path / "lone_chore.py").write_text("def work():\n    return 7\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert run_chore("lone_chore:work") == 7 and "lone_chore" not in sys.modules
+    finally:
+        _CHORES.pop("lone_chore:work", None)
+        sys.modules.pop("lone_chore", None)
 
 
 def test_every_chore_names_a_function_that_exists():
