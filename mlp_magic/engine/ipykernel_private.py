@@ -13,6 +13,10 @@ contract against the installed ipykernel).
   missing ipykernel keeps reading fd 1 and 2 itself: that output still reaches the notebook, but
   may show after its cell's end and is not in the rank's log.
 
+- ``EXECUTE_HANDLER``, for ``run_every_cell``: the kernel's table of shell handlers
+  (``shell_handlers["execute_request"]``, called as ``(stream, idents, msg)``) and the request's
+  ``stop_on_error`` that its execute handler reads (true by default). Where the table is not
+  there, ipykernel may abort a cell on the rank where the previous one failed (below).
 - ``DEBUGGER_MODULE``'s ``DEBUGGER_FLAG``, for engine/main's lean start: ipykernel's kernel builds
   its debugger (and imports debugpy) only where ``ipykernel.debugger._is_debugpy_available`` is
   true. Where the flag is gone, engine/main leaves the debugger module to be imported as before.
@@ -26,6 +30,7 @@ import os
 KERNEL_HOOKS = ("_publish_status", "finish_metadata", "_publish_execute_input", "get_parent")
 FD_PIPE = ("_fid", "_original_stdstream_copy", "_original_stdstream_fd", "_should_watch")
 DEBUGGER_MODULE, DEBUGGER_FLAG = "ipykernel.debugger", "_is_debugpy_available"
+EXECUTE_HANDLER = ("shell_handlers", "execute_request")
 
 _MISSING: dict = {}        # name -> what it was for, as found in this engine
 _REPLACED: list = []       # (object, name, original or None when it was the class's) to restore
@@ -78,6 +83,35 @@ def restore_all() -> bool:
         else:
             setattr(target, name, original)
     return changed
+
+
+def run_every_cell(kernel) -> bool:
+    """Every cell the World sends runs on every rank, whatever the previous cell did there.
+
+    ipykernel aborts the execute requests queued behind one that failed (``stop_on_error``),
+    and it marks itself aborting only after the failure's reply has left: a next cell sent as
+    soon as that reply came (a notebook run by nbclient, a cell after an interrupt) can be
+    aborted on that rank alone while the others run it, and a collective in it then hangs.
+    So each execute request is handled as if it said ``stop_on_error: false``; a failure still
+    fails its cell, and the kernel's own notebook still stops there. False, noted missing and
+    changing nothing, where the handler table is not there."""
+    table, name = EXECUTE_HANDLER
+    handlers = getattr(kernel, table, None)
+    handler = handlers.get(name) if isinstance(handlers, dict) else None
+    if not callable(handler):
+        _MISSING[f"Kernel.{table}['{name}']"] = "every rank runs every cell after a failure (run_every_cell)"
+        return False
+    if getattr(handler, "_mlp_runs_every_cell", False):
+        return True
+
+    def execute_request(stream, idents, msg):
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, dict):
+            content.setdefault("stop_on_error", False)
+        return handler(stream, idents, msg)
+    execute_request._mlp_runs_every_cell = True
+    handlers[name] = execute_request
+    return True
 
 
 def current_kernel():

@@ -38,7 +38,7 @@ import time
 
 from . import forget_modules
 from .identity import STARTED, launched_by_mpi, launcher_rank, usable_cpus
-from .ipykernel_private import DEBUGGER_FLAG, DEBUGGER_MODULE
+from .ipykernel_private import DEBUGGER_FLAG, DEBUGGER_MODULE, run_every_cell
 
 PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
 LOG_FORMAT = "%(asctime)s.%(msecs).03d [rank {rank}] [%(name)s]%(highlevel)s %(message)s"
@@ -203,6 +203,7 @@ def main() -> None:
                 times = os.times()
                 STARTED.update(registered_at=time.time(), cpu_s=round(times.user + times.system, 3))
             quieten(self.kernel)
+            run_every_cell(self.kernel)
 
     RankEngine.launch_instance()
 

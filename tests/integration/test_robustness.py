@@ -112,6 +112,24 @@ def test_a_sigint_while_a_rank_shows_its_traceback_changes_nothing(fresh_world):
     assert [r.stdout for r in ip.user_ns["next"]] == [f"{r}\n" for r in range(4)]
 
 
+def test_a_cell_queued_behind_a_failure_still_runs_on_every_rank(fresh_world):
+    """ipykernel aborts what is queued behind a failed execute request; a World's ranks run every
+    cell (engine/ipykernel_private.run_every_cell). Queued here on purpose, through the World's
+    client: the kernel sends a cell only once every rank finished the last, but a rank raises its
+    abort flag only after its failure's reply left, so a cell sent at once could land in that
+    window and be aborted on that rank alone (seen once: "aborted on rank 1" after an interrupt)."""
+    ip = fresh_world
+    view = command.current_world().client[:]
+    failing = view.execute("import time\ntime.sleep(0.5)\nassert rank != 1, 'rank 1 fails'", silent=False,
+                           block=False)   # not silent, as world/cell sends a cell
+    following = view.execute("ran_after_the_failure = True", silent=False, block=False)   # queued meanwhile
+    with pytest.raises(Exception, match="rank 1 fails"):
+        failing.get(timeout=hang_bound(5.0))
+    following.get(timeout=hang_bound(5.0))   # before: TaskAborted, on rank 1 only
+    assert run(ip, "%%mpirun -o after\nprint(ran_after_the_failure)") is None
+    assert {r.stdout for r in ip.user_ns["after"]} == {"True\n"}
+
+
 def test_an_interrupt_still_reaches_the_ranks_left_when_an_engine_is_gone(fresh_world, tmp_path):
     world = command.current_world()
     engines = [world.rank_to_engine[rank] for rank in range(4)]

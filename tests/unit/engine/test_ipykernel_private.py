@@ -109,3 +109,39 @@ def test_an_outstream_without_a_name_keeps_ipykernels_own_reader(tmp_path):
     assert seen["taken"] is False and seen["ipykernels_reader"] is True
     assert seen["missing"] == {"OutStream._fid_v2": "fd 1/2 output drained at its cell's end "
                                                     "(engine/fd_watch)"}
+
+
+def test_the_execute_handler_and_stop_on_error_are_where_run_every_cell_looks():
+    """The contract: the kernel keeps its shell handlers in a dict filled at construction, calls
+    them as (stream, idents, msg), and its execute handler reads ``stop_on_error`` (true unless
+    the request says otherwise) to abort what is queued behind a failure."""
+    from ipykernel.kernelbase import Kernel
+
+    table, name = ipykernel_private.EXECUTE_HANDLER
+    assert f"self.{table} = {{}}" in inspect.getsource(Kernel.__init__)
+    assert name in Kernel.msg_types
+    assert list(inspect.signature(Kernel.execute_request).parameters)[1:] == ["stream", "ident", "parent"]
+    assert 'content.get("stop_on_error", True)' in inspect.getsource(Kernel.execute_request)
+    assert f"handler = self.{table}.get(msg_type" in inspect.getsource(Kernel.dispatch_shell)
+
+
+def test_every_execute_request_is_handled_without_stop_on_error_unless_it_says(monkeypatch):
+    monkeypatch.setattr(ipykernel_private, "_MISSING", {})
+    seen = []
+    kernel = SimpleNamespace(shell_handlers={"execute_request": lambda *args: seen.append(args) or "done",
+                                             "kernel_info_request": print})
+    assert ipykernel_private.run_every_cell(kernel) is True
+    assert ipykernel_private.run_every_cell(kernel) is True            # once: not wrapped twice
+    handler = kernel.shell_handlers["execute_request"]
+    assert handler("stream", ["id"], {"content": {"code": "1/0"}}) == "done"
+    assert handler("stream", ["id"], {"content": {"code": "x", "stop_on_error": True}}) == "done"
+    assert [args[2]["content"].get("stop_on_error") for args in seen] == [False, True]
+    assert seen[0][:2] == ("stream", ["id"]) and kernel.shell_handlers["kernel_info_request"] is print
+    assert ipykernel_private.missing() == {}
+
+
+def test_a_kernel_without_the_handler_table_keeps_its_ways_and_says_so(monkeypatch):
+    monkeypatch.setattr(ipykernel_private, "_MISSING", {})
+    for kernel in (SimpleNamespace(), SimpleNamespace(shell_handlers={}), SimpleNamespace(shell_handlers=[])):
+        assert ipykernel_private.run_every_cell(kernel) is False
+    assert list(ipykernel_private.missing()) == ["Kernel.shell_handlers['execute_request']"]
