@@ -42,7 +42,8 @@ def start_agents(world, timeout: float = START_TIMEOUT_S) -> tuple:
     """({host: {"addr", "port", "pid"} or {"error": text}}, key hex) for the World's record."""
     key = secrets.token_hex(32)
     firsts = first_rank_per_host(world.layout)
-    arguments = {rank: (AGENT_CHORE, key, _address(world, rank), _host_ranks(world, host), config.log_root())
+    addresses = {rank: _address(world, rank) for rank in firsts.values()}
+    arguments = {rank: (AGENT_CHORE, key, addresses[rank], _host_ranks(world, host), config.log_root())
                  for host, rank in firsts.items()}
     try:
         answers = call_each(world, arguments, run_chore, timeout=timeout, what="starting the GPU agents",
@@ -53,7 +54,7 @@ def start_agents(world, timeout: float = START_TIMEOUT_S) -> tuple:
     for host, rank in firsts.items():
         answer = answers.get(rank)
         if isinstance(answer, dict) and "port" in answer:
-            agents[host] = {"addr": arguments[rank][2], "port": answer["port"], "pid": answer["pid"]}
+            agents[host] = {"addr": addresses[rank], "port": answer["port"], "pid": answer["pid"]}
         else:
             agents[host] = {"error": _why(answer)}
     note = agents_note(agents)

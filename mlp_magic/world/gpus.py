@@ -46,9 +46,9 @@ def collect_from_engines(world: Any, targets: Mapping[str, Tuple[int, int]],
     deadline = time.monotonic() + timeout
     found: Dict[str, HostGpus] = {}
     pending: Dict[str, Any] = {}
+    share = timeout * ENGINE_SHARE
     for host, (rank, engine_id) in targets.items():
         try:
-            share = timeout * ENGINE_SHARE
             pending[host] = world.client[engine_id].apply_async(run_chore, GPU_PROBE_CHORE, share, host)
         except Exception as exc:  # unknown engine id, closed client
             found[host] = failed(host, "engine %d (rank %d): %s" % (engine_id, rank, one_line(exc)))
