@@ -118,20 +118,29 @@ class ManagedProcess:
 def kill_tree(pid, create_time, grace: float = 3.0) -> int:
     """Terminate a process we once started, and its descendants; only if it is still the same
     process (same create time). Returns how many processes were signalled."""
-    try:
-        leader = psutil.Process(int(pid))
-        if create_time is None or abs(leader.create_time() - float(create_time)) > 0.01:
-            return 0
-        family = [p for p in [leader] + leader.children(recursive=True) if _alive(p)]
-    except (psutil.Error, TypeError, ValueError):
-        return 0
-    for member in family:
+    return kill_trees([(pid, create_time)], grace)
+
+
+def kill_trees(processes, grace: float = 3.0) -> int:
+    """``kill_tree`` of each (pid, create time) at once: TERM to all, one wait, KILL to what is
+    left (an engine blocked in a send never acts on TERM). Returns how many were signalled."""
+    family: dict = {}
+    for pid, create_time in processes:
+        try:
+            leader = psutil.Process(int(pid))
+            if create_time is None or abs(leader.create_time() - float(create_time)) > 0.01:
+                continue
+            family.update((p.pid, p) for p in [leader] + leader.children(recursive=True) if _alive(p))
+        except (psutil.Error, TypeError, ValueError):
+            continue
+    members = list(family.values())
+    for member in members:
         _signal(member, signal.SIGTERM)
-    _, alive = psutil.wait_procs(family, timeout=grace)
+    _, alive = psutil.wait_procs(members, timeout=grace)
     for member in alive:
         _signal(member, signal.SIGKILL)
     psutil.wait_procs(alive, timeout=grace)
-    return len(family)
+    return len(members)
 
 
 def _alive(process) -> bool:

@@ -36,7 +36,7 @@ from .lifeline import Lifeline, wait_for_ends
 from .agents import start_agents
 from .live import LiveWorld
 from .mpi import MpiInfo
-from .processes import kill_tree, wait_for_file
+from .processes import kill_tree, kill_trees, wait_for_file
 from .quiet_replies import complete_quiet_outputs
 from .registration import Waiting, wait_for_engines
 
@@ -349,8 +349,18 @@ class World:
         for process in reversed(self.processes):
             process.stop()
         self.processes = []
+        self._stop_orphaned_ranks()
         published.withdraw()
         self._remove_files(keep_logs=not clean)
+
+    def _stop_orphaned_ranks(self) -> None:
+        """The ranks on this machine that outlived their launcher (killed, or the OOM killer's
+        pick): OpenMPI starts each in a session of its own, so they are nobody's children any
+        more and the launcher's stop misses them. Each checked by pid and start time; a rank
+        already gone costs one failed lookup."""
+        here = socket.gethostname()
+        kill_trees([(i.get("pid"), i.get("create_time")) for i in self.identities.values()
+                    if i.get("host") == here and i.get("pid")])
 
     def _wait_for_launcher(self, seconds: float) -> None:
         wait_for_ends(self.processes[1:], seconds)   # on their pid file descriptors

@@ -6,6 +6,7 @@ import threading
 import time
 from datetime import datetime
 
+import psutil
 import pytest
 
 from mlp_magic.world import command
@@ -124,7 +125,13 @@ def test_a_lost_launcher_ends_the_cell_at_once_and_the_ranks_show_dead(ip, world
     assert wait_until(lambda: _mine() and set(states(_mine()[0])) == {"dead"}, hang_bound(0.5)), _mine()
     mine = _mine()
     assert mine and set(states(mine[0])) == {"dead"} and mine[0]["state"] == "stopped"
+    # The ranks outlived their launcher (each in a session of its own): the stop ends them too
+    # (before: nobody's children, they lingered until their heartbeat gave up, one forever,
+    # blocked in a send to the gone controller).
+    ranks = [psutil.Process(i["pid"]) for i in world4.identities.values()]
+    assert all(rank.is_running() for rank in ranks)
     assert run(ip, "%mpirun --restart") is None
+    assert not [rank.pid for rank in ranks if rank.is_running() and rank.status() != psutil.STATUS_ZOMBIE]
 
 
 def test_the_record_says_starting_while_the_world_starts(ip):
