@@ -92,6 +92,8 @@ def _process(pid: int) -> dict | None:
         return None
     python = is_python(_link(f"{PROC}/{pid}/exe"), argv)
     environ = _read(f"{PROC}/{pid}/environ") if python else None
+    if python and environ is None and _why_not_there(pid)["fault"] == GONE:
+        return None   # it ended between the two reads: not another user's
     rank = rank_of(parse_environ(environ)) if environ is not None else None
     return {"pid": pid, "ppid": _parent(pid), "argv": argv, "python": python, "rank": rank,
             "unreadable": python and environ is None}
