@@ -72,7 +72,9 @@ def test_a_sleeping_rank_shows_busy_while_it_sleeps_and_the_others_idle(ip, worl
     assert running["id"] == world4.id and running["state"] == "running"
     busy_since = datetime.fromisoformat(running["ranks"][2]["since"]).timestamp()
     idle_since = datetime.fromisoformat(running["ranks"][0]["since"]).timestamp()
-    assert busy_since < idle_since < busy_since + BUSY_S   # the others were done while rank 2 slept
+    # the others were done while rank 2 slept; a quick rank can answer within the millisecond its
+    # request was sent (its reply already in when the waiting loop took it up), hence <=
+    assert busy_since <= idle_since < busy_since + BUSY_S
 
     def ended() -> bool:   # the end of the cell reaches the file too
         mine = _mine()[0]
