@@ -9,6 +9,8 @@ One command: ``python benchmarks/engine_weight.py [--ranks 4,64,128]``. All rank
   it holds (``len(sys.modules)``, asked on the engine), its RSS (psutil, from outside), the CPU it
   used to start (psutil: user + system, until the World was ready) and, where the engine reports
   it (``engine/identity.STARTED``), the wall time from its process's birth to its registration.
+- The peer for the start's CPU, per N in the same run: ``mpiexec -n N`` bare ranks doing the
+  floor's imports (MPI_Init included); the ratio is the engines' median over theirs.
 - The heavy modules still loaded (``HEAVY``), and what the fattest engine holds beyond the floor.
 Goals (issue 26) are printed, not asserted: modules <= 1.10 x floor, RSS <= 60 MB (the issue's
 76-79 MB were MiB, as here; the JSON has both).
@@ -48,6 +50,20 @@ def floor(code: str, runs: int = 3) -> dict:
         found.append(json.loads(out.stdout.strip().splitlines()[-1]))
     return {"modules": len(found[0][0]), "names": found[0][0],
             "rss_mib": round(statistics.median(rss for _, rss in found) / 2 ** 20, 1)}
+
+
+def bare_ranks_cpu(n: int) -> dict:
+    """The peer: ``mpiexec -n N`` bare ranks doing the floor's imports (MPI_Init included), each
+    one's CPU seconds when done (user + system): what a rank costs to start without an engine."""
+    code = f"{FLOORS['floor']}\nimport json, os\nprint(json.dumps(sum(os.times()[:2])))"
+    from mlp_magic.world.mpi import find_mpiexec
+
+    # the World's mpiexec (Open MPI: this benchmark sets its variables), placed as a World's ranks are
+    argv = [find_mpiexec() or "mpiexec", "-n", str(n), "--oversubscribe", "--map-by", "slot",
+            sys.executable, "-c", code]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=600, env=env)
+    return spread([float(line) for line in done.stdout.split()])
 
 
 def on_engine(heavy: tuple) -> dict:
@@ -111,9 +127,15 @@ def run_one(n: int, floor_names: list) -> dict:
         world.start()
         figures = {"ranks": n, "world_start_s": round(time.perf_counter() - began, 2)}
         figures.update(per_engine(world, floor_names))
-        return figures
     finally:
         world.stop()
+    try:
+        figures["bare_rank_cpu_s"] = bare = bare_ranks_cpu(n)
+        figures["start_cpu_ratio"] = round(figures["start_cpu_s"]["median"] / bare["median"], 2)
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError) as err:   # the World's figures stand
+        figures["bare_rank_cpu_s"], figures["start_cpu_ratio"] = {"median": "-"}, "-"
+        figures["bare_error"] = f"{type(err).__name__}: {err}"[:400]
+    return figures
 
 
 def judge(figures: dict, floors: dict) -> None:
@@ -131,7 +153,7 @@ def print_table(floors: dict, results: list) -> None:
     for name, found in floors.items():
         print(f"{name}: {found['modules']} modules, RSS {found['rss_mib']} MiB   ({FLOORS[name]})")
     print("N | world start s | modules med/max | /floor med/max | RSS MiB med/max | start CPU s med/max | "
-          "birth->registered s med/max | heavy loaded")
+          "bare rank CPU s med (ratio) | birth->registered s med/max | heavy loaded")
     for r in results:
         if "error" in r:
             print(f"{r['ranks']} | error: {r['error']}")
@@ -140,6 +162,7 @@ def print_table(floors: dict, results: list) -> None:
         print(f"{r['ranks']} | {r['world_start_s']} | {m['median']:.0f}/{m['max']:.0f} | "
               f"{r['modules_ratio_median']}/{r['modules_ratio']} | {rss['median']}/{rss['max']} | "
               f"{cpu['median']}/{cpu['max']} | "
+              f"{r['bare_rank_cpu_s']['median']} ({r['start_cpu_ratio']}x) | "
               f"{reg.get('median', '-')}/{reg.get('max', '-')} | {','.join(r['heavy_loaded']) or '-'}")
         for which in ("typical", "fattest"):
             beyond = r[f"{which}_beyond_floor"]

@@ -8,7 +8,6 @@ this machine is probed in-process meanwhile, and one deadline bounds the whole c
 """
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import time
@@ -20,12 +19,8 @@ from ..core.local_names import stays_here, this_machine_names
 from ..core.results import HostResult, why_no_answer
 from ..errors import MlpMagicError
 from ..fanout.ssh.underway import Underway, start_all
-from .model import HostGpus
-
-
-def failed(host: str, error: str) -> HostGpus:
-    """A host's inventory that could not be had, and why."""
-    return HostGpus(host=host, source="none", error=error)
+from .model import HostGpus, failed, parse_topo_answer
+from .probe import topo_argv
 
 
 def one_line(exc: BaseException) -> str:
@@ -43,21 +38,7 @@ MAX_ANSWER_BYTES = 1 << 20   # one host's topology JSON is a few kB; more is not
 
 def topo_command(python: str, probe_timeout: float) -> str:
     """The shell command each host runs: this package's ``topo --json`` under ``python``."""
-    return "exec %s -m mlp_magic.cli topo --json --timeout %g" % (shlex.quote(python), probe_timeout)
-
-
-def parse_topo_answer(host: str, text: str) -> HostGpus:
-    """``mlp-magic topo --json`` output ({"<its hostname>": {...}}) -> HostGpus named ``host``. Pure."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return failed(host, "bad JSON: %s (output starts %r)" % (exc, text[:60]))
-    if not isinstance(data, dict) or len(data) != 1 or not isinstance(next(iter(data.values())), dict):
-        return failed(host, "bad JSON: expected one host's object, got %.60r" % (data,))
-    try:
-        return HostGpus.from_dict(dict(next(iter(data.values())), host=host))
-    except MlpMagicError as exc:
-        return failed(host, "bad JSON: %s" % str(exc).replace("bad GPU inventory JSON: ", ""))
+    return "exec " + shlex.join(topo_argv(python, probe_timeout))
 
 
 def inventory_from_result(result: HostResult, timeout: float) -> HostGpus:

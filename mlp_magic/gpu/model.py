@@ -111,6 +111,25 @@ class HostGpus:
         return cls.from_dict(data)
 
 
+def failed(host: str, error: str) -> HostGpus:
+    """A host's inventory that could not be had, and why."""
+    return HostGpus(host=host, source="none", error=error)
+
+
+def parse_topo_answer(host: str, text: str) -> HostGpus:
+    """``mlp-magic topo --json`` output ({"<its hostname>": {...}}) -> HostGpus named ``host``. Pure."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return failed(host, "bad JSON: %s (output starts %r)" % (exc, text[:60]))
+    if not isinstance(data, dict) or len(data) != 1 or not isinstance(next(iter(data.values())), dict):
+        return failed(host, "bad JSON: expected one host's object, got %.60r" % (data,))
+    try:
+        return HostGpus.from_dict(dict(next(iter(data.values())), host=host))
+    except MlpMagicError as exc:
+        return failed(host, "bad JSON: %s" % str(exc).replace("bad GPU inventory JSON: ", ""))
+
+
 _BUS_ID_RE = re.compile(r"^([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$")
 
 

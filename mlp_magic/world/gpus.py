@@ -16,8 +16,8 @@ from typing import Any, Dict, Iterable, Mapping, Tuple
 from ..core.placement import first_rank_per_host
 from ..engine.bootstrap import GPU_PROBE_CHORE, run_chore
 from ..errors import MlpMagicError
-from ..gpu.collect import failed, one_line
-from ..gpu.model import HostGpus
+from ..gpu.collect import one_line
+from ..gpu.model import HostGpus, failed
 from .ipp_private import children
 from .waiting import Requests
 

@@ -10,10 +10,12 @@ import pytest
 from mlp_magic.cluster.text import state_text
 from mlp_magic.cluster.widget import cluster_view
 from mlp_magic.errors import MlpMagicError
+from mlp_magic.gpu.nvml_probe import nvml_library_loads
 from mlp_magic.world.gpus import collect_from_engines, collect_from_world, probe_targets
 from mlp_magic.world import command, gpus
 from mlp_magic.world.waiting import Requests
 from tests.timing import hang_bound
+from tests.unit.gpu.test_probe import install_smi
 
 pytestmark = pytest.mark.timeout(240)
 CPU_ONLY = not os.path.exists("/dev/nvidiactl")
@@ -67,6 +69,26 @@ def test_one_engine_per_host_answers_for_it(world):
         assert (gpus.source, gpus.gpus, gpus.nics, gpus.links) == ("none", [], [], {})
     assert took < hang_bound(1.0), took   # about a second; the bound tells it from a hang
     assert [r["state"] for r in world.state()["ranks"]] == ["idle", "idle"]
+
+
+@pytest.mark.skipif(nvml_library_loads(), reason="NVML answers here before nvidia-smi")
+def test_the_probing_engine_probes_through_a_child_that_is_no_rank(world, tmp_path):
+    """The first rank finds a stand-in nvidia-smi on its PATH (no NVML here): the inventory is the
+    capture's, and the stand-in's parent is neither a rank nor has a rank's identity."""
+    seen = tmp_path / "seen"
+    path = install_smi(tmp_path, ('echo "$PPID ${OMPI_COMM_WORLD_RANK-none} ${RANK-none}" >> %s\n'
+                                  'if [ "$1" = topo ]; then cat %s; else exit 4; fi\n') % (seen, H200))
+    engine = world.client[world.rank_to_engine[0]]
+    engine.execute("import os as _os\n_path = _os.environ['PATH']\n_os.environ['PATH'] = %r" % path,
+                   block=True)
+    try:
+        found = collect_from_world(world, timeout=10.0)["localhost"]
+    finally:
+        engine.execute("_os.environ['PATH'] = _path\ndel _os, _path", block=True)
+    assert found.source == "nvidia-smi" and found.links["GPU0"]["GPU7"] == "NV18"
+    parent, world_rank, rank = seen.read_text().split()[:3]
+    assert int(parent) not in [identity["pid"] for identity in world.identities.values()]
+    assert (world_rank, rank) == ("none", "none")
 
 
 def test_a_busy_engine_is_reported_never_waited_on(world, tmp_path):
