@@ -14,23 +14,13 @@ from typing import Dict, List
 from ..core.local_names import is_this_machine, this_machine_names
 from ..core.ranges import fold_ranks
 from ..errors import MlpMagicError
+from ..world.published import private_part, recorded_ranks
 from ..world.rank_signals import Targets, signal_all
 
 TAIL_BYTES = 64 * 1024
 AGENT_TIMEOUT_S = 5.0
 STACKS_TIMEOUT_S = 10.0
 STREAMS = ("stdout", "stderr")
-
-
-def _private(world: dict) -> dict:
-    private = world.get("private")
-    return private if isinstance(private, dict) else {}
-
-
-def _rank_processes(world: dict) -> Dict[int, list]:
-    """{rank: [pid, create_time]} as the World published them."""
-    ranks = _private(world).get("ranks") or {}
-    return {int(rank): value for rank, value in ranks.items()}
 
 
 def _hosts_of(world: dict) -> Dict[str, List[int]]:
@@ -42,7 +32,7 @@ def _hosts_of(world: dict) -> Dict[str, List[int]]:
 
 async def _agent_call(world: dict, host: str, op: str, **args) -> dict:
     agent = (world.get("agents") or {}).get(host)
-    key = _private(world).get("agent_key")
+    key = private_part(world).get("agent_key")
     if not agent or not key:
         raise MlpMagicError(f"no agent on {host} for this World (it started without one)")
     from ..agent.client import call
@@ -54,22 +44,17 @@ async def interrupt(world: dict) -> dict:
     """SIGINT every rank of the World (ranks between cells ignore it); what was done, host by host
     (world/rank_signals, as the World's own interrupt does without ipyparallel's)."""
     names = this_machine_names()
-    processes = {rank: tuple(value[:2]) for rank, value in _rank_processes(world).items()}
-    targets = Targets(_hosts_of(world), processes, world.get("agents") or {},
-                      _private(world).get("agent_key"), here=lambda host: is_this_machine(host, names))
+    targets = Targets(_hosts_of(world), recorded_ranks(world), world.get("agents") or {},
+                      private_part(world).get("agent_key"), here=lambda host: is_this_machine(host, names))
     signalled, problems = await signal_all(targets)
     return {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
 
 
 async def stop(world: dict) -> dict:
-    """Stop the World's own processes (launcher first, then controller): its ranks go with them."""
-    from ..world.processes import kill_tree
+    """Stop the World's own processes (launcher, controller) and its ranks on this machine."""
+    from ..world.processes import stop_recorded
 
-    def kill_all() -> int:
-        processes = reversed(world.get("processes") or [])
-        return sum(kill_tree(p.get("pid"), p.get("create_time")) for p in processes)
-
-    killed = await asyncio.get_running_loop().run_in_executor(None, kill_all)
+    killed = await asyncio.get_running_loop().run_in_executor(None, stop_recorded, world)
     return {"world": world.get("id"), "stopped": killed > 0, "processes": killed}
 
 

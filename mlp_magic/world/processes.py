@@ -23,6 +23,7 @@ from ..core.deadline import until
 from ..engine.main import PROGRAM as ENGINE_PROGRAM
 from ..engine.private_files import open_private
 from ..errors import MlpMagicError
+from . import published
 
 
 def _tail(path: str, lines: int = 15) -> str:
@@ -258,3 +259,23 @@ def engine_command(url_file: str | None, patience_s: float) -> list:
     if url_file:
         argv.append(f"--file={url_file}")
     return argv
+
+
+def stop_recorded(record: dict) -> int:
+    """Stop every process a World's record names that runs on this machine: its controller, its
+    launcher and the ranks that outlived the launcher (in sessions of their own, nobody's children
+    then), all at once. Each is checked by pid and start time, so a reused pid is never touched;
+    the ranks are not filtered by host (a hostfile may name this machine by an address), and a
+    rank elsewhere that matched both here would be one of this World's own processes, started in
+    the same instant. How many were signalled."""
+    return kill_trees(published.recorded_processes(record) + list(published.recorded_ranks(record).values()))
+
+
+def reap_orphans(notice=print) -> None:
+    """Stop the Worlds of kernels that died without stopping them (a stale World from a dead
+    kernel): their processes outlive them in sessions of their own."""
+    for state in published.orphaned_worlds():
+        killed = stop_recorded(state)
+        published.withdraw(state["pid"])
+        if killed:
+            notice(f"mlp_magic: stopped {killed} processes left by a dead kernel (pid {state['pid']})")

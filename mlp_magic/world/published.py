@@ -96,3 +96,26 @@ def read_worlds(directory: str | None = None) -> list:
 def orphaned_worlds(directory: str | None = None) -> list:
     """States published by this machine's kernels that died without stopping their World."""
     return [s for s in _all_states(directory or config.state_dir()) if _here(s) and not _alive(s["pid"])]
+
+
+def private_part(record: dict) -> dict:
+    """The record's private part (the server's actions use it; never served): {} when missing
+    or malformed."""
+    private = record.get("private")
+    return private if isinstance(private, dict) else {}
+
+
+def recorded_ranks(record: dict) -> dict:
+    """{rank: (pid, process start time)} of the ranks the record's private part names; a
+    malformed entry is left out (a stale or hand-edited file never stops a cleanup)."""
+    ranks = private_part(record).get("ranks")
+    entries = ranks.items() if isinstance(ranks, dict) else ()
+    return {int(rank): (value[0], value[1]) for rank, value in entries
+            if str(rank).isdigit() and isinstance(value, list) and len(value) >= 2}
+
+
+def recorded_processes(record: dict) -> list:
+    """[(pid, process start time)] of the World's own processes (controller, launcher)."""
+    processes = record.get("processes")
+    entries = processes if isinstance(processes, list) else ()
+    return [(p.get("pid"), p.get("create_time")) for p in entries if isinstance(p, dict)]

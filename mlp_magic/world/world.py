@@ -36,7 +36,7 @@ from .lifeline import Lifeline, wait_for_ends
 from .agents import start_agents
 from .live import LiveWorld
 from .mpi import MpiInfo
-from .processes import kill_tree, kill_trees, wait_for_file
+from .processes import kill_trees, reap_orphans, wait_for_file
 from .quiet_replies import complete_quiet_outputs
 from .registration import Waiting, wait_for_engines
 
@@ -378,16 +378,6 @@ class World:
                     pass
         if self.workdir and not keep_logs:
             shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def reap_orphans(notice=print) -> None:
-    """Stop the Worlds of kernels that died without stopping them (a stale World from a dead
-    kernel): their controller and mpiexec outlive them in sessions of their own."""
-    for state in published.orphaned_worlds():
-        killed = sum(kill_tree(p.get("pid"), p.get("create_time")) for p in state.get("processes", []))
-        published.withdraw(state["pid"])
-        if killed:
-            notice(f"mlp_magic: stopped {killed} processes left by a dead kernel (pid {state['pid']})")
 
 
 def _run_dir() -> str:

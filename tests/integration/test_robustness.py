@@ -278,22 +278,28 @@ def test_the_reaper_stops_what_a_dead_kernel_left(tmp_path):
     that exited...): a state file of a dead kernel names processes that are still running."""
     import subprocess
 
-    from mlp_magic.world import world as world_module
+    from mlp_magic.world import processes
     from mlp_magic.world import published as world_state
 
     orphan = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    # A rank that outlived its launcher: in a session of its own, nobody's child, named only by
+    # the record's private rank list.
+    rank = subprocess.Popen(["sleep", "300"], start_new_session=True)
     dead = subprocess.Popen(["true"])
     dead.wait()
     try:
         world_state.publish({"pid": dead.pid, "np": 1, "ranks": [],
                              "processes": [{"pid": orphan.pid,
-                                            "create_time": psutil.Process(orphan.pid).create_time()}]})
+                                            "create_time": psutil.Process(orphan.pid).create_time()}],
+                             "private": {"ranks": {0: [rank.pid, psutil.Process(rank.pid).create_time()]}}})
         assert any(s["pid"] == dead.pid for s in world_state.orphaned_worlds())
         notices = []
-        world_module.reap_orphans(notices.append)
+        processes.reap_orphans(notices.append)
         assert orphan.wait(hang_bound(0.5)) is not None
+        assert rank.wait(hang_bound(0.5)) is not None
         assert notices and f"dead kernel (pid {dead.pid})" in notices[0]
         assert not any(s["pid"] == dead.pid for s in world_state.orphaned_worlds())
     finally:
-        if orphan.poll() is None:
-            orphan.kill()
+        for process in (orphan, rank):
+            if process.poll() is None:
+                process.kill()

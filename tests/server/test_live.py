@@ -148,14 +148,19 @@ async def test_interrupt_signals_the_ranks_still_the_published_processes(
 
 
 async def test_restart_stops_the_worlds_own_processes(jp_fetch, world_state_dir, processes):
-    launcher = processes.catcher("launcher")
-    record = world_record(os.getpid(), processes=[
-        {"pid": launcher.pid, "create_time": psutil.Process(launcher.pid).create_time()}])
+    """The launcher, and the ranks that outlived a killed launcher (nobody's children: named only
+    by the record's private part); never a pid reused by another process."""
+    launcher, rank0, rank1 = (processes.catcher(name) for name in ("launcher", "rank0", "rank1"))
+    created = {p.pid: psutil.Process(p.pid).create_time() for p in (launcher, rank0, rank1)}
+    private = {"ranks": {"0": [rank0.pid, created[rank0.pid]], "1": [rank1.pid, created[rank1.pid] - 5.0]}}
+    record = world_record(os.getpid(), private=private,
+                          processes=[{"pid": launcher.pid, "create_time": created[launcher.pid]}])
     publish(world_state_dir, record)
     answer = json.loads((await jp_fetch("mlp-magic", "worlds", "here-1-1", "restart", method="POST",
                                         body=b"")).body)
-    assert answer["stopped"] is True
-    assert launcher.wait(hang_bound(0.5)) is not None
+    assert answer["stopped"] is True and answer["processes"] == 2
+    assert launcher.wait(hang_bound(0.5)) is not None and rank0.wait(hang_bound(0.5)) is not None
+    assert rank1.poll() is None   # its pid was published with another start time: not the rank
 
 
 async def test_a_ranks_log_tail_and_bad_requests(jp_fetch, world_state_dir, tmp_path):
