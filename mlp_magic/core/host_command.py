@@ -71,6 +71,16 @@ def without_rank_variables(env: Mapping) -> dict:
             if name not in RANK_NAMES and not name.startswith(RANK_PREFIXES)}
 
 
+def helper_environment(env: Mapping, package_parent: str) -> dict:
+    """The environment of a helper a rank starts on its host (the GPU agent, the GPU probe):
+    ``env`` less the rank's identity (a helper is no rank: with ``RANK`` and ``MASTER_ADDR``,
+    ``mlp-magic stacks`` took the agent for rank 0 of a torch job), with ``package_parent`` (the
+    rank's copy of mlp_magic) first on ``PYTHONPATH``."""
+    helper = without_rank_variables(env)
+    helper["PYTHONPATH"] = ":".join(p for p in (package_parent, helper.get("PYTHONPATH")) if p)
+    return helper
+
+
 def caller_folder(getcwd) -> str:
     """The caller's working folder (``getcwd``: os.getcwd); "" when it was removed: the hosts
     then start in their home folder."""

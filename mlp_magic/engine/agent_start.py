@@ -21,11 +21,11 @@ import sys
 import threading
 import time
 
-from ..core.host_command import without_rank_variables
+from .. import PACKAGE_PARENT
+from ..core.host_command import helper_environment
 from ..core.proc_stat import create_time
 from ..errors import MlpMagicError
 
-_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _lock = threading.Lock()
 _agent: dict = {}   # this engine's agent: {"process": Popen, "answer": {"port", "pid"}}
 
@@ -40,12 +40,8 @@ def process_create_time(pid: int | None = None) -> float | None:
 
 
 def _environment() -> dict:
-    """This engine's environment less the rank's identity (the agent is no rank: with RANK and
-    MASTER_ADDR, ``mlp-magic stacks`` took it for one of a torch job's ranks), with this copy of
-    mlp_magic first on the agent's path."""
-    env = without_rank_variables(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
-    return env
+    """The agent's environment: this engine's, as any helper of a rank has it."""
+    return helper_environment(os.environ, PACKAGE_PARENT)
 
 
 def _first_line(fd: int, timeout: float) -> bytes:

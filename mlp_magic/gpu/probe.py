@@ -115,14 +115,16 @@ def topo_argv(python: str, probe_timeout: float) -> List[str]:
 
 def probe_in_child(timeout: float, host: str, python: str = sys.executable) -> HostGpus:
     """This host's GPUs, probed by a child process (``topo_argv``) given ``timeout`` seconds in
-    all, a share of them for the probe itself; never raises. The child leaves the rank's identity
-    behind, as the GPU agent does (it is no rank: ``mlp-magic stacks`` must not count it)."""
-    from ..core.host_command import without_rank_variables
+    all, a share of them for the probe itself; never raises. The child is a rank's helper, as the
+    GPU agent is (core/host_command.helper_environment): no rank's identity, and the rank's own
+    mlp_magic first on its path, wherever a cell took the rank's working folder."""
+    from .. import PACKAGE_PARENT
+    from ..core.host_command import helper_environment
     from .model import failed, parse_topo_answer
 
-    argv = topo_argv(python, timeout * CHILD_PROBE_SHARE)
+    argv, env = topo_argv(python, timeout * CHILD_PROBE_SHARE), helper_environment(os.environ, PACKAGE_PARENT)
     try:
-        returncode, out, err = _run(argv, timeout, "GPU probe", without_rank_variables(os.environ))
+        returncode, out, err = _run(argv, timeout, "GPU probe", env)
     except MlpMagicError as exc:
         return failed(host, str(exc))
     if returncode != 0:

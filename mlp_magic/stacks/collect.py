@@ -8,13 +8,12 @@ times out or answers nonsense becomes a HostScan with its ``error``: listed, nev
 """
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 import time
 from collections.abc import Iterable, Mapping
 
-from .. import config
+from .. import PACKAGE_PARENT, config
 from ..core.deadline import in_background
 from ..core.local_names import stays_here, this_machine_names
 from ..core.proc_ranks import STACKS_SCANNER
@@ -33,7 +32,6 @@ CONNECT_SECONDS = 5.0
 # once would only fight for this machine's cores and memory.
 AT_ONCE = 256
 MAX_ANSWER_BYTES = 64 << 20
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def scan_command(options: StacksOptions, python: str | None = None, pyspy: str | None = None) -> str:
@@ -49,7 +47,7 @@ def scan_command(options: StacksOptions, python: str | None = None, pyspy: str |
         args += ["--pyspy", pyspy]
     # -I -S: none of the host's PYTHON* settings or site-packages (the scanner needs the standard
     # library and this package only); -c, not -m: runpy's imports cost more than the scan's own.
-    start = (f"import sys; sys.path.insert(0, {PACKAGE_ROOT!r}); "
+    start = (f"import sys; sys.path.insert(0, {PACKAGE_PARENT!r}); "
              f"from {STACKS_SCANNER} import main; sys.exit(main())")
     return shlex.join([python or sys.executable, "-I", "-S", "-c", start, *args])
 

@@ -49,4 +49,4 @@ def test_the_agent_leaves_the_ranks_identity_behind(monkeypatch):
     env = agent_start._environment()
     gone = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"}
     assert not gone & set(env) and env["NCCL_DEBUG"] == "INFO"
-    assert env["PYTHONPATH"].split(os.pathsep)[0] == agent_start._PACKAGE_PARENT
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == agent_start.PACKAGE_PARENT

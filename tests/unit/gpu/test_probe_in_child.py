@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -101,3 +102,13 @@ def test_the_local_probe_keeps_one_deadline_for_all_its_steps(tmp_path, monkeypa
     assert found.source == "nvidia-smi" and found.links["GPU1"]["GPU2"] == "NV18"
     waited = float(re.search(r"no answer in ([0-9.]+)s$", found.error).group(1))
     assert 0.1 <= waited <= 0.6, found.error
+
+
+def test_the_child_runs_the_ranks_own_copy_wherever_the_rank_went(tmp_path, monkeypatch):
+    """A cell may take the rank's working folder anywhere, and the rank's mlp_magic may be on no
+    path a fresh Python has (here: no site-packages, ``-S``): the child still runs it."""
+    python = script(tmp_path, "python", 'exec %s -S "$@"\n' % sys.executable)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    found = probe_in_child(20.0, "worker5", python=python)
+    assert found.host == "worker5" and found.error is None, found.error
