@@ -3,8 +3,8 @@
 The ranks are laid out as ``%%mpirun`` lays them (``core/topology``: every slot, or ``--np``),
 started by the job's own mpiexec (``world/mpi``: the same command line a World's start builds),
 or, on this machine with no MPI, as plain processes. Rank 0 hosts torch.distributed's store on
-the master address. Everything started is stopped when the test ends, fails, or passes its
-deadline; any failure is one finding, never a traceback.
+the master address (the MPI backend needs none). Everything started is stopped when the test
+ends, fails, or passes its deadline; any failure is one finding, never a traceback.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _rank_command(counts: list, master: str, leaders: list, options, timeout: fl
     return [sys.executable, "-m", "mlp_magic.doctor.links_rank", "--np", str(sum(n for _, n in counts)),
             "--master", master, "--bytes", str(int(options.size_mb * 1e6)), "--leaders",
             ",".join(map(str, leaders)), "--per-host", str(max(n for _, n in counts)),
-            "--timeout", "%g" % timeout]
+            "--timeout", "%g" % timeout, "--backend", options.links_backend]
 
 
 def _start(topology, counts, command, env, workdir) -> list:

@@ -1,11 +1,15 @@
 """One rank of the doctor's link test (``python -m mlp_magic.doctor.links_rank``, started once per
-rank by mpiexec, or as plain local processes): torch.distributed all_reduce, then send/recv
-between the first ranks of each pair of hosts, round by round (``core/doctor_links.pair_rounds``).
+rank by mpiexec, or as plain local processes): an all_reduce, then send/recv between the first
+ranks of each pair of hosts, round by round (``core/doctor_links.pair_rounds``).
 
 Rank 0 prints one JSON line: {"backend", "ranks", "bytes", "seconds" (one all_reduce, the mean
 of the timed ones), "pairs": [[leader a, leader b, bytes/s]]}; the others print nothing. A
-failure prints {"error"} on whichever rank met it, and exits 1. NCCL on GPUs (each rank on
-the GPU of its local rank) when every rank of a host has one, gloo otherwise.
+failure prints {"error"} on whichever rank met it, and exits 1.
+
+Two ways to move the bytes (``--backend``): torch.distributed (NCCL on GPUs, each rank on the
+GPU of its local rank, when every rank of a host has one; gloo otherwise), or the job's MPI
+through mpi4py (``mpi``: what mpi4py programs use; ranks started by mpiexec only). ``auto``
+takes torch where it imports, else MPI.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from ..core.doctor_links import pair_rounds
 from ..engine.identity import LOCAL_RANK_VARIABLES, launcher_rank
 
 WARMUP, TIMED = 2, 5
+BACKENDS = ("auto", "torch", "mpi")
 
 
 def _options(argv):
@@ -30,27 +35,123 @@ def _options(argv):
     parser.add_argument("--leaders", default="0", help="the first rank of each host, comma separated")
     parser.add_argument("--per-host", type=int, default=1, help="the most ranks any host runs")
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--backend", choices=BACKENDS, default="auto")
     return parser.parse_args(argv)
 
 
-def _timed(torch, work, device, barrier=None) -> float:
-    """Seconds of one ``work()``, the mean of TIMED runs after WARMUP (``barrier``: all ranks
-    start the timed runs together)."""
+class TorchLinks:
+    """torch.distributed: NCCL where every rank of a host has a GPU, gloo otherwise."""
+
+    def __init__(self, options, rank: int):
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist = torch, dist
+        # NCCL wants a GPU of its own per rank: more ranks on a host than GPUs measure gloo instead
+        gpu = torch.cuda.is_available() and torch.cuda.device_count() >= options.per_host
+        local = next((int(os.environ[n]) for n in LOCAL_RANK_VARIABLES if os.environ.get(n, "").isdigit()), 0)
+        self.device = torch.device("cuda", local % max(1, torch.cuda.device_count())) if gpu \
+            else torch.device("cpu")
+        if gpu:
+            torch.cuda.set_device(self.device)
+        self.backend = "nccl" if gpu else "gloo"
+        dist.init_process_group(self.backend, init_method=f"tcp://{options.master}", rank=rank,
+                                world_size=options.np, timeout=timedelta(seconds=options.timeout))
+        self.tensor = torch.ones(max(1, options.bytes // 4), dtype=torch.float32, device=self.device)
+        self.nbytes = self.tensor.numel() * 4
+
+    def all_reduce(self) -> None:
+        self.dist.all_reduce(self.tensor)
+
+    def send(self, peer: int) -> None:
+        self.dist.send(self.tensor, peer)
+
+    def recv(self, peer: int) -> None:
+        self.dist.recv(self.tensor, peer)
+
+    def barrier(self) -> None:
+        self.dist.barrier()
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
+    def all_gather(self, value) -> list:
+        gathered = [None] * self.dist.get_world_size()
+        self.dist.all_gather_object(gathered, value)
+        return gathered
+
+    def close(self) -> None:
+        self.dist.destroy_process_group()
+
+
+class MpiLinks:
+    """The job's MPI through mpi4py, on host memory (the buffers are float32, as torch's)."""
+
+    def __init__(self, options, rank: int):
+        if os.environ.get("MLP_MAGIC_RANK"):
+            raise RuntimeError("the MPI link test needs ranks started by mpiexec (no MPI found here)")
+        from mpi4py import MPI
+
+        self.MPI, self.comm = MPI, MPI.COMM_WORLD
+        if self.comm.Get_size() != options.np:
+            raise RuntimeError(f"MPI started {self.comm.Get_size()} ranks, the test expected {options.np}")
+        self.backend = "mpi"
+        count = max(1, options.bytes // 4)
+        self.nbytes = count * 4
+        self.send_buffer, self.recv_buffer = bytearray(self.nbytes), bytearray(self.nbytes)
+
+    def all_reduce(self) -> None:
+        self.comm.Allreduce([self.send_buffer, self.MPI.FLOAT], [self.recv_buffer, self.MPI.FLOAT])
+
+    def send(self, peer: int) -> None:
+        self.comm.Send([self.send_buffer, self.MPI.BYTE], dest=peer)
+
+    def recv(self, peer: int) -> None:
+        self.comm.Recv([self.recv_buffer, self.MPI.BYTE], source=peer)
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+    def sync(self) -> None:
+        pass   # host memory: a call is done when it returns
+
+    def all_gather(self, value) -> list:
+        return self.comm.allgather(value)
+
+    def close(self) -> None:
+        pass   # mpi4py finalises MPI at exit
+
+
+def open_links(options, rank: int):
+    """The backend ``options.backend`` names; ``auto``: torch where it imports, else MPI."""
+    if options.backend == "mpi":
+        return MpiLinks(options, rank)
+    if options.backend == "torch":
+        return TorchLinks(options, rank)
+    try:
+        import torch.distributed  # noqa: F401 - only whether it imports
+    except ImportError:
+        return MpiLinks(options, rank)
+    return TorchLinks(options, rank)
+
+
+def _timed(links, work, together: bool = False) -> float:
+    """Seconds of one ``work()``, the mean of TIMED runs after WARMUP (``together``: all ranks
+    start the timed runs at once)."""
     for _ in range(WARMUP):
         work()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    if barrier is not None:
-        barrier()
+    links.sync()
+    if together:
+        links.barrier()
     started = time.perf_counter()
     for _ in range(TIMED):
         work()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    links.sync()
     return (time.perf_counter() - started) / TIMED
 
 
-def _pairs(torch, dist, rank: int, leaders: list, tensor, device) -> list:
+def _pairs(links, rank: int, leaders: list) -> list:
     """[[a, b, bytes/s]] measured by leader a (a ping-pong with b: 2 x bytes per round trip)."""
     found = []
     for round_pairs in pair_rounds(len(leaders)):
@@ -62,45 +163,32 @@ def _pairs(torch, dist, rank: int, leaders: list, tensor, device) -> list:
 
             def ping_pong():
                 if rank == first:
-                    dist.send(tensor, peer)
-                    dist.recv(tensor, peer)
+                    links.send(peer)
+                    links.recv(peer)
                 else:
-                    dist.recv(tensor, peer)
-                    dist.send(tensor, peer)
-            seconds = _timed(torch, ping_pong, device)
+                    links.recv(peer)
+                    links.send(peer)
+            seconds = _timed(links, ping_pong)
             if rank == first:
-                found.append([first, second, 2 * tensor.numel() * tensor.element_size() / seconds])
-        dist.barrier()
+                found.append([first, second, 2 * links.nbytes / seconds])
+        links.barrier()
     return found
 
 
 def run(options) -> dict:
-    import torch
-    import torch.distributed as dist
-
     rank = launcher_rank()
     if rank is None:
         raise RuntimeError("no rank: start it under mpiexec, or set MLP_MAGIC_RANK")
-    # NCCL wants a GPU of its own per rank: more ranks on a host than GPUs measure gloo instead
-    gpu = torch.cuda.is_available() and torch.cuda.device_count() >= options.per_host
-    local = next((int(os.environ[n]) for n in LOCAL_RANK_VARIABLES if os.environ.get(n, "").isdigit()), 0)
-    device = torch.device("cuda", local % max(1, torch.cuda.device_count())) if gpu else torch.device("cpu")
-    if gpu:
-        torch.cuda.set_device(device)
-    backend = "nccl" if gpu else "gloo"
-    dist.init_process_group(backend, init_method=f"tcp://{options.master}", rank=rank, world_size=options.np,
-                            timeout=timedelta(seconds=options.timeout))
+    links = open_links(options, rank)
     try:
-        tensor = torch.ones(max(1, options.bytes // 4), dtype=torch.float32, device=device)
-        seconds = _timed(torch, lambda: dist.all_reduce(tensor), device, dist.barrier)
+        seconds = _timed(links, links.all_reduce, together=True)
         leaders = [int(x) for x in options.leaders.split(",") if x]
-        pairs = _pairs(torch, dist, rank, leaders, tensor, device) if len(leaders) > 1 else []
-        gathered = [None] * options.np
-        dist.all_gather_object(gathered, pairs)
-        return {"rank": rank, "backend": backend, "ranks": options.np, "bytes": tensor.numel() * 4,
+        pairs = _pairs(links, rank, leaders) if len(leaders) > 1 else []
+        gathered = links.all_gather(pairs)
+        return {"rank": rank, "backend": links.backend, "ranks": options.np, "bytes": links.nbytes,
                 "seconds": seconds, "pairs": [p for found in gathered for p in found]}
     finally:
-        dist.destroy_process_group()
+        links.close()
 
 
 def main(argv=None) -> int:

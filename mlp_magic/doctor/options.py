@@ -1,7 +1,7 @@
 """The options of ``mlp-magic doctor`` and ``%mlp_doctor``: one parser for both (pure).
 
     [--hostfile FILE | -H HOSTS] [--package NAME ...] [--timeout S] [--ssh CMD] [--python PATH]
-    [--no-import] [--links [--np N] [--fraction F] [--size MB]] [--json]
+    [--no-import] [--links [--np N] [--fraction F] [--size MB] [--links-backend B]] [--json]
 
 Bad input is one MlpMagicError naming the option and the value.
 """
@@ -16,7 +16,7 @@ from ..core.line_args import LineParser, parse_magic_line
 from ..core.records import Record
 
 USAGE = ("[--hostfile FILE | -H HOSTS] [--package NAME ...] [--timeout S] [--ssh CMD] [--python PATH] "
-         "[--no-import] [--links [--np N] [--fraction F] [--size MB]] [--json]")
+         "[--no-import] [--links [--np N] [--fraction F] [--size MB] [--links-backend B]] [--json]")
 _PACKAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 MAX_TIMEOUT = 3600.0
 
@@ -33,6 +33,7 @@ class DoctorOptions(Record):
     np: int | None = None           # ranks of the link test (default: every slot, as %%mpirun)
     fraction: float = 0.5           # a host or pair below this share of the median is named
     size_mb: float = 16.0           # the all_reduce's message size
+    links_backend: str = "auto"     # torch (nccl/gloo), mpi (mpi4py), auto: torch where it imports
     json: bool = False
 
 
@@ -74,12 +75,16 @@ def add_doctor_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-import", action="store_true",
                         help="read versions from the packages' metadata only (import nothing: faster)")
     parser.add_argument("--links", action="store_true",
-                        help="also run all_reduce (nccl on GPUs, else gloo) and host-pair send/recv")
+                        help="also run all_reduce (nccl on GPUs, else gloo, or MPI) and host-pair send/recv")
     parser.add_argument("--np", type=_ranks, help="ranks of the link test (default: every slot)")
     parser.add_argument("--fraction", type=_bounded(0, 1, "a fraction"), default=DoctorOptions.fraction,
                         help="name hosts and pairs below this share of the median bandwidth (0.5)")
     parser.add_argument("--size", dest="size_mb", type=_bounded(0, 4096, "megabytes"),
                         default=DoctorOptions.size_mb, help="all_reduce message size in MB (16)")
+    parser.add_argument("--links-backend", choices=("auto", "torch", "mpi"),
+                        default=DoctorOptions.links_backend,
+                        help="torch.distributed (nccl on GPUs, else gloo), the job's MPI through mpi4py, "
+                             "or auto: torch where it imports, else MPI (auto)")
     parser.add_argument("--json", action="store_true", help="print the findings as JSON")
 
 

@@ -108,6 +108,40 @@ def test_links_on_four_local_ranks_with_gloo_give_a_bandwidth():
     assert child_pids() - before == set()
 
 
+@pytest.mark.parametrize("how", ["asked", "no torch"])
+def test_links_over_the_jobs_mpi_give_a_bandwidth(how, tmp_path):
+    """``--links-backend mpi``, or ``auto`` in an image without torch (a torch that fails to
+    import, first on the ranks' path): the bytes move through mpi4py under the job's mpiexec."""
+    before = child_pids()
+    env = None
+    args = ["--links-backend", "mpi"] if how == "asked" else []
+    if how == "no torch":
+        (tmp_path / "torch").mkdir()
+        (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('no torch in this image')\n")
+        env = {"PYTHONPATH": os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)}
+    done, took = doctor("-H", "localhost:4", "--links", "--no-import", "--size", "2", "--json", *args,
+                        env=env)
+    print(f"--links over MPI ({how}), 4 local ranks: {took:.1f} s")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    links = report["links"]
+    assert links["backend"] == "mpi" and links["ranks"] == 4 and links["bytes"] == 2_000_000
+    assert links["busbw_gbps"] > 0 and links["pairs"] == []
+    shared = {s["title"]: s["value"] for s in report["shared"]}
+    assert "(4 ranks, 2 MB)" in shared["all_reduce mpi"]
+    assert child_pids() - before == set()
+
+
+def test_links_over_mpi_without_mpiexec_is_one_error_finding():
+    before = child_pids()
+    done, _ = doctor("-H", "localhost:2", "--links", "--no-import", "--links-backend", "mpi", "--json",
+                     env={"MLP_MAGIC_MPIEXEC": "none"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    failed = findings(done)[("links", "collective test")]
+    assert failed["severity"] == "error" and "needs ranks started by mpiexec" in failed["detail"]
+    assert child_pids() - before == set()
+
+
 def test_the_magic_goes_through_the_live_worlds_engines(ip, monkeypatch, capsys):
     from mlp_magic.doctor import collect
 

@@ -61,6 +61,10 @@ def test_the_magic_line():
         "worker[0-1]", ("pip",), True, 4, True)
     with pytest.raises(MlpMagicError, match=r"^%mlp_doctor: .*--fraction.*usage: %mlp_doctor"):
         parse_doctor_line("--fraction 0", {})
+    assert parse_doctor_line("--links", {}).links_backend == "auto"
+    assert parse_doctor_line("--links --links-backend mpi", {}).links_backend == "mpi"
+    with pytest.raises(MlpMagicError, match=r"^%mlp_doctor: .*--links-backend.*'nccl'"):
+        parse_doctor_line("--links-backend nccl", {})
 
 
 @given(st.text(max_size=60))
