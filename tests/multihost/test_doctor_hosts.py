@@ -14,6 +14,8 @@ import sys
 import time
 from contextlib import contextmanager
 
+import pytest
+
 from mlp_magic.gpu.replay import RECORDING_FORMAT, RECORDING_VERSION, load_capture
 from tests.timing import hang_bound
 
@@ -169,15 +171,16 @@ def slow_link(bed, index: int, rate: str = "40mbit"):
         subprocess.run(["tc", "qdisc", "del", "dev", device, "root"], capture_output=True)
 
 
-def test_links_across_hosts_name_the_slow_one(bed):
+@pytest.mark.parametrize("backend, measured", [("torch", "gloo"), ("mpi", "mpi")])
+def test_links_across_hosts_name_the_slow_one(bed, backend, measured):
     with slow_link(bed, 2):
         done, took = doctor(bed, "--json", "--no-import", "--links", "--np", "4", "--size", "2",
-                            "--fraction", "0.5", timeout=300)
-    print(f"--links on 4 hosts: {took:.1f} s")
+                            "--fraction", "0.5", "--links-backend", backend, timeout=300)
+    print(f"--links on 4 hosts ({backend}): {took:.1f} s")
     report = json.loads(done.stdout)
     links = report["links"]
     assert links is not None, report["findings"]
-    assert links["backend"] == "gloo" and links["ranks"] == 4 and len(links["pairs"]) == 6
+    assert links["backend"] == measured and links["ranks"] == 4 and len(links["pairs"]) == 6
     found = findings(done)
     assert found[("links", "slow host")]["hosts"] == ["worker2"]
     slow = [f for f in report["findings"] if f["title"] == "slow pair"]
