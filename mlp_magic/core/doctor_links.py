@@ -67,9 +67,11 @@ def add_link_findings(report: Report, result: dict, fraction: float) -> None:
         report.add(Finding(WARNING, "links", "links not tested", tuple(result.get("hosts") or ()),
                            result["skipped"], "run on 2 or more ranks (GPUs or hosts) to test the links"))
         return
+    why = result.get("backend_why")   # why torch was passed over for MPI, where it was
     if result.get("error"):
         report.add(Finding(ERROR, "links", "collective test", tuple(result.get("hosts") or ()),
-                           result["error"], "run the doctor without --links to see what differs first"))
+                           result["error"] + (f"; torch was passed over: {why}" if why else ""),
+                           "run the doctor without --links to see what differs first"))
         return
     ranks, size = result["ranks"], result["bytes"]
     value = algbw(size, result["seconds"])
@@ -80,6 +82,9 @@ def add_link_findings(report: Report, result: dict, fraction: float) -> None:
     report.add(Shared("links", f"all_reduce {result['backend']}",
                       f"busbw {_gbps(busbw(value, ranks))}, algbw {_gbps(value)} ({ranks} ranks, "
                       f"{size / 1e6:g} MB)"))
+    if why:
+        report.links["backend_why"] = why
+        report.add(Shared("links", "not torch", why))
     pairs = {(a, b): bw for a, b, bw in result.get("pairs", [])}
     if pairs:
         median = statistics.median(pairs.values())

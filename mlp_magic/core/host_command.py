@@ -18,6 +18,7 @@ machine. One shell, one working folder rule, one environment (README, "`%allrun`
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping  # not typing: its import slows the allrun CLI's start
 
 # The caller's variables every host gets: the ones mpiexec forwards to ranks (world/mpi).
@@ -75,9 +76,12 @@ def helper_environment(env: Mapping, package_parent: str) -> dict:
     """The environment of a helper a rank starts on its host (the GPU agent, the GPU probe):
     ``env`` less the rank's identity (a helper is no rank: with ``RANK`` and ``MASTER_ADDR``,
     ``mlp-magic stacks`` took the agent for rank 0 of a torch job), with ``package_parent`` (the
-    rank's copy of mlp_magic) first on ``PYTHONPATH``."""
+    rank's copy of mlp_magic) first on ``PYTHONPATH``, unless it is an installed package's
+    folder: the same Python finds it there anyway, and a ``PYTHONPATH`` entry goes before the
+    standard library, which an old backport in site-packages (``enum.py``) would then shadow."""
     helper = without_rank_variables(env)
-    helper["PYTHONPATH"] = ":".join(p for p in (package_parent, helper.get("PYTHONPATH")) if p)
+    if package_parent.rstrip(os.sep).rpartition(os.sep)[2] not in ("site-packages", "dist-packages"):
+        helper["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, helper.get("PYTHONPATH")) if p)
     return helper
 
 

@@ -33,11 +33,33 @@ def _layout(topology, np):
     return counts, leaders, np
 
 
-def _rank_command(counts: list, master: str, leaders: list, options, timeout: float) -> list:
+# Whether torch.distributed works in this Python (the job's ranks run the same image).
+TORCH_CHECK = "import torch.distributed as d\nraise SystemExit(0 if d.is_available() else 3)"
+
+
+def choose_backend(choice: str, env) -> tuple:
+    """(backend, why): ``auto`` is decided here, once for every rank (ranks that each decided
+    could disagree and never meet): torch where torch.distributed imports and works, else the
+    job's MPI; ``why`` says why torch was passed over ("" otherwise)."""
+    if choice != "auto":
+        return choice, ""
+    try:
+        done = subprocess.run([sys.executable, "-c", TORCH_CHECK], env=env, capture_output=True, text=True,
+                              timeout=MIN_SECONDS)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return "mpi", f"torch.distributed could not be checked: {error}"
+    if done.returncode == 0:
+        return "torch", ""
+    said = done.stderr.strip().splitlines()
+    return "mpi", ("torch.distributed is not available in this torch build" if done.returncode == 3
+                   else f"torch.distributed does not import: {said[-1][:200] if said else 'no output'}")
+
+
+def _rank_command(counts: list, master: str, leaders: list, options, timeout: float, backend: str) -> list:
     return [sys.executable, "-m", "mlp_magic.doctor.links_rank", "--np", str(sum(n for _, n in counts)),
             "--master", master, "--bytes", str(int(options.size_mb * 1e6)), "--leaders",
             ",".join(map(str, leaders)), "--per-host", str(max(n for _, n in counts)),
-            "--timeout", "%g" % timeout, "--backend", options.links_backend]
+            "--timeout", "%g" % timeout, "--backend", backend]   # never auto: see choose_backend
 
 
 def _start(topology, counts, command, env, workdir) -> list:
@@ -104,11 +126,12 @@ def measure(topology, options, env) -> dict:
     timeout = max(MIN_SECONDS, options.timeout * 3)
     master = f"{topology.master_addr}:{free_port()}"
     env = dict(env)
+    backend, why = choose_backend(options.links_backend, env)
     if topology.is_local:
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")
         env.update({"OMPI_MCA_btl": env.get("OMPI_MCA_btl", "self,sm,tcp"), "OMPI_MCA_pml": "ob1"})
     with tempfile.TemporaryDirectory(prefix="mlp-doctor-links-") as workdir:
-        command = _rank_command(counts, master, leaders, options, timeout)
+        command = _rank_command(counts, master, leaders, options, timeout, backend)
         processes = _start(topology, counts, command, env, workdir)
         deadline = time.monotonic() + timeout + 5
         outputs = []
@@ -116,11 +139,14 @@ def measure(topology, options, env) -> dict:
             for process in processes:
                 outputs.append(process.communicate(timeout=max(0.1, deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
+            hint = "run again with NCCL_DEBUG=INFO" if backend == "torch" else "check the job's MPI"
             return {"error": f"the link test did not finish within {timeout:g} s (a hung collective: "
-                             "run again with NCCL_DEBUG=INFO)", "hosts": [h for h, _ in counts]}
+                             f"{hint})", "hosts": [h for h, _ in counts]}
         finally:
             _stop(processes)
     answer = _answer(outputs)
+    if why:
+        answer["backend_why"] = why
     names = {rank: host for (host, _), rank in zip(counts, leaders)}
     answer["pairs"] = [[names.get(a, str(a)), names.get(b, str(b)), bw]
                        for a, b, bw in answer.get("pairs", [])]

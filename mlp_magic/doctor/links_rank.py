@@ -6,10 +6,10 @@ Rank 0 prints one JSON line: {"backend", "ranks", "bytes", "seconds" (one all_re
 of the timed ones), "pairs": [[leader a, leader b, bytes/s]]}; the others print nothing. A
 failure prints {"error"} on whichever rank met it, and exits 1.
 
-Two ways to move the bytes (``--backend``): torch.distributed (NCCL on GPUs, each rank on the
-GPU of its local rank, when every rank of a host has one; gloo otherwise), or the job's MPI
-through mpi4py (``mpi``: what mpi4py programs use; ranks started by mpiexec only). ``auto``
-takes torch where it imports, else MPI.
+Two ways to move the bytes (``--backend``, chosen once for every rank by doctor/links):
+torch.distributed (NCCL on GPUs, each rank on the GPU of its local rank, when every rank of a
+host has one; gloo otherwise), or the job's MPI through mpi4py (``mpi``: what mpi4py programs
+use; ranks started by mpiexec only).
 """
 from __future__ import annotations
 
@@ -21,10 +21,9 @@ import time
 from datetime import timedelta
 
 from ..core.doctor_links import pair_rounds
-from ..engine.identity import LOCAL_RANK_VARIABLES, launcher_rank
+from ..engine.identity import LOCAL_RANK_VARIABLES, launched_by_mpi, launcher_rank
 
 WARMUP, TIMED = 2, 5
-BACKENDS = ("auto", "torch", "mpi")
 
 
 def _options(argv):
@@ -35,7 +34,7 @@ def _options(argv):
     parser.add_argument("--leaders", default="0", help="the first rank of each host, comma separated")
     parser.add_argument("--per-host", type=int, default=1, help="the most ranks any host runs")
     parser.add_argument("--timeout", type=float, default=60.0)
-    parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    parser.add_argument("--backend", choices=("torch", "mpi"), default="torch")
     return parser.parse_args(argv)
 
 
@@ -47,6 +46,9 @@ class TorchLinks:
         import torch.distributed as dist
 
         self.torch, self.dist = torch, dist
+        if not dist.is_available():
+            raise RuntimeError("torch.distributed is not available in this torch build "
+                               "(--links-backend mpi measures the job's MPI)")
         # NCCL wants a GPU of its own per rank: more ranks on a host than GPUs measure gloo instead
         gpu = torch.cuda.is_available() and torch.cuda.device_count() >= options.per_host
         local = next((int(os.environ[n]) for n in LOCAL_RANK_VARIABLES if os.environ.get(n, "").isdigit()), 0)
@@ -55,10 +57,10 @@ class TorchLinks:
         if gpu:
             torch.cuda.set_device(self.device)
         self.backend = "nccl" if gpu else "gloo"
-        dist.init_process_group(self.backend, init_method=f"tcp://{options.master}", rank=rank,
-                                world_size=options.np, timeout=timedelta(seconds=options.timeout))
         self.tensor = torch.ones(max(1, options.bytes // 4), dtype=torch.float32, device=self.device)
         self.nbytes = self.tensor.numel() * 4
+        dist.init_process_group(self.backend, init_method=f"tcp://{options.master}", rank=rank,
+                                world_size=options.np, timeout=timedelta(seconds=options.timeout))
 
     def all_reduce(self) -> None:
         self.dist.all_reduce(self.tensor)
@@ -89,26 +91,29 @@ class MpiLinks:
     """The job's MPI through mpi4py, on host memory (the buffers are float32, as torch's)."""
 
     def __init__(self, options, rank: int):
-        if os.environ.get("MLP_MAGIC_RANK"):
+        if not launched_by_mpi():   # plain local processes: MPI_Init would make each a world of one
             raise RuntimeError("the MPI link test needs ranks started by mpiexec (no MPI found here)")
         from mpi4py import MPI
 
         self.MPI, self.comm = MPI, MPI.COMM_WORLD
-        if self.comm.Get_size() != options.np:
-            raise RuntimeError(f"MPI started {self.comm.Get_size()} ranks, the test expected {options.np}")
+        if self.comm.Get_size() != options.np or self.comm.Get_rank() != rank:
+            raise RuntimeError(f"mpi4py sees rank {self.comm.Get_rank()} of {self.comm.Get_size()}, the "
+                               f"launcher started rank {rank} of {options.np}: is mpi4py built for another "
+                               "MPI than the job's mpiexec?")
         self.backend = "mpi"
-        count = max(1, options.bytes // 4)
-        self.nbytes = count * 4
+        self.count = max(1, options.bytes // 4)   # float32s, as torch's tensor: counts stay under 2**31
+        self.nbytes = self.count * 4
         self.send_buffer, self.recv_buffer = bytearray(self.nbytes), bytearray(self.nbytes)
 
     def all_reduce(self) -> None:
-        self.comm.Allreduce([self.send_buffer, self.MPI.FLOAT], [self.recv_buffer, self.MPI.FLOAT])
+        self.comm.Allreduce([self.send_buffer, self.count, self.MPI.FLOAT],
+                            [self.recv_buffer, self.count, self.MPI.FLOAT])
 
     def send(self, peer: int) -> None:
-        self.comm.Send([self.send_buffer, self.MPI.BYTE], dest=peer)
+        self.comm.Send([self.send_buffer, self.count, self.MPI.FLOAT], dest=peer)
 
     def recv(self, peer: int) -> None:
-        self.comm.Recv([self.recv_buffer, self.MPI.BYTE], source=peer)
+        self.comm.Recv([self.recv_buffer, self.count, self.MPI.FLOAT], source=peer)
 
     def barrier(self) -> None:
         self.comm.Barrier()
@@ -124,16 +129,8 @@ class MpiLinks:
 
 
 def open_links(options, rank: int):
-    """The backend ``options.backend`` names; ``auto``: torch where it imports, else MPI."""
-    if options.backend == "mpi":
-        return MpiLinks(options, rank)
-    if options.backend == "torch":
-        return TorchLinks(options, rank)
-    try:
-        import torch.distributed  # noqa: F401 - only whether it imports
-    except ImportError:
-        return MpiLinks(options, rank)
-    return TorchLinks(options, rank)
+    """The backend ``options.backend`` names."""
+    return MpiLinks(options, rank) if options.backend == "mpi" else TorchLinks(options, rank)
 
 
 def _timed(links, work, together: bool = False) -> float:

@@ -129,6 +129,12 @@ def test_links_over_the_jobs_mpi_give_a_bandwidth(how, tmp_path):
     assert links["busbw_gbps"] > 0 and links["pairs"] == []
     shared = {s["title"]: s["value"] for s in report["shared"]}
     assert "(4 ranks, 2 MB)" in shared["all_reduce mpi"]
+    if how == "no torch":   # decided once, before any rank started, and said
+        why = "torch.distributed does not import: ImportError: no torch in this image"
+        assert links["backend_why"] == why
+        assert shared["not torch"] == links["backend_why"]
+    else:
+        assert "backend_why" not in links and "not torch" not in shared
     assert child_pids() - before == set()
 
 
@@ -139,6 +145,7 @@ def test_links_over_mpi_without_mpiexec_is_one_error_finding():
     assert done.returncode == 1, done.stdout + done.stderr
     failed = findings(done)[("links", "collective test")]
     assert failed["severity"] == "error" and "needs ranks started by mpiexec" in failed["detail"]
+    assert "passed over" not in failed["detail"]   # MPI was asked for, not fallen back to
     assert child_pids() - before == set()
 
 

@@ -1,4 +1,5 @@
 """allrun's one rule for running a command on a host (core/host_command), pure parts."""
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,3 +32,19 @@ def test_script_arguments_keep_every_word_whole(folder, command, variables):
     words = script_arguments(folder, command, variables)
     assert words[:2] == [folder, command]
     assert [w.partition("=") for w in words[2:]] == [(n, "=", v) for n, v in variables.items()]
+
+
+def test_a_helper_of_a_rank_is_no_rank_and_runs_the_ranks_copy_of_mlp_magic():
+    env = {"RANK": "3", "OMPI_COMM_WORLD_RANK": "3", "MASTER_ADDR": "w0", "NCCL_DEBUG": "INFO",
+           "PYTHONPATH": "/a"}
+    helper = host_command.helper_environment(env, "/src/checkout")
+    assert helper == {"NCCL_DEBUG": "INFO", "PYTHONPATH": "/src/checkout:/a"}
+    assert host_command.helper_environment({}, "/src/checkout") == {"PYTHONPATH": "/src/checkout"}
+
+
+@pytest.mark.parametrize("installed", ["/venv/lib/python3.11/site-packages",
+                                       "/usr/lib/python3/dist-packages/"])
+def test_an_installed_copy_is_left_off_pythonpath(installed):
+    """Before the standard library, site-packages would let an old backport shadow it."""
+    assert host_command.helper_environment({"PYTHONPATH": "/a"}, installed) == {"PYTHONPATH": "/a"}
+    assert host_command.helper_environment({}, installed) == {}
