@@ -29,7 +29,7 @@ def test_the_sleeping_rank_is_named_and_the_others_grouped(mpi_job):
     assert done.returncode in (0, 1), done.stderr   # 1: another job's trouble on this shared machine
     ranks = section(done.stdout, f"job {mpi_job.job}:")
     assert ranks.startswith(f"job {mpi_job.job}: 4 ranks of 4 on localhost")
-    assert ("summary: ranks 0,2-3 (3) on localhost: job.py:37 main > job.py:26 wait_in_barrier; "
+    assert ("summary: ranks 0,2-3 (3) on localhost: job.py:37 main > job.py:25 wait_in_barrier; "
             "rank 1 on localhost: job.py:36 main > job.py:20 sleeper") in ranks
     assert "`-- rank 1 on localhost  [odd]" in ranks and "--> job.py:20 sleeper" in ranks
     kids = section(done.stdout, f"children of the ranks of {mpi_job.job}")
@@ -70,7 +70,7 @@ def test_pid_and_match_choose_other_processes(mpi_job):
     one = mpi_job.ranks[2]["pid"]
     done = stacks("--pid", f"{one},999999999")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert ("summary: rank 2 on localhost: job.py:40 <module> > ... > job.py:26 wait_in_barrier"
+    assert ("summary: rank 2 on localhost: job.py:40 <module> > ... > job.py:25 wait_in_barrier"
             in done.stdout), done.stdout + done.stderr
     assert done.stdout.endswith("\nnot shown:\n"
                                 "  could not read pid 999999999 on localhost: gone: no such process\n")

@@ -56,7 +56,7 @@ def test_stacks_of_a_job_on_four_hosts(job_on_four_hosts, bed_env):
     assert done.stdout.startswith("Python stacks of 8 processes on worker[0-3]")
     ranks = section(done.stdout, f"job {job.job}:")
     assert ranks.startswith(f"job {job.job}: 8 ranks of 8 on worker[0-3]")
-    assert ("summary: ranks 0-4,6-7 (7) on worker[0-3]: job.py:37 main > job.py:26 wait_in_barrier; "
+    assert ("summary: ranks 0-4,6-7 (7) on worker[0-3]: job.py:37 main > job.py:25 wait_in_barrier; "
             "rank 5 on worker2: job.py:36 main > job.py:20 sleeper") in ranks
     assert "|-- ranks 0-4,6-7 (7) on worker[0-3]" in ranks and "`-- rank 5 on worker2  [odd]" in ranks
     # each rank where it runs, and by its own variable

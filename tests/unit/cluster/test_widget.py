@@ -162,7 +162,11 @@ def test_in_a_real_kernel_auto_refresh_runs_between_cells_and_html_survives_expo
         nbformat.v4.new_code_cell("import asyncio\nawait asyncio.sleep(1.5)\nprint(view.refresh_count >= 3)\n"
                                   "view.stop_auto_refresh()"),
     ]
-    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120,
+    from mlp_magic.demo import IOPUB_WAIT_S
+
+    # the widget's ~900 messages may trail the cell's reply on a busy machine (see demo.run_notebook)
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120, iopub_timeout=IOPUB_WAIT_S,
+                            raise_on_iopub_timeout=True,
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     shown = nb.cells[0].outputs[0]["data"]
     assert {"text/plain", "text/html", "application/vnd.jupyter.widget-view+json"} <= set(shown)
