@@ -36,17 +36,23 @@ IOPUB_WAIT_S = 120   # an int: nbclient's trait refuses a float
 
 
 def run_notebook(path: str, timeout: int = 600):
-    import nbclient
     import nbformat
 
     notebook = nbformat.read(path, as_version=4)
+    return execute_notebook(notebook, os.path.dirname(os.path.abspath(path)), timeout)
+
+
+def execute_notebook(notebook, folder: str, timeout: int = 600):
+    """Run every cell of ``notebook`` (in place) in a python3 kernel started in ``folder``."""
+    import nbclient
+
     # nbclient waits 4 s by default for a cell's output after the cell's reply, then goes on
     # without it and says nothing: on a busy machine the widget cell of 04-cluster-view (some
     # 900 widget messages) came back empty (CI; reproduced with iopub_timeout=0). Wait longer,
     # and fail loudly rather than drop output.
     client = nbclient.NotebookClient(notebook, timeout=timeout, kernel_name="python3",
                                      iopub_timeout=IOPUB_WAIT_S, raise_on_iopub_timeout=True,
-                                     resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}})
+                                     resources={"metadata": {"path": folder}})
     client.execute()
     return notebook
 

@@ -35,6 +35,7 @@ def _layout(topology, np):
 
 # Whether torch.distributed works in this Python (the job's ranks run the same image).
 TORCH_CHECK = "import torch.distributed as d\nraise SystemExit(0 if d.is_available() else 3)"
+TORCH_CHECK_S = 60.0   # importing torch takes seconds; a hang is a reason to measure MPI instead
 
 
 def choose_backend(choice: str, env) -> tuple:
@@ -45,7 +46,7 @@ def choose_backend(choice: str, env) -> tuple:
         return choice, ""
     try:
         done = subprocess.run([sys.executable, "-c", TORCH_CHECK], env=env, capture_output=True, text=True,
-                              timeout=MIN_SECONDS)
+                              timeout=TORCH_CHECK_S)
     except (OSError, subprocess.TimeoutExpired) as error:
         return "mpi", f"torch.distributed could not be checked: {error}"
     if done.returncode == 0:

@@ -151,7 +151,7 @@ def test_auto_refresh_on_a_running_loop_never_blocks_it():
 @pytest.mark.slow
 def test_in_a_real_kernel_auto_refresh_runs_between_cells_and_html_survives_export(tmp_path):
     nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("nbclient")
     nbconvert = pytest.importorskip("nbconvert")
     nb = nbformat.v4.new_notebook()
     nb.cells = [
@@ -162,12 +162,9 @@ def test_in_a_real_kernel_auto_refresh_runs_between_cells_and_html_survives_expo
         nbformat.v4.new_code_cell("import asyncio\nawait asyncio.sleep(1.5)\nprint(view.refresh_count >= 3)\n"
                                   "view.stop_auto_refresh()"),
     ]
-    from mlp_magic.demo import IOPUB_WAIT_S
+    from mlp_magic.demo import execute_notebook
 
-    # the widget's ~900 messages may trail the cell's reply on a busy machine (see demo.run_notebook)
-    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120, iopub_timeout=IOPUB_WAIT_S,
-                            raise_on_iopub_timeout=True,
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    execute_notebook(nb, str(tmp_path), timeout=120)   # waits for the widget's trailing messages
     shown = nb.cells[0].outputs[0]["data"]
     assert {"text/plain", "text/html", "application/vnd.jupyter.widget-view+json"} <= set(shown)
     assert nb.cells[1].outputs[0]["text"] == "True\n"
