@@ -14,7 +14,7 @@ PACKAGE_PARENT = _path.dirname(_path.dirname(_path.abspath(__file__)))
 def load_ipython_extension(ipython):
     import atexit
 
-    from .magics import MlpMagics, shutdown_worlds
+    from mlp_magic.magics import MlpMagics, shutdown_worlds
 
     ipython.register_magics(MlpMagics)
     # A kernel restart or shutdown stops the World (its processes would otherwise live on).
@@ -23,7 +23,7 @@ def load_ipython_extension(ipython):
 
 
 def unload_ipython_extension(ipython):
-    from .magics import shutdown_worlds
+    from mlp_magic.magics import shutdown_worlds
 
     shutdown_worlds()
 

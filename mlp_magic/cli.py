@@ -18,9 +18,9 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from .core.line_args import LineParser
-from .errors import MlpMagicError, unwritable_output
-from .stacks import StacksFault
+from mlp_magic.core.line_args import LineParser
+from mlp_magic.errors import MlpMagicError, unwritable_output
+from mlp_magic.stacks import StacksFault
 
 PROG = "mlp-magic"
 COMMANDS = ("topo", "status", "stacks", "top", "doctor")
@@ -43,18 +43,18 @@ def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
                                      parser_class=_Parser)
     commands.required = True
     if only != "stacks":
-        from .cluster.cli import add_status_arguments, add_topo_arguments
+        from mlp_magic.cluster.cli import add_status_arguments, add_topo_arguments
 
         add_topo_arguments(commands.add_parser("topo", help="GPU/NIC link matrix (like nvidia-smi topo -m)"))
         add_status_arguments(commands.add_parser("status", help="hosts, slots, ranks, reachability and GPUs"))
-        from .cluster.top import add_top_arguments
+        from mlp_magic.cluster.top import add_top_arguments
 
         add_top_arguments(commands.add_parser("top", help="the Worlds' ranks and every host's GPUs, live"))
-        from .doctor.options import add_doctor_arguments
+        from mlp_magic.doctor.options import add_doctor_arguments
 
         add_doctor_arguments(commands.add_parser(
             "doctor", help="check every host of the job at once and name the odd one out"))
-    from .stacks.options import add_stacks_arguments
+    from mlp_magic.stacks.options import add_stacks_arguments
 
     add_stacks_arguments(commands.add_parser(
         "stacks", help="every rank's Python stack (py-spy), all hosts at once, merged into one tree"))
@@ -63,20 +63,20 @@ def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "stacks":
-        from .stacks.command import run_command
-        from .stacks.options import options_from
+        from mlp_magic.stacks.command import run_command
+        from mlp_magic.stacks.options import options_from
 
         return run_command(options_from(args))
     if args.command == "top":
-        from .cluster.top import run_top
+        from mlp_magic.cluster.top import run_top
 
         return run_top(args)
     if args.command == "doctor":
-        from .doctor.command import run_command as run_doctor
-        from .doctor.options import options_from as doctor_options
+        from mlp_magic.doctor.command import run_command as run_doctor
+        from mlp_magic.doctor.options import options_from as doctor_options
 
         return run_doctor(doctor_options(args))
-    from .cluster.cli import run_status, run_topo
+    from mlp_magic.cluster.cli import run_status, run_topo
 
     return run_topo(args) if args.command == "topo" else run_status(args)
 
@@ -119,7 +119,7 @@ def run() -> None:
     its own, where ssl can stay out, as in allrun's: no subcommand opens TLS, yet asyncio (the
     ssh transport) loads libssl and libcrypto just in case, a fifth of a stacks call's own CPU.
     SIGTERM stops the command as a Ctrl-C does: its hosts' processes are stopped first."""
-    from .fanout.ssh.interrupts import terminate_as_interrupt
+    from mlp_magic.fanout.ssh.interrupts import terminate_as_interrupt
 
     sys.modules.setdefault("ssl", None)
     terminate_as_interrupt()

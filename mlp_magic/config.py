@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence  # not typing: its import slows th
 def _refused(message: str) -> Exception:
     """A bad setting's one-line error. Imported here: every engine reads its settings (``home``),
     and only a bad one needs the error types."""
-    from .errors import MlpMagicError
+    from mlp_magic.errors import MlpMagicError
 
     return MlpMagicError(message)
 

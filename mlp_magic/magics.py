@@ -12,10 +12,10 @@ import os
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
-from .errors import MlpMagicError, RankFailure
-from .world import command as mpirun
-from .world import debug
-from .world.args import check_form, parse_mpirun_args
+from mlp_magic.errors import MlpMagicError, RankFailure
+from mlp_magic.world import command as mpirun
+from mlp_magic.world import debug
+from mlp_magic.world.args import check_form, parse_mpirun_args
 
 
 def _one_line_errors(method):
@@ -81,10 +81,10 @@ class MlpMagics(Magics):
         """Run a shell command once on every host: ``%allrun pip install x`` or ``%%allrun``.
 
         With a World up that covers the hosts, its engines run the command (no ssh)."""
-        from .fanout.magic import allrun_magic
-        from .fanout.options import parse_allrun_line
-        from .fanout.plan import select_hosts
-        from .fanout.via_engines import WorldTransport, covers
+        from mlp_magic.fanout.magic import allrun_magic
+        from mlp_magic.fanout.options import parse_allrun_line
+        from mlp_magic.fanout.plan import select_hosts
+        from mlp_magic.fanout.via_engines import WorldTransport, covers
 
         transport = None
         world = mpirun.current_world()
@@ -101,9 +101,9 @@ class MlpMagics(Magics):
     def mlp_cluster(self, line: str = ""):
         """Show hosts, ranks and GPU topology as a widget: ``%mlp_cluster [--hostfile F | -H HOSTS]
         [--refresh S] [--timeout S] [--no-probe] [--topo-file HOST=FILE ...]``."""
-        from .cluster.args import parse_cluster_args
-        from .cluster.widget import cluster_view
-        from .core.line_args import expand_vars
+        from mlp_magic.cluster.args import parse_cluster_args
+        from mlp_magic.cluster.widget import cluster_view
+        from mlp_magic.core.line_args import expand_vars
 
         return cluster_view(**parse_cluster_args(expand_vars(line, os.environ, self.shell.user_ns)))
 
@@ -127,8 +127,8 @@ class MlpMagics(Magics):
     def mlp_stacks(self, line: str = ""):
         """Every rank's Python stack, of any job, merged into one tree: ``%mlp_stacks [--hostfile F |
         -H HOSTS] [--pid P,.. | --match RE] [--native] [--threads] [--timeout S] [--ssh CMD] [--json]``."""
-        from .stacks.command import gather
-        from .stacks.options import parse_stacks_line
+        from mlp_magic.stacks.command import gather
+        from mlp_magic.stacks.options import parse_stacks_line
 
         options = parse_stacks_line(line, os.environ, self.shell.user_ns)
         _show(gather(options, transport_for=_world_transport_for(mpirun.current_world())), options.json)
@@ -141,8 +141,8 @@ class MlpMagics(Magics):
         -H HOSTS] [--package NAME ...] [--timeout S] [--ssh CMD] [--python PATH] [--no-import] [--links
         [--np N] [--fraction F] [--size MB]] [--json]``. Through the live World's engines when it covers
         the hosts, else ssh."""
-        from .doctor.command import gather
-        from .doctor.options import parse_doctor_line
+        from mlp_magic.doctor.command import gather
+        from mlp_magic.doctor.options import parse_doctor_line
 
         options = parse_doctor_line(line, os.environ, self.shell.user_ns)
         _show(gather(options, transport_for=_world_transport_for(mpirun.current_world())), options.json)
@@ -171,7 +171,7 @@ def _world_transport_for(world):
     (no ssh), as for ``%allrun``; None without a World."""
     if world is None:
         return None
-    from .fanout.via_engines import WorldTransport, covers
+    from mlp_magic.fanout.via_engines import WorldTransport, covers
 
     return lambda names: WorldTransport(world) if covers(world, names) else None
 

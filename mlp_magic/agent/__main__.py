@@ -19,12 +19,12 @@ import signal
 import sys
 import threading
 
-from .. import config
-from ..errors import MlpMagicError
-from ..gpu.sampler import open_sampler
-from .feed import Feed
-from .protocol import key_bytes
-from .server import AgentServer, listening_socket
+from mlp_magic import config
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.gpu.sampler import open_sampler
+from mlp_magic.agent.feed import Feed
+from mlp_magic.agent.protocol import key_bytes
+from mlp_magic.agent.server import AgentServer, listening_socket
 
 
 def _setup(line: bytes) -> dict:

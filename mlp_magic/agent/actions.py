@@ -17,8 +17,8 @@ import os
 import signal
 import stat
 
-from ..core import proc_stat
-from .protocol import RequestError
+from mlp_magic.core import proc_stat
+from mlp_magic.agent.protocol import RequestError
 
 STREAMS = ("stdout", "stderr")
 DEFAULT_TAIL = 64 * 1024

@@ -14,8 +14,8 @@ import asyncio
 import inspect
 import json
 
-from ..errors import MlpMagicError
-from .protocol import ANSWER_LIMIT, auth_digest, key_bytes
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.agent.protocol import ANSWER_LIMIT, auth_digest, key_bytes
 
 DEFAULT_TIMEOUT_S = 10.0
 

@@ -11,8 +11,8 @@ import collections
 import socket
 import threading
 
-from ..core.gpu_history import DEFAULT_LENGTH, GpuHistory
-from .protocol import encode
+from mlp_magic.core.gpu_history import DEFAULT_LENGTH, GpuHistory
+from mlp_magic.agent.protocol import encode
 
 QUEUE_LINES = 30   # samples a subscriber may fall behind before it loses the oldest
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import socket
 import threading
 
-from . import actions
-from .feed import Feed
-from .protocol import LINE_LIMIT, VERSION, RequestError, authentic, decode_request, encode, new_nonce
+from mlp_magic.agent import actions
+from mlp_magic.agent.feed import Feed
+from mlp_magic.agent.protocol import LINE_LIMIT, VERSION, RequestError, authentic, decode_request, encode, new_nonce
 
 REQUEST_TIMEOUT_S = 10.0
 SEND_TIMEOUT_S = 30.0      # a subscriber that reads nothing for this long is dropped

@@ -4,7 +4,7 @@ from __future__ import annotations
 import shlex
 from typing import Any, Dict, Mapping
 
-from ..errors import MlpMagicError
+from mlp_magic.errors import MlpMagicError
 
 CLUSTER_USAGE = ("%mlp_cluster [--hostfile FILE | -H HOSTS] [--refresh SECONDS] [--timeout SECONDS] "
                  "[--no-probe] [--topo-file HOST=FILE]...")

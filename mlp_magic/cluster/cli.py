@@ -12,12 +12,12 @@ import socket
 import sys
 from typing import Optional
 
-from ..core.local_names import is_this_machine
-from ..errors import MlpMagicError
-from ..gpu import HostGpus, parse_topo_matrix, probe_local
-from .collect import CollectOptions, StateCollector
-from .model import gpus_json
-from .text import status_text, topo_text
+from mlp_magic.core.local_names import is_this_machine
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.gpu import HostGpus, parse_topo_matrix, probe_local
+from mlp_magic.cluster.collect import CollectOptions, StateCollector
+from mlp_magic.cluster.model import gpus_json
+from mlp_magic.cluster.text import status_text, topo_text
 
 
 class HostProbeFailed(Exception):
@@ -66,7 +66,7 @@ def _topo_inventory(args: argparse.Namespace) -> HostGpus:
 
 def _remote_inventory(host: str, ssh: Optional[str], timeout: float) -> HostGpus:
     """Another host's GPUs: it runs ``mlp-magic topo --json`` itself, over ssh."""
-    from ..gpu.collect import collect_over_ssh
+    from mlp_magic.gpu.collect import collect_over_ssh
 
     [gpus] = collect_over_ssh([host], ssh=ssh, timeout=timeout, connect_timeout=timeout).values()
     if gpus.source == "none" and gpus.error:  # nothing came back from the host's own probe

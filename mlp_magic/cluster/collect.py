@@ -22,12 +22,12 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
-from ..core.deadline import in_background
-from ..core.local_names import this_machine_names
-from ..core.records import Record, fresh
-from ..errors import MlpMagicError
-from ..gpu import HostGpus, parse_topo_matrix
-from .model import LOCAL, ClusterState, cluster_state, failed_state, host_key, published_inventories
+from mlp_magic.core.deadline import in_background
+from mlp_magic.core.local_names import this_machine_names
+from mlp_magic.core.records import Record, fresh
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.gpu import HostGpus, parse_topo_matrix
+from mlp_magic.cluster.model import LOCAL, ClusterState, cluster_state, failed_state, host_key, published_inventories
 
 GPU_MODES = ("none", "local", "all")
 InventorySource = Union[HostGpus, str, "os.PathLike[str]"]
@@ -124,13 +124,13 @@ class StateCollector:
         options = self.options
         if world is not None and not (options.hostfile or options.hosts):
             return world.spec.topology
-        from ..core.topology import topology_from_environment
+        from mlp_magic.core.topology import topology_from_environment
 
         return topology_from_environment(options.env, hostfile=options.hostfile, hosts=options.hosts)
 
     def _worlds(self, world: Any) -> List[Mapping]:
         """Published Worlds of other kernels, and this kernel's own from the World itself."""
-        from ..world.published import read_worlds
+        from mlp_magic.world.published import read_worlds
 
         try:
             worlds = read_worlds(self.options.state_dir)
@@ -144,7 +144,7 @@ class StateCollector:
         timeout = self.options.reach_timeout
         if timeout is None:
             return dict
-        from .reachability import probe_hosts
+        from mlp_magic.cluster.reachability import probe_hosts
 
         pending = in_background(lambda: asyncio.run(probe_hosts(topology.hosts, timeout, names)),
                                 "mlp-cluster-reachability")
@@ -172,7 +172,7 @@ class StateCollector:
         """One engine per host of the World probes its host, except hosts given or not shown."""
         if world is None:
             return []
-        from ..world.gpus import collect_from_world
+        from mlp_magic.world.gpus import collect_from_world
 
         shown = {host_key(h.name, names) for h in topology.hosts}
         given = {host_key(g.host, names) for g in self.inventories}
@@ -188,7 +188,7 @@ class StateCollector:
         hosts = [h for h in topology.hosts if host_key(h.name, names) not in given | covered]
         if not hosts:
             return None
-        from ..gpu.collect import start_over_ssh
+        from mlp_magic.gpu.collect import start_over_ssh
 
         options = self.options
         return start_over_ssh(hosts, ssh=options.ssh, timeout=options.timeout,
@@ -199,7 +199,7 @@ class StateCollector:
         """This machine's GPUs, under the name the topology gives it, unless known already
         (an engine that did not answer does not count: this machine can be asked directly)
         or ``tried`` already (the ssh collect probes it in-process when no World covers it)."""
-        from ..gpu import probe_local
+        from mlp_magic.gpu import probe_local
 
         answered = {host_key(g.host, names) for g in known if g.gpus or not g.error}
         answered |= {host_key(g.host, names) for g in tried}
@@ -215,8 +215,8 @@ class StateCollector:
 def read_health(state_dir: Optional[str]) -> Dict[str, Any]:
     """host -> its health in the last ``mlp-magic doctor`` report of this state folder ({} when
     there is none or it cannot be read)."""
-    from .. import config
-    from ..core.doctor import REPORT_NAME, health_by_host
+    from mlp_magic import config
+    from mlp_magic.core.doctor import REPORT_NAME, health_by_host
 
     folder = config.state_dir() if state_dir is None else state_dir
     try:

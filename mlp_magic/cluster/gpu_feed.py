@@ -22,10 +22,10 @@ import sys
 import time
 from typing import Callable, Dict, Optional, Tuple
 
-from ..agent.client import AgentError, subscribe
-from ..core.gpu_history import GpuHistory
-from ..core.local_names import stays_here
-from ..errors import MlpMagicError
+from mlp_magic.agent.client import AgentError, subscribe
+from mlp_magic.core.gpu_history import GpuHistory
+from mlp_magic.core.local_names import stays_here
+from mlp_magic.errors import MlpMagicError
 
 SILENT_S = 5.0            # an agent that sends nothing this long is asked again
 BACKOFF_S = (0.5, 10.0)   # first and longest wait before asking a broken agent again
@@ -52,7 +52,7 @@ def agent_targets(worlds: list) -> Dict[Tuple[str, str], tuple]:
 
 def stdio_argv(host: str, ssh: list, python: str = sys.executable) -> list:
     """The agent in ``--stdio`` mode on ``host`` (the same image everywhere: this Python's path)."""
-    from ..fanout.ssh.argv import as_target, destination, ssh_options
+    from mlp_magic.fanout.ssh.argv import as_target, destination, ssh_options
 
     command = [python, "-m", "mlp_magic.agent", "--stdio"]
     if stays_here(host):

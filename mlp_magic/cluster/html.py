@@ -7,9 +7,9 @@ from __future__ import annotations
 import html
 from typing import Any, List, Optional
 
-from ..gpu import HostGpus, nearest_nic
-from .model import ClusterState, HostView
-from .text import host_rows, title
+from mlp_magic.gpu import HostGpus, nearest_nic
+from mlp_magic.cluster.model import ClusterState, HostView
+from mlp_magic.cluster.text import host_rows, title
 
 # Link colours: NVLink in greens (darker = more links), PCIe within a socket in blues and
 # yellow, crossing host bridges in orange, crossing the socket (SYS) in red.

@@ -24,11 +24,11 @@ import time
 from datetime import datetime, timezone
 from typing import Callable, Dict, List, Optional
 
-from ..core.doc_delta import diff
-from ..core.doctor import REPORT_NAME
-from .collect import CollectOptions, Parts, StateCollector, read_health
-from .dir_watch import DirWatch
-from .gpu_feed import GpuFeed
+from mlp_magic.core.doc_delta import diff
+from mlp_magic.core.doctor import REPORT_NAME
+from mlp_magic.cluster.collect import CollectOptions, Parts, StateCollector, read_health
+from mlp_magic.cluster.dir_watch import DirWatch
+from mlp_magic.cluster.gpu_feed import GpuFeed
 
 SLOW_EVERY_S = 30.0       # topology and reachability, while someone watches
 LIVENESS_EVERY_S = 5.0    # kernels checked for life (a dead one's World leaves the document)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
-from ..core.local_names import is_this_machine
-from ..gpu import HostGpus, host_hints
+from mlp_magic.core.local_names import is_this_machine
+from mlp_magic.gpu import HostGpus, host_hints
 
 LOCAL = "<local>"   # the key of this machine, whatever name a part used for it
 PRIVATE = "private"  # the part of a published World record that is never shown

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import List, Optional, Sequence
 
-from ..core.ranges import fold_ranks
-from ..gpu import HostGpus, format_topo_matrix, host_hints, nearest_nic
-from .model import ClusterState, HostView
+from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.gpu import HostGpus, format_topo_matrix, host_hints, nearest_nic
+from mlp_magic.cluster.model import ClusterState, HostView
 
 
 def when(updated_at: str) -> str:

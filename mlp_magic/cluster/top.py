@@ -14,11 +14,11 @@ import sys
 import time
 from typing import Optional
 
-from .. import config
-from ..core.render_top import top_lines
-from .collect import CollectOptions
-from .gpu_feed import agent_targets, stdio_argv
-from .live import LiveCluster
+from mlp_magic import config
+from mlp_magic.core.render_top import top_lines
+from mlp_magic.cluster.collect import CollectOptions
+from mlp_magic.cluster.gpu_feed import agent_targets, stdio_argv
+from mlp_magic.cluster.live import LiveCluster
 
 ENTER, LEAVE = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"   # alternate screen, cursor hidden
 HOME_CLEAR = "\x1b[H\x1b[2J"
@@ -139,14 +139,14 @@ async def _top(options: CollectOptions, once: bool, interval: float) -> None:
 
 
 def _read_worlds(directory: str) -> list:
-    from ..world.published import read_worlds
+    from mlp_magic.world.published import read_worlds
 
     return read_worlds(directory)
 
 
 def run_top(args) -> int:
     """``mlp-magic top``: until q or Ctrl-C (``--once``: one frame)."""
-    from ..errors import MlpMagicError
+    from mlp_magic.errors import MlpMagicError
 
     if not args.interval or args.interval <= 0:
         raise MlpMagicError(f"--interval must be positive, got {args.interval!r}")

@@ -16,8 +16,8 @@ structure have their leaves in the same order, so they can be compared leaf by l
 """
 from __future__ import annotations
 
-from .ranges import rank_words
-from .records import Record, fresh
+from mlp_magic.core.ranges import rank_words
+from mlp_magic.core.records import Record, fresh
 
 KEYS_SHOWN = 8          # differing keys listed per minority group
 DIGEST_SHOWN = 8        # hex digits of a checksum shown

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import html
 
-from .grouping import fold_hosts_shown
-from .records import Record, fresh
+from mlp_magic.core.grouping import fold_hosts_shown
+from mlp_magic.core.records import Record, fresh
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITIES = (ERROR, WARNING, INFO)

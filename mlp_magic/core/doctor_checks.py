@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from .doctor import ERROR, INFO, MISSING, WARNING, Finding, Report, compare, hosts_text, shown
-from .records import Record, fresh
+from mlp_magic.core.doctor import ERROR, INFO, MISSING, WARNING, Finding, Report, compare, hosts_text, shown
+from mlp_magic.core.records import Record, fresh
 
 # Variables the launcher sets in each process it starts (some differ from process to process by
 # design, the rest describe the launcher, not the host: a World's engines hold them, ssh does not):
@@ -155,7 +155,7 @@ def environment(report: Report, facts: dict) -> None:
 def check_hosts(hosts, facts: dict, failures: dict, context: Context | None = None) -> Report:
     """The report of one doctor run: ``facts`` {host: the probe's dict} of the hosts that
     answered, ``failures`` {host: why not} of the others; ``hosts``: all, in order."""
-    from .doctor_health import gpus, host_health
+    from mlp_magic.core.doctor_health import gpus, host_health
 
     context = context or Context()
     report = Report(tuple(hosts), answered=len(facts))

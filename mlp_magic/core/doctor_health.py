@@ -8,7 +8,7 @@ and their state, GPUs far from their nearest NIC.
 """
 from __future__ import annotations
 
-from .doctor import ERROR, INFO, MISSING, WARNING, Finding, Report, compare, hosts_text
+from mlp_magic.core.doctor import ERROR, INFO, MISSING, WARNING, Finding, Report, compare, hosts_text
 
 GIB = 1 << 30
 SHM_WARN = 1 * GIB           # NCCL's buffers live in /dev/shm; Docker's default is 64 MiB

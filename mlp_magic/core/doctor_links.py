@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 
-from .doctor import ERROR, WARNING, Finding, Report, Shared
+from mlp_magic.core.doctor import ERROR, WARNING, Finding, Report, Shared
 
 GB = 1e9   # nccl-tests reports GB/s of 10^9 bytes
 

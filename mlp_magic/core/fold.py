@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import difflib
 
-from .fold_columns import slot_summaries
-from .fold_numbers import MASK, fill, label_before
-from .fold_shapes import Template, shapes_of, templates_of
-from .grouping import MemberSet, common_ends
-from .records import Record
+from mlp_magic.core.fold_columns import slot_summaries
+from mlp_magic.core.fold_numbers import MASK, fill, label_before
+from mlp_magic.core.fold_shapes import Template, shapes_of, templates_of
+from mlp_magic.core.grouping import MemberSet, common_ends
+from mlp_magic.core.records import Record
 
 ALIGN_LIMIT = 40_000         # middle lengths multiplied: beyond this, difflib (quadratic) is not run
 MERGE_TRIES = 3              # folded groups of the same status an output may try to join

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from itertools import chain, repeat
 
-from .fold_numbers import FLOAT, HEX, INT, MASK, SPECIAL, shape, token_kind
-from .fold_summary import FieldSummary, summarise
+from mlp_magic.core.fold_numbers import FLOAT, HEX, INT, MASK, SPECIAL, shape, token_kind
+from mlp_magic.core.fold_summary import FieldSummary, summarise
 
 CHUNK_TOKENS = 1 << 14       # tokens cut at once: small enough that a chunk's tokens stay in cache
 _PLAIN = re.compile(r"[0-9.]*")

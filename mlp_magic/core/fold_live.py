@@ -12,8 +12,8 @@ printing ``step N loss X`` in a loop are one entry, shown as ``[0-511 ×3,072] s
 """
 from __future__ import annotations
 
-from .fold_numbers import NUMBER, MASK
-from .ranges import fold_ranks
+from mlp_magic.core.fold_numbers import NUMBER, MASK
+from mlp_magic.core.ranges import fold_ranks
 
 MAX_TEMPLATES = 500   # more distinct templates are counted, not kept
 

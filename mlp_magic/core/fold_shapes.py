@@ -14,7 +14,7 @@ from array import array
 from itertools import accumulate, repeat
 from operator import add, itemgetter
 
-from .fold_numbers import MASK, NUMBER, scan, shape, shape_is_safe
+from mlp_magic.core.fold_numbers import MASK, NUMBER, scan, shape, shape_is_safe
 
 _NONZERO_IS_ONE = bytes([0] + [1] * 255)
 

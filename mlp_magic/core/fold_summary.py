@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 
-from .fold_numbers import HEX, INT, SPECIAL, token_kind
-from .records import Record
+from mlp_magic.core.fold_numbers import HEX, INT, SPECIAL, token_kind
+from mlp_magic.core.records import Record
 
 SIGMAS = 5.0
 MAD_TO_SIGMA = 1.4826

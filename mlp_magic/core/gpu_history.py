@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 
-from ..errors import MlpMagicError
+from mlp_magic.errors import MlpMagicError
 
 METRICS = ("util_pct", "mem_used_mib", "temp_c", "power_w", "throttle_bits", "xid", "ecc_uncorrected")
 CSV_HEADER = "time,host,gpu," + ",".join(METRICS)

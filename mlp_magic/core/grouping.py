@@ -11,10 +11,10 @@ import re
 from functools import cached_property
 from typing import Sequence, Union
 
-from ..errors import MlpMagicError
-from .records import Record
-from .ranges import fold_hosts, fold_ranks
-from .results import FAILED, OK, HostResult, RankResult
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.core.records import Record
+from mlp_magic.core.ranges import fold_hosts, fold_ranks
+from mlp_magic.core.results import FAILED, OK, HostResult, RankResult
 
 Result = Union[RankResult, HostResult]
 DIFF_CONTEXT = 3

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 
-from ..errors import MlpMagicError
-from .ranges import expand_hosts, quote
-from .records import Record
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.core.ranges import expand_hosts, quote
+from mlp_magic.core.records import Record
 
 MAX_SLOTS = 1 << 20      # per host; a typo such as slots=80000000 fails here, not in a layout
 MAX_PORT = 65535

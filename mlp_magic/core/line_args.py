@@ -12,7 +12,7 @@ import re
 import shlex
 from collections.abc import Mapping
 
-from ..errors import MlpMagicError
+from mlp_magic.errors import MlpMagicError
 
 _VAR = re.compile(r"\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$\{")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

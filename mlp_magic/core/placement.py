@@ -1,7 +1,7 @@
 """Did the launcher put the ranks where the layout says? Pure: the layout and what ranks reported."""
 from __future__ import annotations
 
-from ..errors import MlpMagicError
+from mlp_magic.errors import MlpMagicError
 
 
 def check_placement(layout: list, identities: dict) -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from ..errors import MlpMagicError
-from .ranges import rank_words
-from .records import Record
-from .source_files import display_name
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.core.ranges import rank_words
+from mlp_magic.core.records import Record
+from mlp_magic.core.source_files import display_name
 
 REPR_LIMIT = 80           # characters of a value's repr in --where
 ERROR_LIMIT = 300         # characters of the error line

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from .records import Record
+from mlp_magic.core.records import Record
 
 MPI_RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
 _SIZE_VARIABLES = {"OMPI_COMM_WORLD_RANK": "OMPI_COMM_WORLD_SIZE", "PMIX_RANK": "PMIX_SIZE",

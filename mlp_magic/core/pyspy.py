@@ -62,7 +62,7 @@ def parse_dump_json(text: str, pid: int) -> list:
 
 def frames_of(thread: dict) -> tuple:
     """A thread record's frames as Frame values (outermost first)."""
-    from .stack_report import Frame   # here: the hosts' scanner never needs it (nor dataclasses)
+    from mlp_magic.core.stack_report import Frame   # here: the hosts' scanner never needs it (nor dataclasses)
 
     return tuple(Frame(str(file), int(line), str(function)).canonical()
                  for file, line, function in thread["frames"])

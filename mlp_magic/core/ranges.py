@@ -10,7 +10,7 @@ import itertools
 import re
 from collections.abc import Iterable  # not typing: its import slows the allrun CLI's start
 
-from ..errors import MlpMagicError
+from mlp_magic.errors import MlpMagicError
 
 # Upper bounds so that a typo ("0-99999999999") fails with a message instead of eating memory.
 MAX_RANKS = 1 << 20

@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Dict, List, Optional, Sequence
 
-from .ranges import fold_ranks
-from .records import Record
+from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.core.records import Record
 
 STARTING, IDLE, BUSY, DEAD = "starting", "idle", "busy", "dead"
 STATES = (STARTING, IDLE, BUSY, DEAD)

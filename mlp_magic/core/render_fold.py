@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from html import escape
 
-from .fold import FoldedGroup, FoldedLine
-from .ranges import fold_hosts, fold_ranks, rank_words
+from mlp_magic.core.fold import FoldedGroup, FoldedLine
+from mlp_magic.core.ranges import fold_hosts, fold_ranks, rank_words
 
 MAX_OUTLIERS_SHOWN = 6     # per line; the rest are counted
 PREVIEW_LINES = 20         # HTML: a longer group shows these, the rest behind <details>

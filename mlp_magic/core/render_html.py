@@ -8,10 +8,10 @@ from __future__ import annotations
 from html import escape
 from typing import Sequence
 
-from .fold import FoldedGroup
-from .grouping import OutputGroup
-from .render_fold import folded_html
-from .render_text import CAPPED_NOTE, diff_reference, group_body, is_diff
+from mlp_magic.core.fold import FoldedGroup
+from mlp_magic.core.grouping import OutputGroup
+from mlp_magic.core.render_fold import folded_html
+from mlp_magic.core.render_text import CAPPED_NOTE, diff_reference, group_body, is_diff
 
 # Accent colour per status; failures not listed here use the error colour.
 _ACCENTS = {

@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from html import escape
 
-from .render_html import text_box
-from .render_text import RULE
-from .stack_jobs import label_for
-from .stack_report import frame_text
-from .stack_tree import Node, chain, deepest_user_nodes, odd, summary
+from mlp_magic.core.render_html import text_box
+from mlp_magic.core.render_text import RULE
+from mlp_magic.core.stack_jobs import label_for
+from mlp_magic.core.stack_report import frame_text
+from mlp_magic.core.stack_tree import Node, chain, deepest_user_nodes, odd, summary
 
 HEAD, ODD, FRAME, USER, INNERMOST, SPLIT, END = "head", "odd", "frame", "user", "innermost", "split", "end"
 ODD_TAG = "  [odd]"

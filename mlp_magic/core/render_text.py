@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .fold import FoldedGroup
-from .grouping import OutputGroup, diff_against_majority, majority
-from .render_fold import folded_text
+from mlp_magic.core.fold import FoldedGroup
+from mlp_magic.core.grouping import OutputGroup, diff_against_majority, majority
+from mlp_magic.core.render_fold import folded_text
 
 RULE = "-" * 16
 _RED, _GREEN, _CYAN, _BOLD, _RESET = "\x1b[31m", "\x1b[32m", "\x1b[36m", "\x1b[1m", "\x1b[0m"

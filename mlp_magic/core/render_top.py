@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Dict, List, Optional, Sequence
 
-from .ranges import fold_ranks
-from .rank_states import RankState, age_text, by_host, stragglers, summary_line
+from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.core.rank_states import RankState, age_text, by_host, stragglers, summary_line
 
 MARKS = {"busy": "#", "idle": ".", "dead": "x", "starting": "s"}
 STRAGGLER = "!"

@@ -6,7 +6,7 @@ made it (``MpirunResult``, ``AllrunResult``).
 """
 from __future__ import annotations
 
-from .records import Record, fresh
+from mlp_magic.core.records import Record, fresh
 
 # Rank statuses.
 OK = "ok"

@@ -13,12 +13,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 
-from .pyspy import NO_PYSPY, NO_PYSPY_FIX, PTRACE, PTRACE_FIX, frames_of
-from .grouping import fold_hosts_shown, ranks_label
-from .ranges import fold_ranks
-from .records import Record, fresh
-from .stack_report import Frame
-from .stack_tree import merge
+from mlp_magic.core.pyspy import NO_PYSPY, NO_PYSPY_FIX, PTRACE, PTRACE_FIX, frames_of
+from mlp_magic.core.grouping import fold_hosts_shown, ranks_label
+from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.core.records import Record, fresh
+from mlp_magic.core.stack_report import Frame
+from mlp_magic.core.stack_tree import merge
 
 THREAD_PREFIX = "thread "
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .source_files import is_cell, is_kernel_cell, is_user_code, short_path
+from mlp_magic.core.source_files import is_cell, is_kernel_cell, is_user_code, short_path
 
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[[^\]]*\])?"
                      r" \(most recent call first\):\s*$")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from .records import Record
+from mlp_magic.core.records import Record
 
 STALL_BASE_S = 30.0
 STALL_PER_BUSIEST_RANK_S = 1.0

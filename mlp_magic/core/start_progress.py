@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
-from .ranges import fold_hosts, fold_ranks
+from mlp_magic.core.ranges import fold_hosts, fold_ranks
 
 MAX_HOST_GROUPS = 3       # incomplete host groups shown in the progress line
 LOG_LINES_PER_RANK = 4

@@ -12,12 +12,12 @@ import re
 import stat
 from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
 
-from ..errors import MlpMagicError
-from .hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, expand_names, parse_count,
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.core.hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, expand_names, parse_count,
                        parse_host_list, parse_hostfile, reject_duplicates, split_outside_brackets)
-from .ranges import MAX_HOSTS, MAX_RANKS, quote
-from .local_names import LOCALHOST, LOOPBACK, is_this_machine
-from .records import Record
+from mlp_magic.core.ranges import MAX_HOSTS, MAX_RANKS, quote
+from mlp_magic.core.local_names import LOCALHOST, LOOPBACK, is_this_machine
+from mlp_magic.core.records import Record
 
 LOCAL_SOURCE = "local machine"   # the embedded default, the one source that oversubscribes unasked
 

@@ -81,7 +81,7 @@ def refusals(log_text: str, hosts_by_rank: Sequence[str]) -> Dict[str, str]:
 def refusal_error(log_text: str, hosts_by_rank: Sequence[str]) -> Optional[str]:
     """One line for a start the hosts' Pythons refused, hosts with the same reason folded
     (``worker[1-2]: ipyparallel 8.8.0 (needs >=9.0.0,<10)``); None when no engine refused."""
-    from .ranges import fold_hosts   # here, not at the top: every engine imports this module
+    from mlp_magic.core.ranges import fold_hosts   # here, not at the top: every engine imports this module
 
     by_reason: Dict[str, list] = {}
     for host, reason in refusals(log_text, hosts_by_rank).items():

@@ -14,8 +14,8 @@ import sys
 import time
 from collections.abc import Mapping
 
-from .collect import collect
-from .options import DoctorOptions
+from mlp_magic.doctor.collect import collect
+from mlp_magic.doctor.options import DoctorOptions
 
 
 def _expected_gpus(env: Mapping) -> int | None:
@@ -27,8 +27,8 @@ def _expected_gpus(env: Mapping) -> int | None:
 def gather(options: DoctorOptions, env: Mapping | None = None, transport_for=None):
     """The report (``core/doctor.Report``). ``transport_for``: a live World's transport (the
     magic's), used where it covers the hosts."""
-    from ..core.doctor_checks import Context, check_hosts
-    from ..core.topology import topology_from_environment
+    from mlp_magic.core.doctor_checks import Context, check_hosts
+    from mlp_magic.core.topology import topology_from_environment
 
     env = os.environ if env is None else env
     started = time.monotonic()
@@ -38,7 +38,7 @@ def gather(options: DoctorOptions, env: Mapping | None = None, transport_for=Non
                       windows=answers.windows, timeout=options.timeout)
     report = check_hosts(asked, answers.facts, answers.failures, context)
     if options.links:
-        from .links import run_links
+        from mlp_magic.doctor.links import run_links
 
         run_links(report, topology, options, env)
     report.seconds = time.monotonic() - started
@@ -51,9 +51,9 @@ def save_report(report, env: Mapping | None = None) -> None:
     health column reads it. A folder that cannot be written costs the column, never the run."""
     import tempfile
 
-    from .. import config
-    from ..core.doctor import REPORT_NAME
-    from ..world.published import private_folder
+    from mlp_magic import config
+    from mlp_magic.core.doctor import REPORT_NAME
+    from mlp_magic.world.published import private_folder
 
     folder = config.state_dir(env)
     try:

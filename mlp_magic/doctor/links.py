@@ -16,8 +16,8 @@ import sys
 import tempfile
 import time
 
-from ..core.doctor_links import add_link_findings
-from ..engine.identity import free_port
+from mlp_magic.core.doctor_links import add_link_findings
+from mlp_magic.engine.identity import free_port
 
 MIN_SECONDS = 60.0
 
@@ -65,7 +65,7 @@ def _rank_command(counts: list, master: str, leaders: list, options, timeout: fl
 
 def _start(topology, counts, command, env, workdir) -> list:
     """The processes that run every rank: one mpiexec, or plain local processes."""
-    from ..world.mpi import (LaunchPlan, detect_flavour, find_mpiexec, hostfile_text, mpiexec_argv,
+    from mlp_magic.world.mpi import (LaunchPlan, detect_flavour, find_mpiexec, hostfile_text, mpiexec_argv,
                              names_to_forward)
 
     path = find_mpiexec(env)

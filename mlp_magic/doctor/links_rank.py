@@ -20,8 +20,8 @@ import sys
 import time
 from datetime import timedelta
 
-from ..core.doctor_links import pair_rounds
-from ..engine.identity import LOCAL_RANK_VARIABLES, launched_by_mpi, launcher_rank
+from mlp_magic.core.doctor_links import pair_rounds
+from mlp_magic.engine.identity import LOCAL_RANK_VARIABLES, launched_by_mpi, launcher_rank
 
 WARMUP, TIMED = 2, 5
 

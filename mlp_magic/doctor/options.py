@@ -12,8 +12,8 @@ import functools
 import re
 from collections.abc import Mapping
 
-from ..core.line_args import LineParser, parse_magic_line
-from ..core.records import Record
+from mlp_magic.core.line_args import LineParser, parse_magic_line
+from mlp_magic.core.records import Record
 
 USAGE = ("[--hostfile FILE | -H HOSTS] [--package NAME ...] [--timeout S] [--ssh CMD] [--python PATH] "
          "[--no-import] [--links [--np N] [--fraction F] [--size MB] [--links-backend B]] [--json]")

@@ -21,10 +21,10 @@ import sys
 import threading
 import time
 
-from .. import PACKAGE_PARENT
-from ..core.host_command import helper_environment
-from ..core.proc_stat import create_time
-from ..errors import MlpMagicError
+from mlp_magic import PACKAGE_PARENT
+from mlp_magic.core.host_command import helper_environment
+from mlp_magic.core.proc_stat import create_time
+from mlp_magic.errors import MlpMagicError
 
 _lock = threading.Lock()
 _agent: dict = {}   # this engine's agent: {"process": Popen, "answer": {"port", "pid"}}

@@ -12,11 +12,11 @@ import os
 import signal
 import sys
 
-from . import forget_modules, restore_modules
-from .capture import install_capture, own_log_root
-from .exits import install_exit_status
-from .identity import stacks_path
-from .sigint import install_sigint_gate
+from mlp_magic.engine import forget_modules, restore_modules
+from mlp_magic.engine.capture import install_capture, own_log_root
+from mlp_magic.engine.exits import install_exit_status
+from mlp_magic.engine.identity import stacks_path
+from mlp_magic.engine.sigint import install_sigint_gate
 
 _stacks_file: list = []   # the open file faulthandler writes to (kept for the engine's life)
 # Post-mortem's part in every rank: a ``post_run_cell`` hook keeps the exception of a cell that

@@ -17,9 +17,9 @@ import threading
 import time
 import traceback
 
-from .fd_watch import take_over
-from .identity import stacks_path
-from .private_files import open_private, private_dirs, private_file
+from mlp_magic.engine.fd_watch import take_over
+from mlp_magic.engine.identity import stacks_path
+from mlp_magic.engine.private_files import open_private, private_dirs, private_file
 
 CELL_TAG = "# mlp_magic cell: "
 FLUSH_SECONDS = 0.5

@@ -16,7 +16,7 @@ import select
 import termios
 import threading
 
-from .ipykernel_private import fd_pipe
+from mlp_magic.engine.ipykernel_private import fd_pipe
 
 READ_BYTES = 1 << 16
 STALL_SECONDS = 2.0      # a drain gives up after this long with no byte delivered

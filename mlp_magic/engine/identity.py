@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import socket
 
-from .. import config
+from mlp_magic import config
 
 # The rank's own number, most specific first. MLP_MAGIC_RANK first: plain engines (no MPI) are
 # numbered by the World, and may inherit a launcher's variables from the kernel.

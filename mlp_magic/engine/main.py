@@ -36,9 +36,9 @@ import os
 import sys
 import time
 
-from . import forget_modules
-from .identity import STARTED, launched_by_mpi, launcher_rank, usable_cpus
-from .ipykernel_private import DEBUGGER_FLAG, DEBUGGER_MODULE, run_every_cell
+from mlp_magic.engine import forget_modules
+from mlp_magic.engine.identity import STARTED, launched_by_mpi, launcher_rank, usable_cpus
+from mlp_magic.engine.ipykernel_private import DEBUGGER_FLAG, DEBUGGER_MODULE, run_every_cell
 
 PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
 LOG_FORMAT = "%(asctime)s.%(msecs).03d [rank {rank}] [%(name)s]%(highlevel)s %(message)s"
@@ -163,12 +163,12 @@ def before_the_engine(rank: int | None) -> tuple:
     import, if one ever comes, loads them anew."""
     before = set(sys.modules)
     try:
-        from .versions import refusal
+        from mlp_magic.engine.versions import refusal
 
         refused = refusal(rank)   # this Python cannot run an engine (core/versions)
         if refused:
             return refused, None
-        from .start_slots import take_start_slot
+        from mlp_magic.engine.start_slots import take_start_slot
 
         return "", take_start_slot(rank, slot_names())
     finally:
@@ -189,7 +189,7 @@ def main() -> None:
     STARTED["debugger_kept_out"] = keep_debugger_out()
     from ipyparallel.engine.app import IPEngine
 
-    from .quiet import quieten
+    from mlp_magic.engine.quiet import quieten
 
     STARTED["numpy_deferred"] = can_arrays_once_numpy_loads()
 

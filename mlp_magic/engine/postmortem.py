@@ -13,13 +13,13 @@ import reprlib
 import sys
 from itertools import islice
 
-from ..core.postmortem import REPR_LIMIT, FrameSummary, LocalSummary, format_where, user_frames
-from ..core.source_files import is_user_code
-from ..errors import MlpMagicError
+from mlp_magic.core.postmortem import REPR_LIMIT, FrameSummary, LocalSummary, format_where, user_frames
+from mlp_magic.core.source_files import is_user_code
+from mlp_magic.errors import MlpMagicError
 # The hook that keeps the failure is in bootstrap (every rank installs it): this module, with
 # what it imports, loads only where a failure is inspected.
-from .bootstrap import GENERATED_TAG, INSPECT_TAG, _STATE, _after_cell  # noqa: F401
-from .bootstrap import install_failure_hook as install  # noqa: F401
+from mlp_magic.engine.bootstrap import GENERATED_TAG, INSPECT_TAG, _STATE, _after_cell  # noqa: F401
+from mlp_magic.engine.bootstrap import install_failure_hook as install  # noqa: F401
 
 _CO_NEWLOCALS = 0x0002   # a function's code (module and class bodies run in a given namespace)
 _BYTES_SHOWN = 24

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from jupyter_client.session import extract_header
 
-from . import ipykernel_private
+from mlp_magic.engine import ipykernel_private
 
 QUIET_KEY = "mlp_no_output"   # reply metadata: this request published nothing on iopub
 SECONDS_KEY = "mlp_seconds"   # reply metadata: how long the request ran on the rank

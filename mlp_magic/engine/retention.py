@@ -11,7 +11,7 @@ import stat
 import threading
 import time
 
-from ..core.retention import expired_cells
+from mlp_magic.core.retention import expired_cells
 
 
 def prune(root: str, days: float, now: float | None = None) -> list:

@@ -19,8 +19,8 @@ import os
 import sys
 import threading
 
-from ..core.source_files import is_user_code
-from .bootstrap import engine_shell
+from mlp_magic.core.source_files import is_user_code
+from mlp_magic.engine.bootstrap import engine_shell
 
 _SCRIPT_FOLDERS: list = []     # every folder a script ran from on this rank, in order
 

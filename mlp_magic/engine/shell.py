@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from ..core.host_command import shell_argv, without_rank_variables
+from mlp_magic.core.host_command import shell_argv, without_rank_variables
 
 
 def _kill_group(proc) -> None:

@@ -129,7 +129,7 @@ def _wait_for(handle, wait_s: float) -> bool:
         # No event to wait on with a limit here: only a signal cuts a blocking flock short, and
         # Python handles signals on the main thread only (elsewhere the interrupted flock is
         # retried, PEP 475). So off it (tests, never a rank) core/deadline.until tries again.
-        from ..core.deadline import until   # here: a rank never needs it
+        from mlp_magic.core.deadline import until   # here: a rank never needs it
 
         return until(lambda: _try_flock(handle), time.monotonic() + wait_s, longest_s=POLL_S)
 

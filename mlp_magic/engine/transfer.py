@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import copy
 
-from ..core.compare import size_text
-from .bootstrap import engine_shell
-from .summaries import MAX_DEPTH, is_array, is_tensor, state_of, type_name
-from .values import error_line
+from mlp_magic.core.compare import size_text
+from mlp_magic.engine.bootstrap import engine_shell
+from mlp_magic.engine.summaries import MAX_DEPTH, is_array, is_tensor, state_of, type_name
+from mlp_magic.engine.values import error_line
 
 
 class Packed:

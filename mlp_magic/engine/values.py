@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import hashlib
 
-from ..core.compare import align_paths, differing_slots
-from . import summaries
-from .bootstrap import engine_shell
+from mlp_magic.core.compare import align_paths, differing_slots
+from mlp_magic.engine import summaries
+from mlp_magic.engine.bootstrap import engine_shell
 
 LISTED = 8               # differing leaves described in detail per group (core.compare.KEYS_SHOWN)
 PIECE = 1 << 10          # bytes per piece digest, within a differing chunk

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Dict, Optional
 
-from ..core.versions import ENGINE_NEEDS, PYTHON, problems, refusal_line
+from mlp_magic.core.versions import ENGINE_NEEDS, PYTHON, problems, refusal_line
 
 
 def _from_folder_names(names) -> Dict[str, str]:

@@ -10,8 +10,8 @@ import queue
 import threading
 from collections.abc import Callable  # not typing: its import slows the allrun CLI's start
 
-from ..core.results import HostResult
-from .ssh.interrupts import InterruptsDeferred, dropped_interrupt
+from mlp_magic.core.results import HostResult
+from mlp_magic.fanout.ssh.interrupts import InterruptsDeferred, dropped_interrupt
 
 LIVE_BACKLOG = 20000   # live lines waiting for the display; more are not shown live
 
@@ -97,4 +97,4 @@ class _Worker:
 
 
 def _prefetch_renderers() -> None:
-    from ..core import grouping, render_text  # noqa: F401
+    from mlp_magic.core import grouping, render_text  # noqa: F401

@@ -9,8 +9,8 @@ import os
 import signal
 import sys
 
-from ..errors import MlpMagicError, unwritable_output
-from .ssh.interrupts import InterruptsDeferred, notice_dropped_interrupts, terminate_as_interrupt
+from mlp_magic.errors import MlpMagicError, unwritable_output
+from mlp_magic.fanout.ssh.interrupts import InterruptsDeferred, notice_dropped_interrupts, terminate_as_interrupt
 
 # Host prefix colours for live lines, cycled by host position (no red: it means failure).
 _PALETTE = ("\x1b[36m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[34m", "\x1b[96m", "\x1b[92m", "\x1b[93m")
@@ -19,7 +19,7 @@ _RESET = "\x1b[0m"
 
 def use_color(stream) -> bool:
     """Colour on a terminal unless NO_COLOR is set (https://no-color.org)."""
-    from .. import config   # here: the start-up path imports no more than it needs
+    from mlp_magic import config   # here: the start-up path imports no more than it needs
 
     return not config.no_color() and hasattr(stream, "isatty") and stream.isatty()
 
@@ -46,8 +46,8 @@ def main(argv: list | None = None) -> int:
     # Until the run's own loop waits, a Ctrl-C is recorded, not raised (see InterruptsDeferred);
     # meanwhile the hosts' processes start, then asyncio is imported while they shake hands.
     with InterruptsDeferred() as deferred:
-        from .options import USAGE, parse_allrun_argv
-        from .plan import Plan, run_plan
+        from mlp_magic.fanout.options import USAGE, parse_allrun_argv
+        from mlp_magic.fanout.plan import Plan, run_plan
 
         try:
             options = parse_allrun_argv(argv)
@@ -59,8 +59,8 @@ def main(argv: list | None = None) -> int:
         except MlpMagicError as error:
             return _bad_input(error)
         try:
-            from . import report  # noqa: F401  (the renderers, and below asyncio: held whole)
-            from .ssh import runner  # noqa: F401
+            from mlp_magic.fanout import report  # noqa: F401  (the renderers, and below asyncio: held whole)
+            from mlp_magic.fanout.ssh import runner  # noqa: F401
         except BaseException:
             if early is not None:
                 early.stop_unclaimed()
@@ -102,7 +102,7 @@ def run() -> None:
     try:
         code = main()
     except KeyboardInterrupt:   # before anything started, or a second Ctrl-C: no traceback
-        from .report import EXIT_INTERRUPTED
+        from mlp_magic.fanout.report import EXIT_INTERRUPTED
 
         sys.stderr.write("allrun: interrupted\n")
         code = EXIT_INTERRUPTED

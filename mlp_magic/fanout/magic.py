@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from ..core.ranges import fold_hosts
-from ..core.results import OK, AllrunResult
-from ..errors import HostFailure
-from ..world.display import LiveOutput, footnote_html
-from . import report
-from .options import AllrunOptions, parse_allrun_line
-from .plan import Plan, run_plan, select_hosts
+from mlp_magic.core.ranges import fold_hosts
+from mlp_magic.core.results import OK, AllrunResult
+from mlp_magic.errors import HostFailure
+from mlp_magic.world.display import LiveOutput, footnote_html
+from mlp_magic.fanout import report
+from mlp_magic.fanout.options import AllrunOptions, parse_allrun_line
+from mlp_magic.fanout.plan import Plan, run_plan, select_hosts
 
 
 def run_allrun_line(line: str, cell: str | None, user_ns: Mapping | None = None, *,

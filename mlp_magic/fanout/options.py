@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping  # not typing: its import slows the allrun CLI's start
 
-from ..core.records import Record
-from ..errors import MlpMagicError
+from mlp_magic.core.records import Record
+from mlp_magic.errors import MlpMagicError
 
 DEFAULT_FANOUT = 64
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -152,7 +152,7 @@ def parse_allrun_line(line: str, cell: str | None, env: Mapping | None = None,
 
 
 def _expand(text: str, env: Mapping, user_ns: Mapping | None) -> str:
-    from ..core.line_args import expand_vars  # argparse: only a magic's line needs it
+    from mlp_magic.core.line_args import expand_vars  # argparse: only a magic's line needs it
 
     return expand_vars(text, env, user_ns)
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
 
-from .. import config
-from ..core.results import INTERRUPTED, OK, HostResult
-from ..errors import MlpMagicError
-from .options import AllrunOptions
+from mlp_magic import config
+from mlp_magic.core.results import INTERRUPTED, OK, HostResult
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.fanout.options import AllrunOptions
 
 
 def select_hosts(options: AllrunOptions, env: Mapping | None = None):
     """(hosts, topology): one target per host of the Topology, minus ``--exclude``."""
-    from ..core.ranges import expand_hosts, fold_hosts
-    from ..core.topology import topology_from_environment
+    from mlp_magic.core.ranges import expand_hosts, fold_hosts
+    from mlp_magic.core.topology import topology_from_environment
 
     env = os.environ if env is None else env
     topology = topology_from_environment(env, hostfile=options.hostfile, hosts=options.hosts)
@@ -42,7 +42,7 @@ class Plan:
     """What one allrun does, checked before anything runs: hosts, transport settings, copy."""
 
     def __init__(self, options: AllrunOptions, env: Mapping | None = None, check_names: bool = True):
-        from .ssh.argv import as_targets, check_copy_source, find_program
+        from mlp_magic.fanout.ssh.argv import as_targets, check_copy_source, find_program
 
         self.options = options
         hosts, self.topology = select_hosts(options, env)
@@ -63,7 +63,7 @@ class Plan:
         """Start every host's ssh now, before the event loop and asyncio's import (the CLI's cold
         start: the handshakes, most of the time, overlap the interpreter's remaining start-up).
         Returns the Launch for ``run_plan``, or None where the run cannot start this way."""
-        from .ssh.spawn import Launch, gated
+        from mlp_magic.fanout.ssh.spawn import Launch, gated
 
         options = self.options
         if options.copy or not options.command.strip() or options.fanout < len(self.targets):
@@ -76,7 +76,7 @@ class Plan:
 
     def runner_options(self, check_names: bool, **more):
         """The transport's RunOptions for this plan (``more``: outdir, stdin_path)."""
-        from .ssh.runner import RunOptions
+        from mlp_magic.fanout.ssh.runner import RunOptions
 
         options = self.options
         return RunOptions(ssh=self.ssh, fanout=options.fanout, connect_timeout=options.connect_timeout,
@@ -106,9 +106,9 @@ def run_plan(plan: Plan, on_output: Callable | None = None, early=None,
 
 
 def _run_plan(plan: Plan, on_output: Callable | None, early, interrupted: bool = False) -> list[HostResult]:
-    from .bridge import run_blocking   # threads and asyncio: after the hosts' processes started
-    from .ssh.argv import copy_command
-    from .ssh.runner import HostRunner
+    from mlp_magic.fanout.bridge import run_blocking   # threads and asyncio: after the hosts' processes started
+    from mlp_magic.fanout.ssh.argv import copy_command
+    from mlp_magic.fanout.ssh.runner import HostRunner
 
     options = plan.options
     results: dict[str, HostResult] = {}

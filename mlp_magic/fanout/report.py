@@ -1,12 +1,12 @@
 """How an allrun ended, for people and programs: exit status, grouped text and HTML, JSON."""
 from __future__ import annotations
 
-from ..core.grouping import group_results
-from ..core.ranges import fold_hosts
-from ..core.render_html import render_groups_html
-from ..core.render_text import render_groups_text
-from ..core.results import FAILED, INTERRUPTED, TIMEOUT, UNREACHABLE, HostResult
-from .options import AllrunOptions
+from mlp_magic.core.grouping import group_results
+from mlp_magic.core.ranges import fold_hosts
+from mlp_magic.core.render_html import render_groups_html
+from mlp_magic.core.render_text import render_groups_text
+from mlp_magic.core.results import FAILED, INTERRUPTED, TIMEOUT, UNREACHABLE, HostResult
+from mlp_magic.fanout.options import AllrunOptions
 
 EXIT_INTERRUPTED = 130
 EXIT_UNREACHABLE = 255

@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 import time
 
-from ..core.host_command import caller_folder, host_variables
-from ..core.placement import first_rank_per_host
-from ..core.results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
-from ..engine.shell import run_shell
-from ..world.ipp_private import children, request_futures, targets
-from ..world.waiting import Requests
+from mlp_magic.core.host_command import caller_folder, host_variables
+from mlp_magic.core.placement import first_rank_per_host
+from mlp_magic.core.results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
+from mlp_magic.engine.shell import run_shell
+from mlp_magic.world.ipp_private import children, request_futures, targets
+from mlp_magic.world.waiting import Requests
 
 INTERRUPT_GRACE = 2.0
 # Beyond the command's own timeout (which the engine enforces), for the round trip: an engine

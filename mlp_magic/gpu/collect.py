@@ -13,14 +13,14 @@ import sys
 import time
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
-from .. import config
-from ..core.deadline import in_background
-from ..core.local_names import stays_here, this_machine_names
-from ..core.results import HostResult, why_no_answer
-from ..errors import MlpMagicError
-from ..fanout.ssh.underway import Underway, start_all
-from .model import HostGpus, failed, parse_topo_answer
-from .probe import topo_argv
+from mlp_magic import config
+from mlp_magic.core.deadline import in_background
+from mlp_magic.core.local_names import stays_here, this_machine_names
+from mlp_magic.core.results import HostResult, why_no_answer
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.fanout.ssh.underway import Underway, start_all
+from mlp_magic.gpu.model import HostGpus, failed, parse_topo_answer
+from mlp_magic.gpu.probe import topo_argv
 
 
 def one_line(exc: BaseException) -> str:
@@ -53,7 +53,7 @@ def inventory_from_result(result: HostResult, timeout: float) -> HostGpus:
 
 def _start_local(names: Sequence[str], timeout: float) -> Underway:
     """Probe this machine once (in a thread), reported under each of its names."""
-    from .probe import probe_local
+    from mlp_magic.gpu.probe import probe_local
 
     pending = in_background(lambda: probe_local(timeout=timeout * PROBE_SHARE, host=names[0]),
                             "mlp-gpu-collect")
@@ -73,7 +73,7 @@ def _start_remote(targets: Sequence[Any], ssh: Any, env: Optional[Mapping[str, s
                   timeout: float, connect_timeout: float, fanout: int) -> Underway:
     """Run the topo command on every target over ssh (in a thread with its own event loop); its
     finish takes a deadline and gives {host: HostGpus}."""
-    from ..fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
+    from mlp_magic.fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
 
     names = [t.name for t in targets]
     try:
@@ -111,7 +111,7 @@ def start_over_ssh(hosts: Iterable[Any], *, timeout: float, ssh: Any = None,
     "timeout: no answer within N s", "exit N: ...", "bad JSON: ...". Hosts beyond ``fanout``
     wait for a free connection slot, inside the same deadline.
     """
-    from ..fanout.ssh.argv import as_targets
+    from mlp_magic.fanout.ssh.argv import as_targets
 
     if not timeout or timeout <= 0:
         raise MlpMagicError("GPU collect: timeout must be positive, got %r" % (timeout,))

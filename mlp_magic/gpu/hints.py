@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional
 
-from ..core.ranges import fold_ranks
-from .model import HostGpus, link_distance
+from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.gpu.model import HostGpus, link_distance
 
 
 def numa_span_hint(gpus: HostGpus, ranks: Iterable[Any]) -> Optional[str]:

@@ -10,7 +10,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ..errors import MlpMagicError
+from mlp_magic.errors import MlpMagicError
 
 SOURCES = ("nvml", "nvidia-smi", "none")
 

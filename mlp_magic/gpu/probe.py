@@ -15,8 +15,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from ..errors import MlpMagicError
-from .model import HostGpus
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.gpu.model import HostGpus
 
 # A child probing for an engine gets this share of its time for the probe itself (all its steps:
 # ``probe_local`` keeps one deadline), so that a slow driver comes back as the child's own
@@ -72,7 +72,7 @@ def _run_smi(smi: str, args: List[str], timeout: float) -> str:
 def probe_smi(smi: str, host: str, timeout: float) -> HostGpus:
     """Topology from `nvidia-smi topo -m`, names/memory/utilisation from --query-gpu, both
     within ``timeout``."""
-    from .smi_topo import QUERY_GPU_FIELDS, merge_query, parse_query_gpu, parse_topo_matrix   # hosts with it
+    from mlp_magic.gpu.smi_topo import QUERY_GPU_FIELDS, merge_query, parse_query_gpu, parse_topo_matrix   # hosts with it
 
     deadline = time.monotonic() + timeout
     try:
@@ -92,8 +92,8 @@ def probe_local(timeout: float = 5.0, *, host: Optional[str] = None, use_nvml: b
                 smi: str = "nvidia-smi") -> HostGpus:
     """GPUs of this machine: NVML, else nvidia-smi when on PATH, else source "none" (CPU-only);
     every step within one ``timeout``."""
-    from ..core.deadline import within
-    from .nvml_probe import probe_nvml
+    from mlp_magic.core.deadline import within
+    from mlp_magic.gpu.nvml_probe import probe_nvml
 
     host = host or socket.gethostname()
     deadline = time.monotonic() + timeout
@@ -118,9 +118,9 @@ def probe_in_child(timeout: float, host: str, python: str = sys.executable) -> H
     all, a share of them for the probe itself; never raises. The child is a rank's helper, as the
     GPU agent is (core/host_command.helper_environment): no rank's identity, and the rank's own
     mlp_magic first on its path, wherever a cell took the rank's working folder."""
-    from .. import PACKAGE_PARENT
-    from ..core.host_command import helper_environment
-    from .model import failed, parse_topo_answer
+    from mlp_magic import PACKAGE_PARENT
+    from mlp_magic.core.host_command import helper_environment
+    from mlp_magic.gpu.model import failed, parse_topo_answer
 
     argv, env = topo_argv(python, timeout * CHILD_PROBE_SHARE), helper_environment(os.environ, PACKAGE_PARENT)
     try:

@@ -23,9 +23,9 @@ import math
 import time
 from types import SimpleNamespace
 
-from ..core.records import Record
-from ..errors import MlpMagicError
-from .smi_table import parse_smi_tables
+from mlp_magic.core.records import Record
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.gpu.smi_table import parse_smi_tables
 
 RECORDING_FORMAT = "mlp_magic-nvml"
 RECORDING_VERSION = 1

@@ -28,10 +28,10 @@ import os
 import socket
 import time
 
-from .. import config
-from ..core.proc_ranks import parse_environ, rank_of
-from .model import normalize_bus_id
-from .replay import RECORDING_FORMAT, RECORDING_VERSION, ReplayNvml, load_capture
+from mlp_magic import config
+from mlp_magic.core.proc_ranks import parse_environ, rank_of
+from mlp_magic.gpu.model import normalize_bus_id
+from mlp_magic.gpu.replay import RECORDING_FORMAT, RECORDING_VERSION, ReplayNvml, load_capture
 
 MIB = 1024 * 1024
 NO_GPUS = "no GPUs"

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 
-from ..core.records import Record
-from ..errors import MlpMagicError
+from mlp_magic.core.records import Record
+from mlp_magic.errors import MlpMagicError
 
 # What nvidia-smi prints where a value is unknown or cannot be read.
 UNKNOWN = frozenset({"N/A", "[N/A]", "ERR!", "Unknown", "[Unknown]", "[Not Supported]"})

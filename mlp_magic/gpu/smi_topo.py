@@ -12,8 +12,8 @@ import csv
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..errors import MlpMagicError
-from .model import GpuInfo, HostGpus, normalize_bus_id, normalize_link
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.gpu.model import GpuInfo, HostGpus, normalize_bus_id, normalize_link
 
 DEFAULT_SOURCE = "nvidia-smi topo -m output"
 CPU_AFFINITY = "CPU Affinity"

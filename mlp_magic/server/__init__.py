@@ -18,9 +18,9 @@ import os
 from traitlets import Float, Unicode, default
 from traitlets.config import Configurable
 
-from .. import config
-from ..cluster.reachability import DEFAULT_TIMEOUT
-from .snapshot import DEFAULT_CACHE_SECONDS, DEFAULT_GPU_PROBE_TIMEOUT, panel_model
+from mlp_magic import config
+from mlp_magic.cluster.reachability import DEFAULT_TIMEOUT
+from mlp_magic.server.snapshot import DEFAULT_CACHE_SECONDS, DEFAULT_GPU_PROBE_TIMEOUT, panel_model
 
 
 class MlpMagicPanel(Configurable):
@@ -63,7 +63,7 @@ def _jupyter_server_extension_points() -> list:
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
-    from .handlers import setup_handlers  # tornado/jupyter_server only once a server loads us
+    from mlp_magic.server.handlers import setup_handlers  # tornado/jupyter_server only once a server loads us
 
     settings = MlpMagicPanel(parent=serverapp)
     live = panel_model(settings.hostfile, settings.probe_timeout, settings.gpu_probe_timeout)

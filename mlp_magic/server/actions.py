@@ -11,11 +11,11 @@ import asyncio
 import os
 from typing import Dict, List
 
-from ..core.local_names import is_this_machine, this_machine_names
-from ..core.ranges import fold_ranks
-from ..errors import MlpMagicError
-from ..world.published import private_part, recorded_ranks
-from ..world.rank_signals import Targets, signal_all
+from mlp_magic.core.local_names import is_this_machine, this_machine_names
+from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.published import private_part, recorded_ranks
+from mlp_magic.world.rank_signals import Targets, signal_all
 
 TAIL_BYTES = 64 * 1024
 AGENT_TIMEOUT_S = 5.0
@@ -35,7 +35,7 @@ async def _agent_call(world: dict, host: str, op: str, **args) -> dict:
     key = private_part(world).get("agent_key")
     if not agent or not key:
         raise MlpMagicError(f"no agent on {host} for this World (it started without one)")
-    from ..agent.client import call
+    from mlp_magic.agent.client import call
 
     return await call(agent["addr"], agent["port"], key, op, timeout=AGENT_TIMEOUT_S, **args)
 
@@ -52,7 +52,7 @@ async def interrupt(world: dict) -> dict:
 
 async def stop(world: dict) -> dict:
     """Stop the World's own processes (launcher, controller) and its ranks on this machine."""
-    from ..world.processes import stop_recorded
+    from mlp_magic.world.processes import stop_recorded
 
     killed = await asyncio.get_running_loop().run_in_executor(None, stop_recorded, world)
     return {"world": world.get("id"), "stopped": killed > 0, "processes": killed}
@@ -60,9 +60,9 @@ async def stop(world: dict) -> dict:
 
 async def stacks(world: dict) -> dict:
     """The merged stack tree of every process on the World's hosts ({"text", "html"}, or "error")."""
-    from ..stacks import StacksFault
-    from ..stacks.command import gather
-    from ..stacks.options import StacksOptions
+    from mlp_magic.stacks import StacksFault
+    from mlp_magic.stacks.command import gather
+    from mlp_magic.stacks.options import StacksOptions
 
     options = StacksOptions(hosts=",".join(_hosts_of(world)), timeout=STACKS_TIMEOUT_S)
 

@@ -15,12 +15,12 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-from ..cluster.gpu_feed import histories_of
-from ..cluster.live import REFRESH_AT_MOST_EVERY_S, LiveCluster
-from ..core.gpu_history import history_csv, history_json
-from ..errors import MlpMagicError
-from . import actions
-from .live_socket import AUTH_RESOURCE, LiveSocket
+from mlp_magic.cluster.gpu_feed import histories_of
+from mlp_magic.cluster.live import REFRESH_AT_MOST_EVERY_S, LiveCluster
+from mlp_magic.core.gpu_history import history_csv, history_json
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.server import actions
+from mlp_magic.server.live_socket import AUTH_RESOURCE, LiveSocket
 
 ROUTE_PREFIX = "mlp-magic"
 WORLD_ID = r"(?P<world_id>[A-Za-z0-9._-]{1,200})"

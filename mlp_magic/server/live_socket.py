@@ -13,7 +13,7 @@ from jupyter_core.utils import ensure_async
 from jupyter_server.base.handlers import JupyterHandler
 from tornado import web, websocket
 
-from ..cluster.live import LiveCluster
+from mlp_magic.cluster.live import LiveCluster
 
 AUTH_RESOURCE = "mlp_magic"
 MAX_UNSENT = 64   # messages queued for one panel before it is dropped (a minute of GPU samples)

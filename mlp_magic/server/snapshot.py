@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from .. import config
-from ..cluster.collect import CollectOptions
-from ..cluster.live import LiveCluster
-from ..cluster.reachability import DEFAULT_TIMEOUT
-from ..world.published import read_worlds
+from mlp_magic import config
+from mlp_magic.cluster.collect import CollectOptions
+from mlp_magic.cluster.live import LiveCluster
+from mlp_magic.cluster.reachability import DEFAULT_TIMEOUT
+from mlp_magic.world.published import read_worlds
 
 DEFAULT_CACHE_SECONDS = 4.0
 DEFAULT_GPU_PROBE_TIMEOUT = 5.0

@@ -6,7 +6,7 @@ processes, runs py-spy), ``collect`` (asks every host at once over the allrun tr
 ``core/proc_ranks``, ``core/pyspy``, ``core/stack_tree``, ``core/render_stacks``, ``core/stack_jobs``.
 """
 
-from ..errors import MlpMagicError
+from mlp_magic.errors import MlpMagicError
 
 
 class StacksFault(MlpMagicError):

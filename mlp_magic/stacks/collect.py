@@ -13,15 +13,15 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 
-from .. import PACKAGE_PARENT, config
-from ..core.deadline import in_background
-from ..core.local_names import stays_here, this_machine_names
-from ..core.proc_ranks import STACKS_SCANNER
-from ..core.results import why_no_answer
-from ..errors import MlpMagicError
-from ..fanout.ssh.underway import Underway, finish_all, follow_in_background
-from . import scan
-from .options import StacksOptions
+from mlp_magic import PACKAGE_PARENT, config
+from mlp_magic.core.deadline import in_background
+from mlp_magic.core.local_names import stays_here, this_machine_names
+from mlp_magic.core.proc_ranks import STACKS_SCANNER
+from mlp_magic.core.results import why_no_answer
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.fanout.ssh.underway import Underway, finish_all, follow_in_background
+from mlp_magic.stacks import scan
+from mlp_magic.stacks.options import StacksOptions
 
 # Each py-spy's own limit, as a share of the deadline: a wedged process comes back as that
 # process's fault before its host is given up.
@@ -58,7 +58,7 @@ def _start_local(names: list, options: StacksOptions) -> Underway:
                                               dumps=dumps), "mlp-stacks-local")
 
     def finish(deadline: float) -> dict:
-        from ..core.stack_jobs import HostScan, scan_from_lines
+        from mlp_magic.core.stack_jobs import HostScan, scan_from_lines
 
         lines = pending.result(deadline)
         if lines is None:
@@ -75,7 +75,7 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) ->
     """Every host's ssh starts now (before asyncio and the runner are imported, as the allrun
     command does: the handshakes overlap the rest of the start); the runner follows them. Over
     ``AT_ONCE`` hosts, the runner starts them, that many at a time."""
-    from ..fanout.ssh.spawn import Launch
+    from mlp_magic.fanout.ssh.spawn import Launch
 
     names = [t.name for t in targets]
     command = scan_command(options, pyspy=scan.find_pyspy())
@@ -89,7 +89,7 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) ->
                                            at_once=AT_ONCE, name="mlp-stacks-ssh")
 
     def finish(deadline: float) -> dict:
-        from ..core.stack_jobs import HostScan
+        from mlp_magic.core.stack_jobs import HostScan
 
         pending.wait(deadline)   # the late hosts are stopped meanwhile: their results say "interrupted"
         if pending.error is not None:
@@ -112,7 +112,7 @@ def _start_via(targets: list, options: StacksOptions, transport) -> Underway:
 
 def _scans_of(results: list, options: StacksOptions) -> dict:
     """{host: HostScan} of the hosts' answers (core/results.HostResult): a scan, or why none."""
-    from ..core.stack_jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)
+    from mlp_magic.core.stack_jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)
 
     found = {}
     for result in results:
@@ -127,7 +127,7 @@ def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None,
     once, under the first of its names given (``-H localhost,$(hostname)``: one scan, not two
     copies of it counting each process twice). ``transport_for(names)``: a transport that reaches
     those hosts without ssh (allrun's signature: ``fanout/via_engines.WorldTransport``), or None."""
-    from ..fanout.ssh.argv import as_targets
+    from mlp_magic.fanout.ssh.argv import as_targets
 
     deadline = time.monotonic() + options.timeout + 1.0
     targets = as_targets(list(hosts))
@@ -143,7 +143,7 @@ def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None,
     if local:
         starts.append(lambda: _start_local(local, options))
     found = finish_all(starts, deadline)
-    from ..core.stack_jobs import HostScan
+    from mlp_magic.core.stack_jobs import HostScan
 
     also_here = set(local[1:])   # this machine's other names: its one scan is under the first
     return [found.get(t.name) or HostScan(t.name, error="no answer")

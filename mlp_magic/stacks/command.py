@@ -18,17 +18,17 @@ import os
 import sys
 from collections.abc import Mapping
 
-from . import StacksFault
-from .collect import collect
-from .options import StacksOptions
+from mlp_magic.stacks import StacksFault
+from mlp_magic.stacks.collect import collect
+from mlp_magic.stacks.options import StacksOptions
 
 
 class StacksReport:
     """One collection: every host's scan, the merged sections, and what could not be shown."""
 
     def __init__(self, scans: list, options: StacksOptions):
-        from ..core.grouping import fold_hosts_shown
-        from ..core.stack_jobs import problems, sections
+        from mlp_magic.core.grouping import fold_hosts_shown
+        from mlp_magic.core.stack_jobs import problems, sections
 
         self.scans, self.options = scans, options
         self.sections = sections(scans, options.threads)
@@ -45,13 +45,13 @@ class StacksReport:
 
     @property
     def text(self) -> str:
-        from ..core.render_stacks import render_report_text
+        from mlp_magic.core.render_stacks import render_report_text
 
         return render_report_text(self.sections, self.problems, self.heading)
 
     @property
     def html(self) -> str:
-        from ..core.render_stacks import render_report_html
+        from mlp_magic.core.render_stacks import render_report_html
 
         return render_report_html(self.sections, self.problems, self.heading)
 
@@ -77,7 +77,7 @@ class StacksReport:
 def gather(options: StacksOptions, env: Mapping | None = None, transport_for=None) -> StacksReport:
     """Collect and merge; StacksFault when nothing could be read for a reason with a known fix.
     ``transport_for``: see ``collect`` (the magic's live World)."""
-    from ..core.topology import topology_from_environment
+    from mlp_magic.core.topology import topology_from_environment
 
     env = os.environ if env is None else env
     # --pid names processes of this machine (a pid means nothing elsewhere) unless hosts are given
@@ -86,7 +86,7 @@ def gather(options: StacksOptions, env: Mapping | None = None, transport_for=Non
                                          hosts=options.hosts)
     scans = collect(topology.hosts, options, env, transport_for)
     report = StacksReport(scans, options)
-    from ..core.stack_jobs import fault_only
+    from mlp_magic.core.stack_jobs import fault_only
 
     fault = fault_only(scans, report.sections)
     if fault:

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import socket
 
-from .. import config
-from ..engine.identity import route_source_ip
-from ..errors import MlpMagicError
-from ..fanout.ssh.config import read_ssh_G
+from mlp_magic import config
+from mlp_magic.engine.identity import route_source_ip
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.fanout.ssh.config import read_ssh_G
 
 
 def resolve_host(name: str, ssh_command: list | None = None) -> str | None:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import secrets
 
-from .. import config
-from ..core.local_names import stays_here
-from ..core.placement import first_rank_per_host
-from ..engine.bootstrap import AGENT_CHORE, run_chore
-from ..errors import MlpMagicError
-from .rank_calls import Failed, call_each
+from mlp_magic import config
+from mlp_magic.core.local_names import stays_here
+from mlp_magic.core.placement import first_rank_per_host
+from mlp_magic.engine.bootstrap import AGENT_CHORE, run_chore
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.rank_calls import Failed, call_each
 
 START_TIMEOUT_S = 15.0
 LOOPBACK = "127.0.0.1"

@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..core.line_args import LineParser, expand_vars, split_line
-from ..errors import MlpMagicError
+from mlp_magic.core.line_args import LineParser, expand_vars, split_line
+from mlp_magic.errors import MlpMagicError
 
 _DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() accepts '²', which int() refuses
 

@@ -13,14 +13,14 @@ import enum
 import re
 import time
 
-from ..core import results as status
-from ..core.results import RankResult
-from ..core.start_budget import interrupt_grace
-from ..engine.capture import CELL_TAG
-from .guards import KEPT_RESULTS, say_once
-from .ipp_private import children, forget_results
-from .quiet_replies import run_seconds
-from .waiting import Requests
+from mlp_magic.core import results as status
+from mlp_magic.core.results import RankResult
+from mlp_magic.core.start_budget import interrupt_grace
+from mlp_magic.engine.capture import CELL_TAG
+from mlp_magic.world.guards import KEPT_RESULTS, say_once
+from mlp_magic.world.ipp_private import children, forget_results
+from mlp_magic.world.quiet_replies import run_seconds
+from mlp_magic.world.waiting import Requests
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CELL_NUMBER = re.compile(r"(Cell |Input )?In ?\[\d*\]")

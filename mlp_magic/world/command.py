@@ -4,19 +4,19 @@ from __future__ import annotations
 import re
 import time
 
-from ..core import results as status
-from ..core.deadline import until
-from ..core.deaths import death_note, launcher_named_rank
-from ..core.ranges import fold_ranks, parse_ranks
-from ..core.results import MpirunResult
-from ..core.topology import topology_from_environment
-from ..errors import MlpMagicError, RankFailure
-from . import collector, display, logs
-from .args import MpirunArgs
-from .cell import CellRun, Outcome
-from .stacks import stack_snapshot
-from .start_display import StartProgress
-from .world import World, WorldSpec
+from mlp_magic.core import results as status
+from mlp_magic.core.deadline import until
+from mlp_magic.core.deaths import death_note, launcher_named_rank
+from mlp_magic.core.ranges import fold_ranks, parse_ranks
+from mlp_magic.core.results import MpirunResult
+from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.errors import MlpMagicError, RankFailure
+from mlp_magic.world import collector, display, logs
+from mlp_magic.world.args import MpirunArgs
+from mlp_magic.world.cell import CellRun, Outcome
+from mlp_magic.world.stacks import stack_snapshot
+from mlp_magic.world.start_display import StartProgress
+from mlp_magic.world.world import World, WorldSpec
 
 # A long cell's GPU inventory (memory, load) is taken again after it, at most this often.
 GPUS_AFTER_LONG_CELL_EVERY_S = 60.0
@@ -110,8 +110,8 @@ def line_command(args: MpirunArgs, env, notice=print):
 def values_command(args: MpirunArgs, user_ns, env):
     """``%mpirun --compare EXPR | --pull NAME | --push NAME`` on the running World's ranks:
     a Comparison, {rank: value}, or a line saying what was pushed."""
-    from .. import config
-    from . import transfer, values
+    from mlp_magic import config
+    from mlp_magic.world import transfer, values
 
     if args.compare is not None:
         values.check_expression(args.compare)   # a syntax error runs nothing

@@ -9,15 +9,15 @@ import dataclasses
 import os
 import time
 
-from ..core.postmortem import choose_ranks
-from ..core.ranges import fold_hosts, fold_ranks, parse_ranks
-from ..engine.postmortem import GENERATED_TAG, INSPECT_TAG, failure_summary
-from ..engine.script import script_problem
-from ..errors import MlpMagicError
-from . import command
-from .args import MpirunArgs
-from .ipp_private import children
-from .waiting import Requests
+from mlp_magic.core.postmortem import choose_ranks
+from mlp_magic.core.ranges import fold_hosts, fold_ranks, parse_ranks
+from mlp_magic.engine.postmortem import GENERATED_TAG, INSPECT_TAG, failure_summary
+from mlp_magic.engine.script import script_problem
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world import command
+from mlp_magic.world.args import MpirunArgs
+from mlp_magic.world.ipp_private import children
+from mlp_magic.world.waiting import Requests
 
 ASK_SECONDS = 10.0            # for a quick question to idle ranks...
 ASK_SECONDS_PER_RANK = 0.05   # ... plus this per rank sharing the busiest host

@@ -19,13 +19,13 @@ from collections import deque
 from IPython import get_ipython
 from IPython.display import display, publish_display_data
 
-from ..core.fold import fold_groups
-from ..core.fold_live import LiveFold
-from ..core.grouping import fold_hosts_shown, group_results, ranks_label
-from ..core.render_html import render_groups_html
-from ..core.render_stacks import merged_html, merged_text
-from ..core.render_text import render_groups_text
-from ..core.stack_tree import merge
+from mlp_magic.core.fold import fold_groups
+from mlp_magic.core.fold_live import LiveFold
+from mlp_magic.core.grouping import fold_hosts_shown, group_results, ranks_label
+from mlp_magic.core.render_html import render_groups_html
+from mlp_magic.core.render_stacks import merged_html, merged_text
+from mlp_magic.core.render_text import render_groups_text
+from mlp_magic.core.stack_tree import merge
 
 STACKS_TITLE = ("Where each rank is (main thread's Python stack, merged across ranks; "
                 "--> marks the innermost line of your code)")

@@ -13,13 +13,13 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, Iterable, Mapping, Tuple
 
-from ..core.placement import first_rank_per_host
-from ..engine.bootstrap import GPU_PROBE_CHORE, run_chore
-from ..errors import MlpMagicError
-from ..gpu.collect import one_line
-from ..gpu.model import HostGpus, failed
-from .ipp_private import children
-from .waiting import Requests
+from mlp_magic.core.placement import first_rank_per_host
+from mlp_magic.engine.bootstrap import GPU_PROBE_CHORE, run_chore
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.gpu.collect import one_line
+from mlp_magic.gpu.model import HostGpus, failed
+from mlp_magic.world.ipp_private import children
+from mlp_magic.world.waiting import Requests
 
 # The engine gets this share of the timeout for its own probe, so that a slow driver on a
 # host comes back as that host's own error message, before the kernel stops waiting.

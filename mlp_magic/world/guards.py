@@ -13,10 +13,10 @@ messages for the same output, and says so once per kernel, not once per World or
 """
 from __future__ import annotations
 
-from ..core.grouping import ranks_label
-from ..core.ranges import fold_hosts
-from ..engine import quiet
-from . import rank_signals
+from mlp_magic.core.grouping import ranks_label
+from mlp_magic.core.ranges import fold_hosts
+from mlp_magic.engine import quiet
+from mlp_magic.world import rank_signals
 
 _said: set = set()   # the lines this kernel has said already
 

@@ -32,7 +32,7 @@ against the installed ipyparallel, on a real World for what only exists once con
 """
 from __future__ import annotations
 
-from ..errors import MlpMagicError
+from mlp_magic.errors import MlpMagicError
 
 
 def children(async_result) -> list:

@@ -11,15 +11,15 @@ import os
 import shlex
 import uuid
 
-from .. import config
-from ..core.local_names import LOOPBACK
-from ..core.topology import count_local_gpus
-from ..engine.private_files import open_private
-from ..errors import MlpMagicError
-from .addresses import controller_ip
-from .mpi import (FAST_LOCAL_OMPI, OPENMPI, LaunchPlan, MpiInfo, detect_flavour, find_mpiexec,
+from mlp_magic import config
+from mlp_magic.core.local_names import LOOPBACK
+from mlp_magic.core.topology import count_local_gpus
+from mlp_magic.engine.private_files import open_private
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.addresses import controller_ip
+from mlp_magic.world.mpi import (FAST_LOCAL_OMPI, OPENMPI, LaunchPlan, MpiInfo, detect_flavour, find_mpiexec,
                   hostfile_text, mpiexec_argv, names_to_forward)
-from .processes import ManagedProcess, engine_command, relay_when_complete, start_controller, wait_for_file
+from mlp_magic.world.processes import ManagedProcess, engine_command, relay_when_complete, start_controller, wait_for_file
 
 
 class Launched:

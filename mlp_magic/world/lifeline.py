@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from ..core.deadline import until
+from mlp_magic.core.deadline import until
 
 
 class Lifeline:

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Callable, Optional, Sequence
 
-from ..core.rank_states import RankStates, iso
+from mlp_magic.core.rank_states import RankStates, iso
 
 STATE_EVERY_S = 0.2     # a change of state reaches the file this soon, at most this often
 OUTPUT_EVERY_S = 1.0    # only last-output times moved: this often is enough (ages are in seconds)

@@ -21,9 +21,9 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from .. import config
-from ..engine.private_files import open_private, private_dirs
-from ..engine.retention import prune
+from mlp_magic import config
+from mlp_magic.engine.private_files import open_private, private_dirs
+from mlp_magic.engine.retention import prune
 
 _pruned_roots: set = set()
 _cell_numbers = itertools.count(1)

@@ -13,8 +13,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from .. import config
-from ..errors import MlpMagicError
+from mlp_magic import config
+from mlp_magic.errors import MlpMagicError
 
 OPENMPI, MPICH = "openmpi", "mpich"
 

@@ -19,11 +19,11 @@ import time
 
 import psutil
 
-from ..core.deadline import until
-from ..engine.main import PROGRAM as ENGINE_PROGRAM
-from ..engine.private_files import open_private
-from ..errors import MlpMagicError
-from . import published
+from mlp_magic.core.deadline import until
+from mlp_magic.engine.main import PROGRAM as ENGINE_PROGRAM
+from mlp_magic.engine.private_files import open_private
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world import published
 
 
 def _tail(path: str, lines: int = 15) -> str:

@@ -13,8 +13,8 @@ import socket
 import tempfile
 from datetime import datetime, timezone
 
-from .. import config
-from ..engine.private_files import private_dirs
+from mlp_magic import config
+from mlp_magic.engine.private_files import private_dirs
 
 
 def now_iso() -> str:

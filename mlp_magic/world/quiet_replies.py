@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..engine.quiet import QUIET_KEY, SECONDS_KEY
-from . import ipp_private
-from .ipp_private import REPLY_KINDS, keep_in_metadata
+from mlp_magic.engine.quiet import QUIET_KEY, SECONDS_KEY
+from mlp_magic.world import ipp_private
+from mlp_magic.world.ipp_private import REPLY_KINDS, keep_in_metadata
 
 
 def complete_quiet_outputs(client) -> bool:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import time
 
-from ..core.ranges import fold_ranks
-from ..core.start_budget import interrupt_grace
-from ..errors import MlpMagicError
-from .ipp_private import children, forget_results
-from .waiting import Requests
+from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.core.start_budget import interrupt_grace
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.ipp_private import children, forget_results
+from mlp_magic.world.waiting import Requests
 
 
 class Failed:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from ..agent.actions import interrupt_ranks
-from ..agent.protocol import RequestError
-from ..core.local_names import stays_here
+from mlp_magic.agent.actions import interrupt_ranks
+from mlp_magic.agent.protocol import RequestError
+from mlp_magic.core.local_names import stays_here
 
 AGENT_TIMEOUT_S = 5.0
 
@@ -65,7 +65,7 @@ async def _through_agent(targets: Targets, host: str, ranks: list) -> list:
     agent = targets.agents.get(host) or {}
     if "port" not in agent or not targets.key:
         raise RequestError(f"no agent on {host} for this World (it started without one)")
-    from ..agent.client import call
+    from mlp_magic.agent.client import call
 
     answer = await call(agent["addr"], agent["port"], targets.key, "interrupt", timeout=AGENT_TIMEOUT_S,
                         ranks=ranks)

@@ -16,12 +16,12 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from ..core.start_budget import StartBudget
-from ..core.start_progress import missing_report, progress_line
-from ..core.versions import refusal_error
-from ..errors import MlpMagicError
-from .ipp_private import on_registration
-from .start_calls import grouped_causes
+from mlp_magic.core.start_budget import StartBudget
+from mlp_magic.core.start_progress import missing_report, progress_line
+from mlp_magic.core.versions import refusal_error
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.ipp_private import on_registration
+from mlp_magic.world.start_calls import grouped_causes
 
 FALLBACK_S = 0.05   # only where the client tells no registrations: ask its ids this often
 

@@ -15,14 +15,14 @@ import signal
 import socket
 import time
 
-from .. import config
-from ..core.deadline import until
-from ..core.host_command import HOST
-from ..core.results import why_no_answer
-from ..core.stack_report import rank_frames
-from ..errors import MlpMagicError
-from ..engine.main import PROGRAM as ENGINE_PROGRAM
-from . import display, logs
+from mlp_magic import config
+from mlp_magic.core.deadline import until
+from mlp_magic.core.host_command import HOST
+from mlp_magic.core.results import why_no_answer
+from mlp_magic.core.stack_report import rank_frames
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.engine.main import PROGRAM as ENGINE_PROGRAM
+from mlp_magic.world import display, logs
 
 SETTLE_SECONDS = 0.05   # a dump is complete once its file stops growing for this long
 MARK = "@@mlp_magic-stack "
@@ -121,8 +121,8 @@ def split_remote_output(text: str) -> dict:
 def _start_remote(by_host: dict, wait: float):
     """Start every host's part through the ssh runner, in the background: a function that gives
     {rank: dump text} once they answered (or could not)."""
-    from ..fanout.ssh.argv import NO_REUSE
-    from ..fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
+    from mlp_magic.fanout.ssh.argv import NO_REUSE
+    from mlp_magic.fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
 
     timeout = wait + REMOTE_SLACK
     try:

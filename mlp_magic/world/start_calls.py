@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future
 
-from ..core.grouping import ranks_label
-from ..core.ranges import fold_hosts, fold_ranks
-from ..errors import MlpMagicError
-from .ipp_private import children, remote_error
-from .waiting import Requests
+from mlp_magic.core.grouping import ranks_label
+from mlp_magic.core.ranges import fold_hosts, fold_ranks
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.ipp_private import children, remote_error
+from mlp_magic.world.waiting import Requests
 
 FAILED_GRACE_S = 2.0   # after a rank's call failed: how long the others still have to answer
 

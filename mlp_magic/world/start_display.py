@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
-from .display import in_notebook
+from mlp_magic.world.display import in_notebook
 
 SHOW_AFTER_S = 1.0
 EVERY_S = 0.5

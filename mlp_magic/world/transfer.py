@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..core.compare import size_text
-from ..core.ranges import fold_ranks, rank_words
-from ..engine import transfer as on_rank
-from ..errors import MlpMagicError
-from .rank_calls import Failed, call
+from mlp_magic.core.compare import size_text
+from mlp_magic.core.ranges import fold_ranks, rank_words
+from mlp_magic.engine import transfer as on_rank
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.rank_calls import Failed, call
 
 
 def _grouped(problems: dict) -> str:

@@ -19,10 +19,10 @@ from __future__ import annotations
 import pickle
 import secrets
 
-from ..core.compare import Comparison, LeafDiff, group_summaries, number_difference, unravel
-from ..engine import values as on_rank
-from ..errors import MlpMagicError
-from .rank_calls import Failed, call, call_each
+from mlp_magic.core.compare import Comparison, LeafDiff, group_summaries, number_difference, unravel
+from mlp_magic.engine import values as on_rank
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.rank_calls import Failed, call, call_each
 
 DETAIL_TIMEOUT = 120.0       # each follow-up round (digests, relay) on one rank per group
 GROUP_RELAY = 16 << 20       # bytes of chunks relayed to one minority group

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Optional, Sequence
 
-from .ipp_private import is_engine_death, on_iopub
+from mlp_magic.world.ipp_private import is_engine_death, on_iopub
 
 OUTPUT_MESSAGES = frozenset({"stream", "display_data", "execute_result", "error"})
 

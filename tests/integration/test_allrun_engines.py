@@ -8,7 +8,7 @@ from mlp_magic.errors import HostFailure
 from mlp_magic.world import command
 from tests.timing import hang_bound, wait_until
 
-from .conftest import run
+from tests.integration.conftest import run
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -8,7 +8,7 @@ import pytest
 from mlp_magic.errors import MlpMagicError, RankFailure
 from tests.timing import hang_bound
 
-from .conftest import run, timed_run
+from tests.integration.conftest import run, timed_run
 
 pytestmark = pytest.mark.timeout(240)
 

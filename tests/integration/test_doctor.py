@@ -15,7 +15,7 @@ import pytest
 from mlp_magic.world import command
 from tests.timing import hang_bound
 
-from .conftest import child_pids, run
+from tests.integration.conftest import child_pids, run
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -13,7 +13,7 @@ from mlp_magic.core.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world.world import World, WorldSpec
 
-from .conftest import child_pids, run
+from tests.integration.conftest import child_pids, run
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -7,7 +7,7 @@ import pytest
 from mlp_magic.gpu.nvml_probe import nvml_library_loads
 from mlp_magic.world import command
 
-from .conftest import run
+from tests.integration.conftest import run
 
 pytestmark = pytest.mark.timeout(240)
 KEPT_OUT = ("debugpy", "pydevd", "_pydevd_bundle", "numpy", "sqlite3", "pynvml")

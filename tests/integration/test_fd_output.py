@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from .conftest import run
+from tests.integration.conftest import run
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import run
+from tests.integration.conftest import run
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -15,7 +15,7 @@ from mlp_magic.server.snapshot import panel_model
 from mlp_magic.world import command
 from tests.timing import hang_bound, wait_until
 
-from .conftest import run
+from tests.integration.conftest import run
 
 pytestmark = pytest.mark.timeout(240)
 CAPTURE = Path(__file__).resolve().parents[1] / "fixtures/nvml/nccl-1550-h100-allgather-hang.txt"

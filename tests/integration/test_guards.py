@@ -12,7 +12,7 @@ import pytest
 from mlp_magic.errors import RankFailure
 from mlp_magic.world import command, guards, ipp_private
 
-from .conftest import run
+from tests.integration.conftest import run
 
 pytestmark = pytest.mark.timeout(240)
 

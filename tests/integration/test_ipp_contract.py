@@ -12,7 +12,7 @@ from mlp_magic.world import command
 from mlp_magic.world.ipp_private import (children, forget_results, on_iopub, remote_error, reply_hooks,
                                          request_futures, targets)
 
-from .conftest import run
+from tests.integration.conftest import run
 
 
 def test_a_connected_client_and_its_requests_have_every_internal_we_use(ip):

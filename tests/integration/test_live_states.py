@@ -13,7 +13,7 @@ from mlp_magic.world import command
 from mlp_magic.world import published as world_state
 from tests.timing import hang_bound, wait_until
 
-from .conftest import run, timed_run
+from tests.integration.conftest import run, timed_run
 
 pytestmark = pytest.mark.timeout(240)
 BUSY_S = 3   # how long rank 2 sleeps: its busy state must show within that time

@@ -16,7 +16,7 @@ import pytest
 
 from tests.timing import hang_bound
 
-from .test_allrun_local import local_env, processes_running, wait_gone
+from tests.integration.test_allrun_local import local_env, processes_running, wait_gone
 
 HOSTS = "192.0.2.1,192.0.2.2"   # TEST-NET-1: the stand-in client never reaches for them
 # `mlp-magic status` is its collector plus printing; run here without its TCP probe of each

@@ -8,7 +8,7 @@ from mlp_magic.errors import MlpMagicError, RankFailure
 from mlp_magic.world import command
 from tests.timing import hang_bound
 
-from .conftest import child_pids, run, timed_run
+from tests.integration.conftest import child_pids, run, timed_run
 
 pytestmark = pytest.mark.timeout(240)
 

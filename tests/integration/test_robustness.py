@@ -12,7 +12,7 @@ from mlp_magic.core.stack_report import frame_text, rank_frames
 from mlp_magic.world import command, stacks
 from tests.timing import hang_bound, wait_until
 
-from .conftest import child_pids, run, timed_run
+from tests.integration.conftest import child_pids, run, timed_run
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -12,7 +12,7 @@ import pytest
 
 from mlp_magic.world import command
 
-from .conftest import child_pids, run
+from tests.integration.conftest import child_pids, run
 
 NP = 128
 pytestmark = pytest.mark.timeout(600)

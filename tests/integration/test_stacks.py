@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from .stack_jobs import MPI_JOB, TORCH_JOB, Job, section, stacks, write_job
+from tests.integration.stack_jobs import MPI_JOB, TORCH_JOB, Job, section, stacks, write_job
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -15,7 +15,7 @@ from mlp_magic.world import command
 from mlp_magic.world import world as world_module
 from mlp_magic.world.world import World, WorldSpec
 
-from .conftest import child_pids, run
+from tests.integration.conftest import child_pids, run
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -11,7 +11,7 @@ import pytest
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world import command
 
-from .conftest import run
+from tests.integration.conftest import run
 
 pytestmark = pytest.mark.timeout(240)
 

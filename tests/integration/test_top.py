@@ -13,7 +13,7 @@ import pytest
 from mlp_magic.world import command
 from tests.timing import hang_bound, wait_until
 
-from .conftest import run
+from tests.integration.conftest import run
 
 pytestmark = pytest.mark.timeout(120)
 TOP = [sys.executable, "-m", "mlp_magic.cli", "top", "-H", "localhost:4"]

@@ -8,7 +8,7 @@ import torch
 from mlp_magic.core.compare import Comparison
 from mlp_magic.world import command
 
-from .conftest import run
+from tests.integration.conftest import run
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from mlp_magic.core.line_args import expand_vars
 from mlp_magic.world.args import MpirunArgs, check_form, parse_mpirun_args
 
-from .fuzz_checks import FUZZ, JUNK, mentions, only_our_error
+from tests.unit.fuzz_checks import FUZZ, JUNK, mentions, only_our_error
 
 
 # ---------------------------------------------------------------- magic argument lines

@@ -15,7 +15,7 @@ from mlp_magic.core.hostfile import check_host_name, parse_host_list, parse_host
 from mlp_magic.core.ranges import expand_hosts, parse_ranks
 from mlp_magic.core.topology import Topology, topology_from_environment
 
-from .fuzz_checks import FUZZ, JUNK, mentions, only_our_error
+from tests.unit.fuzz_checks import FUZZ, JUNK, mentions, only_our_error
 
 
 # ---------------------------------------------------------------- strategies

@@ -25,11 +25,11 @@ import re
 import shlex
 import stat
 
-from ... import config
-from ...core.host_command import RUN_SCRIPT
-from ...core.hostfile import reject_duplicates
-from ...core.local_names import is_this_machine
-from ...errors import MlpMagicError
+from mlp_magic import config
+from mlp_magic.core.host_command import RUN_SCRIPT
+from mlp_magic.core.hostfile import reject_duplicates
+from mlp_magic.core.local_names import is_this_machine
+from mlp_magic.errors import MlpMagicError
 
 _UNIX_PATH_MAX = 104              # sun_path, less ssh's own temporary suffix margin below
 # A host name or IP literal, an optional user; nothing a shell would interpret.

@@ -18,10 +18,10 @@ import socket
 import threading
 from collections.abc import Callable
 
-from ... import config as settings
-from ...errors import MlpMagicError
-from . import config
-from .argv import Target, destination, find_program
+from mlp_magic import config as settings
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.fanout.ssh import config
+from mlp_magic.fanout.ssh.argv import Target, destination, find_program
 
 VERIFY_AFTER = 1.0                # a host neither connected nor failed by then: check its name
 _UNRESOLVED = re.compile(r"[Cc]ould not resolve hostname")

@@ -21,14 +21,14 @@ import os
 import time
 from collections.abc import Callable
 
-from ...core.records import Record
-from ...core.results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
-from ...errors import MlpMagicError
-from .argv import KILLER, Target, as_targets, destination, remote_command, ssh_options
-from .spawn import Launch, gated
-from .names import Gate, check_names
-from .spawn import raise_nofile_limit, signal_group
-from .streams import Child, Stream, pump, reap_bounded, wait_bounded
+from mlp_magic.core.records import Record
+from mlp_magic.core.results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.fanout.ssh.argv import KILLER, Target, as_targets, destination, remote_command, ssh_options
+from mlp_magic.fanout.ssh.spawn import Launch, gated
+from mlp_magic.fanout.ssh.names import Gate, check_names
+from mlp_magic.fanout.ssh.spawn import raise_nofile_limit, signal_group
+from mlp_magic.fanout.ssh.streams import Child, Stream, pump, reap_bounded, wait_bounded
 
 DEFAULT_MAX_BYTES = 8 << 20       # output kept in memory per stream per host (--outdir keeps all)
 KILL_GRACE = 2.0                  # seconds between TERM and KILL of a remote process group
@@ -298,7 +298,7 @@ class BackgroundRun:
     meanwhile waits for that first, up to ``STOP_SECONDS``). Ctrl-C stops them before it goes on."""
 
     def __init__(self, runner: HostRunner, name: str):
-        from ...core.deadline import in_background
+        from mlp_magic.core.deadline import in_background
 
         self.runner = runner
         self._stopping = False

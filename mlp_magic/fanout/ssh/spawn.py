@@ -16,11 +16,11 @@ import resource
 import signal
 import time
 
-from ... import config
-from ...core.host_command import (caller_folder, host_variables, script_arguments, shell_argv,
+from mlp_magic import config
+from mlp_magic.core.host_command import (caller_folder, host_variables, script_arguments, shell_argv,
                                   without_rank_variables)
-from ...errors import MlpMagicError
-from .argv import (GO_WRAPPER, NO_REUSE, WRAPPER, as_targets, control_dir, destination, find_program,
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.fanout.ssh.argv import (GO_WRAPPER, NO_REUSE, WRAPPER, as_targets, control_dir, destination, find_program,
                    remote_command, ssh_options)
 
 

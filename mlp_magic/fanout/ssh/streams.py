@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from .spawn import signal_group
+from mlp_magic.fanout.ssh.spawn import signal_group
 
 CHUNK = 65536
 

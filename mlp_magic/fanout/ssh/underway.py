@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .interrupts import InterruptsDeferred
+from mlp_magic.fanout.ssh.interrupts import InterruptsDeferred
 
 
 class Underway:
@@ -77,7 +77,7 @@ def follow_in_background(launch, *, timeout: float, max_bytes: int, at_once: int
     if fanout == len(launch.targets):
         launch.start_all()
     try:
-        from .runner import BackgroundRun, HostRunner, RunOptions
+        from mlp_magic.fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
 
         options = RunOptions(ssh=launch.ssh, fanout=fanout, timeout=timeout, local=launch.local,
                              max_bytes=max_bytes, connect_timeout=launch.connect_timeout)

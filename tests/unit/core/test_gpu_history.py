@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from mlp_magic.core.gpu_history import CSV_HEADER, METRICS, GpuHistory, history_csv, history_json, iso_time
 from mlp_magic.errors import MlpMagicError
 
-from ..fuzz_checks import FUZZ, only_our_error
+from tests.unit.fuzz_checks import FUZZ, only_our_error
 
 # Readings as the sampler gives them: each None or in range (power in tenths of a watt).
 READINGS = (st.none() | st.integers(0, 100), st.none() | st.integers(0, 2 ** 31 - 1),

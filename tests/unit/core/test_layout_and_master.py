@@ -11,7 +11,7 @@ from mlp_magic.core.ranges import MAX_RANKS
 from mlp_magic.core.topology import Host, Rank, Topology, topology_from_environment
 from tests.unit.parser_errors import error_of
 
-from .test_topology import hosts, topo
+from tests.unit.core.test_topology import hosts, topo
 
 
 # ---------------------------------------------------------------- layout

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from mlp_magic.core.proc_stat import create_time, parse_boot_time, parse_stat
 
-from ..fuzz_checks import FUZZ
+from tests.unit.fuzz_checks import FUZZ
 
 
 def stat_line(pid: int, name: bytes, state: bytes, start: int) -> bytes:

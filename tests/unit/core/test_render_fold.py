@@ -13,7 +13,7 @@ from mlp_magic.core.render_html import render_groups_html
 from mlp_magic.core.render_text import render_groups_text
 from mlp_magic.core.results import RankResult
 
-from .test_render import parse
+from tests.unit.core.test_render import parse
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -11,7 +11,7 @@ from mlp_magic.core.render_stacks import (HEAD, ODD, SPLIT, is_user, merged_html
 from mlp_magic.core.stack_report import Frame, frame_text
 from mlp_magic.core.stack_tree import classes, merge
 
-from .test_stack_tree import label, stacks, text
+from tests.unit.core.test_stack_tree import label, stacks, text
 
 TRAIN = "/home/me/train.py"
 TORCH = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"

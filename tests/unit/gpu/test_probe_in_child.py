@@ -19,7 +19,7 @@ from mlp_magic.gpu.nvml_probe import nvml_library_loads
 from mlp_magic.gpu.probe import probe_in_child, probe_local, probe_on_engine
 from tests.timing import hang_bound
 
-from .test_probe import TOPO, gone_soon, install_smi
+from tests.unit.gpu.test_probe import TOPO, gone_soon, install_smi
 
 # Where NVML answers, the child never asks the stand-in nvidia-smi (the GPU check covers it there).
 needs_no_nvml = pytest.mark.skipif(nvml_library_loads(), reason="NVML answers here before nvidia-smi")

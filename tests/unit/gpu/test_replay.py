@@ -15,7 +15,7 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu import replay
 from mlp_magic.gpu.replay import Frame, NVMLError, ReplayNvml, load_capture
 
-from ..fuzz_checks import FUZZ, JUNK, only_our_error
+from tests.unit.fuzz_checks import FUZZ, JUNK, only_our_error
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvml"
 HEADER = {"format": "mlp_magic-nvml", "version": 1,

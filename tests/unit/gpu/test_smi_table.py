@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.smi_table import SmiGpu, SmiProcess, SmiTable, format_smi_table, parse_smi_tables
 
-from ..fuzz_checks import FUZZ, JUNK, only_our_error
+from tests.unit.fuzz_checks import FUZZ, JUNK, only_our_error
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvml"
 CAPTURES = sorted(FIXTURES.glob("*.txt"))
