@@ -95,7 +95,7 @@ def _psshlib_only() -> str:
 def allrun_argv(count: int) -> list:
     """The console script next to this python (what users type), else ``python -m``."""
     script = os.path.join(os.path.dirname(sys.executable), "allrun")
-    start = [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "mlp_magic.fanout.command"]
+    start = [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "mlp_magic.allrun.command"]
     return [*start, "-H", f"worker[0-{count - 1}]", "--", COMMAND]
 
 
@@ -113,7 +113,7 @@ def peer_python(peers: dict) -> str | None:
 def allrun_on(python: str, count: int) -> list:
     """allrun from this checkout under another interpreter, started as its console script does
     (the allrun command needs nothing beyond the standard library)."""
-    return [python, "-c", "from mlp_magic.fanout.command import run; run()",
+    return [python, "-c", "from mlp_magic.allrun.command import run; run()",
             "-H", f"worker[0-{count - 1}]", "--", COMMAND]
 
 
@@ -168,8 +168,8 @@ def measure_engines(bed, runs: int) -> float:
 
     from IPython.testing.globalipapp import start_ipython
 
-    from mlp_magic.world import command
-    from mlp_magic.fanout.via_engines import WorldTransport
+    from mlp_magic.mpirun import command
+    from mlp_magic.allrun.via_engines import WorldTransport
 
     os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                       MLP_MAGIC_SSH=" ".join(bed.ssh_command()), **bed.env())

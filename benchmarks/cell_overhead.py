@@ -40,7 +40,7 @@ def timed_cell(shell, cell: str) -> float:
 
 
 def mpiexec_round(script: str) -> float:
-    from mlp_magic.world.mpi import FAST_LOCAL_OMPI, find_mpiexec
+    from mlp_magic.world.start.mpi import FAST_LOCAL_OMPI, find_mpiexec
 
     env = dict(os.environ, **FAST_LOCAL_OMPI)
     argv = [find_mpiexec(), "-n", str(NP), "--oversubscribe", sys.executable, script]
@@ -52,7 +52,7 @@ def mpiexec_round(script: str) -> float:
 def main() -> None:
     from IPython.testing.globalipapp import start_ipython
 
-    from mlp_magic.world import command
+    from mlp_magic.mpirun import command
 
     shell = start_ipython()
     shell.run_line_magic("load_ext", "mlp_magic")

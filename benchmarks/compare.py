@@ -110,7 +110,7 @@ def main(argv=None) -> int:
 
 
 def report(shell, options) -> int:
-    from mlp_magic.world import command
+    from mlp_magic.mpirun import command
 
     setup = run_line(shell, SETUP.format(ranks=options.ranks, mb=options.mb, device=options.device))
     layers, state_bytes = (int(n) for n in setup.split("----")[0].split()[-2:])

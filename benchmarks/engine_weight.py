@@ -56,7 +56,7 @@ def bare_ranks_cpu(n: int) -> dict:
     """The peer: ``mpiexec -n N`` bare ranks doing the floor's imports (MPI_Init included), each
     one's CPU seconds when done (user + system): what a rank costs to start without an engine."""
     code = f"{FLOORS['floor']}\nimport json, os\nprint(json.dumps(sum(os.times()[:2])))"
-    from mlp_magic.world.mpi import find_mpiexec
+    from mlp_magic.world.start.mpi import find_mpiexec
 
     # the World's mpiexec (Open MPI: this benchmark sets its variables), placed as a World's ranks are
     argv = [find_mpiexec() or "mpiexec", "-n", str(n), "--oversubscribe", "--map-by", "slot",

@@ -3,7 +3,7 @@ is busy, against ipyparallel by hand, in one run: ``python benchmarks/gpu_collec
 
 A World of 2 local ranks; rank 0's engine is kept busy (a cell that waits for a file) for the
 whole run, rank 1's is idle: two "hosts" asked at once, as the panel asks a World's hosts. Ours:
-``world/gpus.collect_from_engines(world, targets, timeout=T)`` (one wait on world/waiting.Requests
+``gpu/engines.collect_from_engines(world, targets, timeout=T)`` (one wait on ranks/waiting.Requests
 against one deadline; the busy host's queued probe aborted). The peer, what a user of ipyparallel
 writes: ``apply_async`` of the same probe to each engine, ``Client.wait(jobs, timeout=T)``, then
 ``Client.abort`` of the unanswered. For T = 0.5 and 1.0 s, rounds interleaved: the medians and
@@ -37,7 +37,7 @@ def busy(world, rank: int, release: str):
 
 
 def ours(world, targets: dict, timeout: float) -> float:
-    from mlp_magic.world.gpus import collect_from_engines
+    from mlp_magic.gpu.engines import collect_from_engines
 
     started = time.monotonic()
     found = collect_from_engines(world, targets, timeout=timeout)
@@ -90,7 +90,7 @@ def main() -> None:
     args = parser.parse_args()
     from IPython.testing.globalipapp import start_ipython
 
-    from mlp_magic.world import command
+    from mlp_magic.mpirun import command
 
     shell = start_ipython()
     shell.run_line_magic("load_ext", "mlp_magic")

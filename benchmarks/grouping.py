@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mlp_magic.core.fold import fold_groups  # noqa: E402
-from mlp_magic.core.grouping import group_results  # noqa: E402
-from mlp_magic.core.render_html import render_groups_html  # noqa: E402
-from mlp_magic.core.render_text import render_groups_text  # noqa: E402
+from mlp_magic.output.pure.fold.groups import fold_groups  # noqa: E402
+from mlp_magic.output.pure.grouping import group_results  # noqa: E402
+from mlp_magic.output.pure.html import render_groups_html  # noqa: E402
+from mlp_magic.output.pure.text import render_groups_text  # noqa: E402
 from mlp_magic.core.results import ERROR, OK, TIMEOUT, RankResult  # noqa: E402
 
 RANKS_PER_HOST = 8

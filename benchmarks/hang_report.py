@@ -70,8 +70,9 @@ def py_spy_all(pids: list) -> float | None:
 
 
 def measure(shell, np: int) -> dict:
-    from mlp_magic.world import command, stacks
-    from mlp_magic.world.cell import CellRun
+    from mlp_magic.mpirun import command
+    from mlp_magic.stacks import snapshot as stacks
+    from mlp_magic.mpirun.cell_run import CellRun
 
     quiet(shell, "%mpirun --stop")
     quiet(shell, f"%%mpirun -np {np}\npass")

@@ -38,7 +38,7 @@ from live_watch import Poller, SocketWatcher  # noqa: E402
 from panel_load import cpu_seconds, free_loopback_port, start_server  # noqa: E402
 
 from mlp_magic import config  # noqa: E402
-from mlp_magic.engine.agent_start import _spawn  # noqa: E402
+from mlp_magic.agent.rank.start import _spawn  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "tests/fixtures/nvml/nccl-1550-h100-allgather-hang.txt"

@@ -19,7 +19,7 @@ from typing import Callable
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from tornado.websocket import websocket_connect
 
-from mlp_magic.core.doc_delta import apply
+from mlp_magic.cluster.pure.delta import apply
 
 
 class _LoopThread:

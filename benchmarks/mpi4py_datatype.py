@@ -80,7 +80,7 @@ def main() -> None:
     os.environ.setdefault("MLP_MAGIC_HOME", tempfile.mkdtemp(prefix="mlp-datatype-"))
     from IPython.testing.globalipapp import start_ipython
 
-    from mlp_magic.world.mpi import find_mpiexec
+    from mlp_magic.world.start.mpi import find_mpiexec
 
     shell = start_ipython()
     shell.run_line_magic("load_ext", "mlp_magic")

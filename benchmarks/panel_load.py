@@ -77,7 +77,7 @@ def start_server(home: Path, hostfile: Path, port: int, token: str, cache_second
     config = {
         "ServerApp": {"ip": "127.0.0.1", "port": port, "port_retries": 0, "open_browser": False,
                       "allow_root": True, "root_dir": str(home / "root"),
-                      "jpserver_extensions": {"mlp_magic.server": True}},
+                      "jpserver_extensions": {"mlp_magic.panel": True}},
         "IdentityProvider": {"token": token},
         "MlpMagicPanel": {"hostfile": str(hostfile), "cache_seconds": cache_seconds},
     }

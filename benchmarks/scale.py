@@ -143,7 +143,7 @@ def start_ours(shell, n: int) -> dict:
 
 
 def measure(run, trees: dict, counts: list) -> dict:
-    from mlp_magic.world import logs
+    from mlp_magic.output import logs
 
     before = {name: tree_cpu(processes) for name, processes in trees.items()}
     msgs0, kernel0, started = tuple(counts), time.process_time(), time.perf_counter()
@@ -179,7 +179,7 @@ def interleaved(sides: dict, cells: int, n: int) -> dict:
 
 
 def run_one(shell, n: int, cells: int, timeout: float) -> dict:
-    from mlp_magic.world import command
+    from mlp_magic.mpirun import command
 
     figures = {"ranks": n, "cells": cells}
     peer = Peer(n, timeout)
@@ -230,7 +230,7 @@ def measure_started(shell, world, peer: Peer, cells: int, n: int) -> dict:
         # run on our engines, through our controller and a Client of their own. That flatters the
         # peer (our engines' quiet replies, our one-level broadcast scheduler), so the ratios
         # taken against it are upper bounds of ours.
-        from mlp_magic.world.quiet_replies import complete_quiet_outputs
+        from mlp_magic.ranks.quiet_replies import complete_quiet_outputs
 
         client = ipyparallel.Client(world.client_file)
         complete_quiet_outputs(client)   # our engines' replies say when they printed nothing

@@ -2,13 +2,7 @@
 
 ``%load_ext mlp_magic`` registers ``%%mpirun``, ``%allrun`` / ``%%allrun`` and ``%mlp_cluster``.
 """
-from os import path as _path
-
 __version__ = "0.1.0"
-# The folder holding this copy of the package: first on the path of the helpers a rank starts
-# (the GPU agent, the GPU probe) and of the stacks scanner on other hosts, so that they run this
-# mlp_magic wherever the rank's working folder went and whatever the host has installed.
-PACKAGE_PARENT = _path.dirname(_path.dirname(_path.abspath(__file__)))
 
 
 def load_ipython_extension(ipython):
@@ -34,4 +28,4 @@ def _jupyter_labextension_paths():
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "mlp_magic.server"}]
+    return [{"module": "mlp_magic.panel"}]

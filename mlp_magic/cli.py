@@ -119,7 +119,7 @@ def run() -> None:
     its own, where ssl can stay out, as in allrun's: no subcommand opens TLS, yet asyncio (the
     ssh transport) loads libssl and libcrypto just in case, a fifth of a stacks call's own CPU.
     SIGTERM stops the command as a Ctrl-C does: its hosts' processes are stopped first."""
-    from mlp_magic.fanout.ssh.interrupts import terminate_as_interrupt
+    from mlp_magic.ssh.interrupts import terminate_as_interrupt
 
     sys.modules.setdefault("ssl", None)
     terminate_as_interrupt()

@@ -13,9 +13,9 @@ import os
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
 from mlp_magic.errors import MlpMagicError, RankFailure
-from mlp_magic.world import command as mpirun
-from mlp_magic.world import debug
-from mlp_magic.world.args import check_form, parse_mpirun_args
+from mlp_magic.mpirun import command as mpirun
+from mlp_magic.debugging import prepare as debug
+from mlp_magic.mpirun.args import check_form, parse_mpirun_args
 
 
 def _one_line_errors(method):
@@ -81,10 +81,10 @@ class MlpMagics(Magics):
         """Run a shell command once on every host: ``%allrun pip install x`` or ``%%allrun``.
 
         With a World up that covers the hosts, its engines run the command (no ssh)."""
-        from mlp_magic.fanout.magic import allrun_magic
-        from mlp_magic.fanout.options import parse_allrun_line
-        from mlp_magic.fanout.plan import select_hosts
-        from mlp_magic.fanout.via_engines import WorldTransport, covers
+        from mlp_magic.allrun.magic import allrun_magic
+        from mlp_magic.allrun.options import parse_allrun_line
+        from mlp_magic.allrun.plan import select_hosts
+        from mlp_magic.allrun.via_engines import WorldTransport, covers
 
         transport = None
         world = mpirun.current_world()
@@ -171,7 +171,7 @@ def _world_transport_for(world):
     (no ssh), as for ``%allrun``; None without a World."""
     if world is None:
         return None
-    from mlp_magic.fanout.via_engines import WorldTransport, covers
+    from mlp_magic.allrun.via_engines import WorldTransport, covers
 
     return lambda names: WorldTransport(world) if covers(world, names) else None
 

@@ -55,7 +55,7 @@ def no_stray_processes_at_the_end():
     import time
 
     yield
-    from mlp_magic.world import command
+    from mlp_magic.mpirun import command
 
     command.shutdown_worlds()
     deadline = time.monotonic() + 15

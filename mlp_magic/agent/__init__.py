@@ -1,9 +1,9 @@
 """The per-host agent: one small process per host of a World, beside its engines.
 
 It reads the host's GPUs once a second (``gpu/sampler``), keeps ten minutes of them
-(``core/gpu_history``), and answers the server and ``mlp-magic top`` over TCP without the
+(``gpu/pure/history``), and answers the server and ``mlp-magic top`` over TCP without the
 kernel's help (a kernel stuck in a cell is when they need it most): the GPU stream, SIGINT to
-its ranks, the tail of a rank's log. ``engine/agent_start`` starts it from a rank; it exits
+its ranks, the tail of a rank's log. ``agent/rank/start`` starts it from a rank; it exits
 when that rank dies. ``protocol`` is the wire format, ``server`` the TCP side, ``actions`` what
 the ops do, ``feed`` the sampling loop, ``client`` the asyncio side the callers use.
 

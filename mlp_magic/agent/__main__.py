@@ -1,6 +1,6 @@
 """``python -m mlp_magic.agent``: the per-host agent's process.
 
-Served (the World's, started by ``engine/agent_start``): the first line on stdin is the setup,
+Served (the World's, started by ``agent/rank/start``): the first line on stdin is the setup,
 ``{"key": hex, "bind": address, "ranks": {rank: {"pid", "create_time"}}, "log_root": path}``
 (on stdin, never on argv: ``ps`` shows argv); the first line on stdout is the answer,
 ``{"port": N, "pid": P}`` or ``{"error": "..."}``. It then serves ``agent/server`` until its

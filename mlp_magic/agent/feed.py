@@ -11,7 +11,7 @@ import collections
 import socket
 import threading
 
-from mlp_magic.core.gpu_history import DEFAULT_LENGTH, GpuHistory
+from mlp_magic.gpu.pure.history import DEFAULT_LENGTH, GpuHistory
 from mlp_magic.agent.protocol import encode
 
 QUEUE_LINES = 30   # samples a subscriber may fall behind before it loses the oldest

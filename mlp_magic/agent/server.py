@@ -11,7 +11,8 @@ import threading
 
 from mlp_magic.agent import actions
 from mlp_magic.agent.feed import Feed
-from mlp_magic.agent.protocol import LINE_LIMIT, VERSION, RequestError, authentic, decode_request, encode, new_nonce
+from mlp_magic.agent.protocol import (LINE_LIMIT, VERSION, RequestError, authentic, decode_request, encode,
+                                      new_nonce)
 
 REQUEST_TIMEOUT_S = 10.0
 SEND_TIMEOUT_S = 30.0      # a subscriber that reads nothing for this long is dropped

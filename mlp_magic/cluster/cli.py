@@ -16,7 +16,7 @@ from mlp_magic.core.local_names import is_this_machine
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu import HostGpus, parse_topo_matrix, probe_local
 from mlp_magic.cluster.collect import CollectOptions, StateCollector
-from mlp_magic.cluster.model import gpus_json
+from mlp_magic.cluster.pure.model import gpus_json
 from mlp_magic.cluster.text import status_text, topo_text
 
 

@@ -27,7 +27,8 @@ from mlp_magic.core.local_names import this_machine_names
 from mlp_magic.core.records import Record, fresh
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu import HostGpus, parse_topo_matrix
-from mlp_magic.cluster.model import LOCAL, ClusterState, cluster_state, failed_state, host_key, published_inventories
+from mlp_magic.cluster.pure.model import (LOCAL, ClusterState, cluster_state, failed_state, host_key,
+                                          published_inventories)
 
 GPU_MODES = ("none", "local", "all")
 InventorySource = Union[HostGpus, str, "os.PathLike[str]"]
@@ -54,7 +55,7 @@ def utc_now() -> str:
 
 def _running_world() -> Any:
     """This kernel's World, if %%mpirun started one (never imports the magics to find out)."""
-    module = sys.modules.get("mlp_magic.world.command")
+    module = sys.modules.get("mlp_magic.mpirun.command")
     return module.current_world() if module is not None else None
 
 
@@ -172,7 +173,7 @@ class StateCollector:
         """One engine per host of the World probes its host, except hosts given or not shown."""
         if world is None:
             return []
-        from mlp_magic.world.gpus import collect_from_world
+        from mlp_magic.gpu.engines import collect_from_world
 
         shown = {host_key(h.name, names) for h in topology.hosts}
         given = {host_key(g.host, names) for g in self.inventories}
@@ -216,7 +217,7 @@ def read_health(state_dir: Optional[str]) -> Dict[str, Any]:
     """host -> its health in the last ``mlp-magic doctor`` report of this state folder ({} when
     there is none or it cannot be read)."""
     from mlp_magic import config
-    from mlp_magic.core.doctor import REPORT_NAME, health_by_host
+    from mlp_magic.doctor.pure.report import REPORT_NAME, health_by_host
 
     folder = config.state_dir() if state_dir is None else state_dir
     try:

@@ -1,9 +1,9 @@
 """The server's live GPU readings: one subscription to each running World's per-host agent
-(agent/, started by world/agents), held only while a panel or ``top`` watches.
+(agent/, started by agent/launch), held only while a panel or ``top`` watches.
 
 From each agent's stream (agent/client.subscribe): the host's static facts and compute processes
 become ``live_gpus`` in the document's host row (a patch when they change, never per sample); the
-samples go into a ring buffer per host (core/gpu_history: the sparklines' history and the CSV or
+samples go into a ring buffer per host (gpu/pure/history: the sparklines' history and the CSV or
 JSON export) and into ``latest``, from which the aggregator (cluster/live) sends one "gpus" message
 a second for all hosts. The agent's own history (it samples whether watched or not) seeds the
 host's buffer and is handed on at once (``history_came``): the panel whose opening made us follow
@@ -23,7 +23,7 @@ import time
 from typing import Callable, Dict, Optional, Tuple
 
 from mlp_magic.agent.client import AgentError, subscribe
-from mlp_magic.core.gpu_history import GpuHistory
+from mlp_magic.gpu.pure.history import GpuHistory
 from mlp_magic.core.local_names import stays_here
 from mlp_magic.errors import MlpMagicError
 
@@ -52,7 +52,7 @@ def agent_targets(worlds: list) -> Dict[Tuple[str, str], tuple]:
 
 def stdio_argv(host: str, ssh: list, python: str = sys.executable) -> list:
     """The agent in ``--stdio`` mode on ``host`` (the same image everywhere: this Python's path)."""
-    from mlp_magic.fanout.ssh.argv import as_target, destination, ssh_options
+    from mlp_magic.ssh.argv import as_target, destination, ssh_options
 
     command = [python, "-m", "mlp_magic.agent", "--stdio"]
     if stays_here(host):

@@ -8,7 +8,7 @@ import html
 from typing import Any, List, Optional
 
 from mlp_magic.gpu import HostGpus, nearest_nic
-from mlp_magic.cluster.model import ClusterState, HostView
+from mlp_magic.cluster.pure.model import ClusterState, HostView
 from mlp_magic.cluster.text import host_rows, title
 
 # Link colours: NVLink in greens (darker = more links), PCIe within a socket in blues and

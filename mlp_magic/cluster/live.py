@@ -10,10 +10,10 @@ input, each taken as often as it changes:
   thread every ``SLOW_EVERY_S`` while someone watches, or on demand (``refresh``);
 - the last ``mlp-magic doctor`` report (the hosts' health), in the same folder: read again the
   moment a run writes it, so that the health column follows a run at once.
-Each new document is compared with the last (core/doc_delta) and only the operations are sent,
+Each new document is compared with the last (cluster/pure/delta) and only the operations are sent,
 encoded once for every subscriber: ``{"type": "patch", "seq", "server_time", "ops"}``; a new
 subscriber first gets ``{"type": "snapshot", ...}``. Slow subscribers are the transport's
-business (server/live_socket).
+business (panel/live_socket).
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ import time
 from datetime import datetime, timezone
 from typing import Callable, Dict, List, Optional
 
-from mlp_magic.core.doc_delta import diff
-from mlp_magic.core.doctor import REPORT_NAME
+from mlp_magic.cluster.pure.delta import diff
+from mlp_magic.doctor.pure.report import REPORT_NAME
 from mlp_magic.cluster.collect import CollectOptions, Parts, StateCollector, read_health
 from mlp_magic.cluster.dir_watch import DirWatch
 from mlp_magic.cluster.gpu_feed import GpuFeed

@@ -8,7 +8,7 @@ from typing import List, Optional, Sequence
 
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.gpu import HostGpus, format_topo_matrix, host_hints, nearest_nic
-from mlp_magic.cluster.model import ClusterState, HostView
+from mlp_magic.cluster.pure.model import ClusterState, HostView
 
 
 def when(updated_at: str) -> str:

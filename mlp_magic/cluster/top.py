@@ -1,7 +1,7 @@
 """``mlp-magic top``: the live cluster in a terminal, like htop or nvitop for the World.
 
 The same live model as the panel (cluster/live.LiveCluster: the Worlds' files watched, the GPUs'
-samples from the hosts' agents), drawn by core/render_top on every change and once a second (the
+samples from the hosts' agents), drawn by cluster/pure/top_screen on every change and once a second (the
 ages tick). On a terminal it takes the whole screen (the alternate screen, restored on exit) and
 ``q`` or Ctrl-C quits; otherwise (a pipe, ``--once``) it prints frames one after another.
 """
@@ -15,7 +15,7 @@ import time
 from typing import Optional
 
 from mlp_magic import config
-from mlp_magic.core.render_top import top_lines
+from mlp_magic.cluster.pure.top_screen import top_lines
 from mlp_magic.cluster.collect import CollectOptions
 from mlp_magic.cluster.gpu_feed import agent_targets, stdio_argv
 from mlp_magic.cluster.live import LiveCluster

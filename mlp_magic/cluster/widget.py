@@ -16,9 +16,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu import HostGpus
 from mlp_magic.cluster.collect import CollectOptions, StateCollector, load_inventories
-from mlp_magic.cluster.html import (host_html, legend_html, link_cell_html, memory_bar, nic_affinity_rows, state_html,
-                   table_html, util_bar)
-from mlp_magic.cluster.model import ClusterState, HostView
+from mlp_magic.cluster.html import (host_html, legend_html, link_cell_html, memory_bar, nic_affinity_rows,
+                                    state_html, table_html, util_bar)
+from mlp_magic.cluster.pure.model import ClusterState, HostView
 from mlp_magic.cluster.text import host_rows, state_text, title
 
 

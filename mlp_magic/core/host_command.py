@@ -14,14 +14,14 @@ machine. One shell, one working folder rule, one environment (README, "`%allrun`
   listed), ``ALLRUN_HOST_INDEX`` (0, 1, ...) and ``ALLRUN_HOST_COUNT``.
 
 ``RUN_SCRIPT`` does the folder, the variables and the shell in ``sh``; every transport runs it
-(ssh behind its marker, ``fanout/ssh/argv``). Pure: the caller hands it the environment.
+(ssh behind its marker, ``ssh/argv``). Pure: the caller hands it the environment.
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping  # not typing: its import slows the allrun CLI's start
 
-# The caller's variables every host gets: the ones mpiexec forwards to ranks (world/mpi).
+# The caller's variables every host gets: the ones mpiexec forwards to ranks (world/start/mpi).
 FORWARDED = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV")
 HOST, HOST_INDEX, HOST_COUNT = "ALLRUN_HOST", "ALLRUN_HOST_INDEX", "ALLRUN_HOST_COUNT"
 

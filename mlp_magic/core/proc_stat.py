@@ -3,7 +3,7 @@
 A pid names a process only while it lives; the kernel gives the number to another one later.
 Its start time tells the two apart: ``/proc/PID/stat``'s 22nd field (clock ticks after boot)
 plus the boot time (``/proc/stat``'s ``btime``), the value ``psutil.Process.create_time()``
-gives. The rank that starts a host's agent reports its own (``engine/agent_start``), and the
+gives. The rank that starts a host's agent reports its own (``agent/rank/start``), and the
 agent checks it again before it signals that pid (``agent/actions``): one computation, here.
 """
 from __future__ import annotations

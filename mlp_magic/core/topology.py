@@ -13,8 +13,9 @@ import stat
 from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
 
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.core.hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, expand_names, parse_count,
-                       parse_host_list, parse_hostfile, reject_duplicates, split_outside_brackets)
+from mlp_magic.core.hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, expand_names,
+                                     parse_count, parse_host_list, parse_hostfile, reject_duplicates,
+                                     split_outside_brackets)
 from mlp_magic.core.ranges import MAX_HOSTS, MAX_RANKS, quote
 from mlp_magic.core.local_names import LOCALHOST, LOOPBACK, is_this_machine
 from mlp_magic.core.records import Record

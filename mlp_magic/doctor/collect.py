@@ -20,7 +20,7 @@ from mlp_magic import config
 from mlp_magic.core.local_names import stays_here, this_machine_names
 from mlp_magic.core.results import why_no_answer
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.fanout.ssh.underway import Underway, finish_all, follow_in_background
+from mlp_magic.ssh.underway import Underway, finish_all, follow_in_background
 from mlp_magic.doctor.options import DoctorOptions
 
 PROBE_SHARE = 0.7       # of the deadline, for the probe's own work; the rest is ssh and start-up
@@ -80,7 +80,7 @@ class Answers:
 
 def _start_runner(targets: list, command: str, options: DoctorOptions, env, local: bool,
                   answers: Answers) -> Underway:
-    from mlp_magic.fanout.ssh.spawn import Launch
+    from mlp_magic.ssh.spawn import Launch
 
     names, sent = [t.name for t in targets], time.time()
     try:
@@ -114,7 +114,7 @@ def collect(hosts: Iterable, options: DoctorOptions, env: Mapping | None = None,
     """(hosts asked, Answers) for every host (names or topology Hosts); this machine once, under
     the first of its names. ``transport_for(names)``: allrun's transport through a live World
     that covers those hosts, or None (then ssh)."""
-    from mlp_magic.fanout.ssh.argv import as_targets
+    from mlp_magic.ssh.argv import as_targets
 
     deadline = time.monotonic() + options.timeout + 1.0
     targets = as_targets(list(hosts))

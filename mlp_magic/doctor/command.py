@@ -1,7 +1,7 @@
 """``mlp-magic doctor`` and ``%mlp_doctor``: ask every host, compare, report.
 
   options -> the hosts (``core/topology``: hostfile, -H, the MLP_* variables, Slurm; else this
-  machine) -> ``collect`` (every host at once, one deadline) -> ``core/doctor_checks`` (findings,
+  machine) -> ``collect`` (every host at once, one deadline) -> ``doctor/pure/checks`` (findings,
   what all share) -> [--links: ``doctor/links``] -> text, HTML or JSON.
 
 Exit status: 0 when no finding is an error, 1 when one is, 2 for bad input.
@@ -25,9 +25,9 @@ def _expected_gpus(env: Mapping) -> int | None:
 
 
 def gather(options: DoctorOptions, env: Mapping | None = None, transport_for=None):
-    """The report (``core/doctor.Report``). ``transport_for``: a live World's transport (the
+    """The report (``doctor/pure/report.Report``). ``transport_for``: a live World's transport (the
     magic's), used where it covers the hosts."""
-    from mlp_magic.core.doctor_checks import Context, check_hosts
+    from mlp_magic.doctor.pure.checks import Context, check_hosts
     from mlp_magic.core.topology import topology_from_environment
 
     env = os.environ if env is None else env
@@ -52,7 +52,7 @@ def save_report(report, env: Mapping | None = None) -> None:
     import tempfile
 
     from mlp_magic import config
-    from mlp_magic.core.doctor import REPORT_NAME
+    from mlp_magic.doctor.pure.report import REPORT_NAME
     from mlp_magic.world.published import private_folder
 
     folder = config.state_dir(env)

@@ -1,7 +1,7 @@
 """``--links``: start the link test on the job's ranks and add what it measured to the report.
 
 The ranks are laid out as ``%%mpirun`` lays them (``core/topology``: every slot, or ``--np``),
-started by the job's own mpiexec (``world/mpi``: the same command line a World's start builds),
+started by the job's own mpiexec (``world/start/mpi``: the same command line a World's start builds),
 or, on this machine with no MPI, as plain processes. Rank 0 hosts torch.distributed's store on
 the master address (the MPI backend needs none). Everything started is stopped when the test
 ends, fails, or passes its deadline; any failure is one finding, never a traceback.
@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from mlp_magic.core.doctor_links import add_link_findings
+from mlp_magic.doctor.pure.links import add_link_findings
 from mlp_magic.engine.identity import free_port
 
 MIN_SECONDS = 60.0
@@ -65,8 +65,8 @@ def _rank_command(counts: list, master: str, leaders: list, options, timeout: fl
 
 def _start(topology, counts, command, env, workdir) -> list:
     """The processes that run every rank: one mpiexec, or plain local processes."""
-    from mlp_magic.world.mpi import (LaunchPlan, detect_flavour, find_mpiexec, hostfile_text, mpiexec_argv,
-                             names_to_forward)
+    from mlp_magic.world.start.mpi import (LaunchPlan, detect_flavour, find_mpiexec, hostfile_text,
+                                           mpiexec_argv, names_to_forward)
 
     path = find_mpiexec(env)
     np = sum(n for _, n in counts)
@@ -119,7 +119,7 @@ def _answer(outputs: list) -> dict:
 
 
 def measure(topology, options, env) -> dict:
-    """The link test's answer (``core/doctor_links.add_link_findings`` reads it)."""
+    """The link test's answer (``doctor/pure/links.add_link_findings`` reads it)."""
     counts, leaders, np = _layout(topology, options.np)
     if np < 2:
         return {"skipped": f"the link test needs 2 ranks or more: the job has {np} (--np 2 asks for 2)",

@@ -1,6 +1,6 @@
 """One rank of the doctor's link test (``python -m mlp_magic.doctor.links_rank``, started once per
 rank by mpiexec, or as plain local processes): an all_reduce, then send/recv between the first
-ranks of each pair of hosts, round by round (``core/doctor_links.pair_rounds``).
+ranks of each pair of hosts, round by round (``doctor/pure/links.pair_rounds``).
 
 Rank 0 prints one JSON line: {"backend", "ranks", "bytes", "seconds" (one all_reduce, the mean
 of the timed ones), "pairs": [[leader a, leader b, bytes/s]]}; the others print nothing. A
@@ -20,7 +20,7 @@ import sys
 import time
 from datetime import timedelta
 
-from mlp_magic.core.doctor_links import pair_rounds
+from mlp_magic.doctor.pure.links import pair_rounds
 from mlp_magic.engine.identity import LOCAL_RANK_VARIABLES, launched_by_mpi, launcher_rank
 
 WARMUP, TIMED = 2, 5

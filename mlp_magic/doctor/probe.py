@@ -296,7 +296,7 @@ def kernel_xids(limit=64):
 def affinity():
     """GPUs whose nearest NIC is across the socket, from the topology mlp_magic reads."""
     try:
-        from mlp_magic.gpu.hints import far_nic_hint
+        from mlp_magic.gpu.pure.hints import far_nic_hint
         from mlp_magic.gpu.probe import probe_local
     except Exception:
         return None

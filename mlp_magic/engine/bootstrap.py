@@ -21,8 +21,8 @@ from mlp_magic.engine.sigint import install_sigint_gate
 _stacks_file: list = []   # the open file faulthandler writes to (kept for the engine's life)
 # Post-mortem's part in every rank: a ``post_run_cell`` hook keeps the exception of a cell that
 # raised (its traceback holds the frames, alive) and forgets it when a later cell succeeds; cells
-# that begin with ``INSPECT_TAG`` change nothing. The inspection (engine/postmortem, with
-# core/postmortem) loads only where a failure is inspected.
+# that begin with ``INSPECT_TAG`` change nothing. The inspection (debugging/rank/postmortem, with
+# debugging/pure/postmortem) loads only where a failure is inspected.
 GENERATED_TAG = "# mlp_magic generated: "   # the first line of a cell the kernel wrote
 INSPECT_TAG = GENERATED_TAG + "inspect"
 _STATE: dict = {}        # "failure": the last cell's exception; "hook": the registered callback; "shell"
@@ -67,8 +67,8 @@ def engine_shell():
 
 
 # A host's chores, run by its first rank (``run_chore``): "module:function".
-RETENTION_CHORE = "mlp_magic.engine.retention:prune_in_background"
-AGENT_CHORE = "mlp_magic.engine.agent_start:start_agent"
+RETENTION_CHORE = "mlp_magic.output.rank.retention:prune_in_background"
+AGENT_CHORE = "mlp_magic.agent.rank.start:start_agent"
 GPU_PROBE_CHORE = "mlp_magic.gpu.probe:probe_on_engine"
 _CHORES: dict = {}   # "module:function" -> (the function, {name: module} of what its runs loaded)
 
@@ -118,7 +118,8 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     install_sigint_gate(shell)   # first: the capture's post hook then runs disarmed too
     install_exit_status(shell)   # before the hooks that look at a cell's failure
     install_capture(shell, int(variables["RANK"]), display_cap)
-    install_failure_hook(shell)   # engine/postmortem, which reads it, loads when a failure is inspected
+    # debugging/rank/postmortem, which reads it, loads when a failure is inspected
+    install_failure_hook(shell)
     _register_stack_dump()
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}
 

@@ -157,7 +157,7 @@ def slot_names() -> list:
 
 def before_the_engine(rank: int | None) -> tuple:
     """(why this Python cannot run an engine, or "", the start slot taken or None). The modules
-    of ours that this imports (the version check with core/versions, the start slots) serve
+    of ours that this imports (the version check with engine/pure/versions, the start slots) serve
     here only: they are dropped from ``sys.modules`` after it, and their objects freed. The
     engine holds what it uses (see the top: pickle walks every module it holds), and a later
     import, if one ever comes, loads them anew."""
@@ -165,7 +165,7 @@ def before_the_engine(rank: int | None) -> tuple:
     try:
         from mlp_magic.engine.versions import refusal
 
-        refused = refusal(rank)   # this Python cannot run an engine (core/versions)
+        refused = refusal(rank)   # this Python cannot run an engine (engine/pure/versions)
         if refused:
             return refused, None
         from mlp_magic.engine.start_slots import take_start_slot

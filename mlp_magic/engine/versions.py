@@ -1,4 +1,4 @@
-"""An engine's check of its own Python before it starts (core/versions says what it needs).
+"""An engine's check of its own Python before it starts (engine/pure/versions says what it needs).
 
 Versions are read from the installed packages' dist-info folder names, so nothing is imported
 (the metadata files only where the names do not tell): an ipyparallel too old to register would
@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Dict, Optional
 
-from mlp_magic.core.versions import ENGINE_NEEDS, PYTHON, problems, refusal_line
+from mlp_magic.engine.pure.versions import ENGINE_NEEDS, PYTHON, problems, refusal_line
 
 
 def _from_folder_names(names) -> Dict[str, str]:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import importlib
 
 _HOMES = {
-    "far_nic_hint": "hints", "host_hints": "hints", "nearest_nic": "hints", "numa_span_hint": "hints",
-    "GpuInfo": "model", "HostGpus": "model", "link_distance": "model", "normalize_bus_id": "model",
-    "normalize_link": "model", "probe_nvml": "nvml_probe", "probe_local": "probe",
-    "format_topo_matrix": "smi_topo", "parse_query_gpu": "smi_topo", "parse_topo_matrix": "smi_topo",
+    "far_nic_hint": "pure.hints", "host_hints": "pure.hints", "nearest_nic": "pure.hints",
+    "numa_span_hint": "pure.hints", "GpuInfo": "pure.model", "HostGpus": "pure.model",
+    "link_distance": "pure.model", "normalize_bus_id": "pure.model", "normalize_link": "pure.model",
+    "probe_nvml": "nvml_probe", "probe_local": "probe", "format_topo_matrix": "pure.smi_topo",
+    "parse_query_gpu": "pure.smi_topo", "parse_topo_matrix": "pure.smi_topo",
 }
 __all__ = sorted(_HOMES)
 

@@ -1,6 +1,6 @@
 """GPU inventories of many hosts at once: through a World's engines (each host's first rank runs
-``gpu/probe.probe_on_engine``; the kernel's side is world/gpus, waiting on
-world/waiting.Requests), or over ssh.
+``gpu/probe.probe_on_engine``; the kernel's side is gpu/engines, waiting on
+ranks/waiting.Requests), or over ssh.
 
 ssh (``collect_over_ssh``), for hosts no World covers: the allrun transport runs
 ``<python> -m mlp_magic.cli topo --json`` on every host at once (the same image on every host),
@@ -18,8 +18,8 @@ from mlp_magic.core.deadline import in_background
 from mlp_magic.core.local_names import stays_here, this_machine_names
 from mlp_magic.core.results import HostResult, why_no_answer
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.fanout.ssh.underway import Underway, start_all
-from mlp_magic.gpu.model import HostGpus, failed, parse_topo_answer
+from mlp_magic.ssh.underway import Underway, start_all
+from mlp_magic.gpu.pure.model import HostGpus, failed, parse_topo_answer
 from mlp_magic.gpu.probe import topo_argv
 
 
@@ -73,7 +73,7 @@ def _start_remote(targets: Sequence[Any], ssh: Any, env: Optional[Mapping[str, s
                   timeout: float, connect_timeout: float, fanout: int) -> Underway:
     """Run the topo command on every target over ssh (in a thread with its own event loop); its
     finish takes a deadline and gives {host: HostGpus}."""
-    from mlp_magic.fanout.ssh.runner import BackgroundRun, HostRunner, RunOptions
+    from mlp_magic.ssh.runner import BackgroundRun, HostRunner, RunOptions
 
     names = [t.name for t in targets]
     try:
@@ -111,7 +111,7 @@ def start_over_ssh(hosts: Iterable[Any], *, timeout: float, ssh: Any = None,
     "timeout: no answer within N s", "exit N: ...", "bad JSON: ...". Hosts beyond ``fanout``
     wait for a free connection slot, inside the same deadline.
     """
-    from mlp_magic.fanout.ssh.argv import as_targets
+    from mlp_magic.ssh.argv import as_targets
 
     if not timeout or timeout <= 0:
         raise MlpMagicError("GPU collect: timeout must be positive, got %r" % (timeout,))

@@ -14,7 +14,7 @@ import sys
 from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from mlp_magic.gpu.model import GpuInfo, HostGpus, normalize_bus_id
+from mlp_magic.gpu.pure.model import GpuInfo, HostGpus, normalize_bus_id
 
 MIB = 1024 * 1024
 _CPU_MASK_WORDS = 16  # 1024 CPUs; NVML fills what the machine has and leaves the rest zero

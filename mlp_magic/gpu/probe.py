@@ -16,7 +16,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.gpu.model import HostGpus
+from mlp_magic.gpu.pure.model import HostGpus
 
 # A child probing for an engine gets this share of its time for the probe itself (all its steps:
 # ``probe_local`` keeps one deadline), so that a slow driver comes back as the child's own
@@ -72,7 +72,8 @@ def _run_smi(smi: str, args: List[str], timeout: float) -> str:
 def probe_smi(smi: str, host: str, timeout: float) -> HostGpus:
     """Topology from `nvidia-smi topo -m`, names/memory/utilisation from --query-gpu, both
     within ``timeout``."""
-    from mlp_magic.gpu.smi_topo import QUERY_GPU_FIELDS, merge_query, parse_query_gpu, parse_topo_matrix   # hosts with it
+    # hosts with it
+    from mlp_magic.gpu.pure.smi_topo import QUERY_GPU_FIELDS, merge_query, parse_query_gpu, parse_topo_matrix
 
     deadline = time.monotonic() + timeout
     try:
@@ -118,9 +119,9 @@ def probe_in_child(timeout: float, host: str, python: str = sys.executable) -> H
     all, a share of them for the probe itself; never raises. The child is a rank's helper, as the
     GPU agent is (core/host_command.helper_environment): no rank's identity, and the rank's own
     mlp_magic first on its path, wherever a cell took the rank's working folder."""
-    from mlp_magic import PACKAGE_PARENT
+    from mlp_magic.location import PACKAGE_PARENT
     from mlp_magic.core.host_command import helper_environment
-    from mlp_magic.gpu.model import failed, parse_topo_answer
+    from mlp_magic.gpu.pure.model import failed, parse_topo_answer
 
     argv, env = topo_argv(python, timeout * CHILD_PROBE_SHARE), helper_environment(os.environ, PACKAGE_PARENT)
     try:
@@ -134,7 +135,7 @@ def probe_in_child(timeout: float, host: str, python: str = sys.executable) -> H
 
 
 def probe_on_engine(timeout: float, host: str) -> Dict[str, Any]:
-    """Runs on an engine (world/gpus sends it to each host's first rank as a host chore): this
+    """Runs on an engine (gpu/engines sends it to each host's first rank as a host chore): this
     host's GPUs as plain data (no pickled classes cross the wire). In a child process, not in
     the rank: NVML's library stays mapped in the process that loaded it (an H100 host's first
     rank held 88 MiB resident against the others' 59), and a driver that never answers holds a

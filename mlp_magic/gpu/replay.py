@@ -2,7 +2,7 @@
 
 ``ReplayNvml(load_capture(paths))`` answers the NVML calls the sampler makes (same names, same
 ``NVMLError`` with its ``value``, same constants) from real captures, one frame per tick:
-- nvidia-smi's table as pasted in bug reports of hung jobs (``gpu/smi_table``; the tests'
+- nvidia-smi's table as pasted in bug reports of hung jobs (``gpu/pure/smi_table``; the tests'
   fixtures are in tests/fixtures/nvml/), several tables in one file (``nvidia-smi -l``) or one
   file each;
 - the sampler's own recordings (``python -m mlp_magic.gpu.sampler --record FILE``), JSON lines:
@@ -25,7 +25,7 @@ from types import SimpleNamespace
 
 from mlp_magic.core.records import Record
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.gpu.smi_table import parse_smi_tables
+from mlp_magic.gpu.pure.smi_table import parse_smi_tables
 
 RECORDING_FORMAT = "mlp_magic-nvml"
 RECORDING_VERSION = 1

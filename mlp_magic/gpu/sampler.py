@@ -30,7 +30,7 @@ import time
 
 from mlp_magic import config
 from mlp_magic.core.proc_ranks import parse_environ, rank_of
-from mlp_magic.gpu.model import normalize_bus_id
+from mlp_magic.gpu.pure.model import normalize_bus_id
 from mlp_magic.gpu.replay import RECORDING_FORMAT, RECORDING_VERSION, ReplayNvml, load_capture
 
 MIB = 1024 * 1024

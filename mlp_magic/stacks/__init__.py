@@ -3,7 +3,8 @@
 ``options`` (the command's and the magic's options), ``scan`` (runs on each host: finds the
 processes, runs py-spy), ``collect`` (asks every host at once over the allrun transport),
 ``command`` (the report, the command and the magic). The merging and rendering are pure:
-``core/proc_ranks``, ``core/pyspy``, ``core/stack_tree``, ``core/render_stacks``, ``core/stack_jobs``.
+``core/proc_ranks`` and ``stacks/pure/`` (py-spy's output, frames, the tree, its rendering, the
+report's sections).
 """
 
 from mlp_magic.errors import MlpMagicError

@@ -3,7 +3,7 @@ in-process scan (no ssh, no new Python) for this machine, one deadline for all.
 
 Each remote host runs ``mlp_magic.stacks.scan`` with this Python and this copy of mlp_magic (its
 folder first on ``sys.path``: the hosts run the same image, as for the GPU probes),
-and prints JSON lines (``core/stack_jobs.parse_scan`` reads them). A host that cannot be reached,
+and prints JSON lines (``stacks/pure/jobs.parse_scan`` reads them). A host that cannot be reached,
 times out or answers nonsense becomes a HostScan with its ``error``: listed, never dropped.
 """
 from __future__ import annotations
@@ -13,13 +13,14 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 
-from mlp_magic import PACKAGE_PARENT, config
+from mlp_magic import config
+from mlp_magic.location import PACKAGE_PARENT
 from mlp_magic.core.deadline import in_background
 from mlp_magic.core.local_names import stays_here, this_machine_names
 from mlp_magic.core.proc_ranks import STACKS_SCANNER
 from mlp_magic.core.results import why_no_answer
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.fanout.ssh.underway import Underway, finish_all, follow_in_background
+from mlp_magic.ssh.underway import Underway, finish_all, follow_in_background
 from mlp_magic.stacks import scan
 from mlp_magic.stacks.options import StacksOptions
 
@@ -58,7 +59,7 @@ def _start_local(names: list, options: StacksOptions) -> Underway:
                                               dumps=dumps), "mlp-stacks-local")
 
     def finish(deadline: float) -> dict:
-        from mlp_magic.core.stack_jobs import HostScan, scan_from_lines
+        from mlp_magic.stacks.pure.jobs import HostScan, scan_from_lines
 
         lines = pending.result(deadline)
         if lines is None:
@@ -75,7 +76,7 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) ->
     """Every host's ssh starts now (before asyncio and the runner are imported, as the allrun
     command does: the handshakes overlap the rest of the start); the runner follows them. Over
     ``AT_ONCE`` hosts, the runner starts them, that many at a time."""
-    from mlp_magic.fanout.ssh.spawn import Launch
+    from mlp_magic.ssh.spawn import Launch
 
     names = [t.name for t in targets]
     command = scan_command(options, pyspy=scan.find_pyspy())
@@ -89,7 +90,7 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) ->
                                            at_once=AT_ONCE, name="mlp-stacks-ssh")
 
     def finish(deadline: float) -> dict:
-        from mlp_magic.core.stack_jobs import HostScan
+        from mlp_magic.stacks.pure.jobs import HostScan
 
         pending.wait(deadline)   # the late hosts are stopped meanwhile: their results say "interrupted"
         if pending.error is not None:
@@ -112,7 +113,7 @@ def _start_via(targets: list, options: StacksOptions, transport) -> Underway:
 
 def _scans_of(results: list, options: StacksOptions) -> dict:
     """{host: HostScan} of the hosts' answers (core/results.HostResult): a scan, or why none."""
-    from mlp_magic.core.stack_jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)
+    from mlp_magic.stacks.pure.jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)
 
     found = {}
     for result in results:
@@ -126,8 +127,8 @@ def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None,
     """[HostScan] for every host (names, or topology Hosts), in the order given; this machine
     once, under the first of its names given (``-H localhost,$(hostname)``: one scan, not two
     copies of it counting each process twice). ``transport_for(names)``: a transport that reaches
-    those hosts without ssh (allrun's signature: ``fanout/via_engines.WorldTransport``), or None."""
-    from mlp_magic.fanout.ssh.argv import as_targets
+    those hosts without ssh (allrun's signature: ``allrun/via_engines.WorldTransport``), or None."""
+    from mlp_magic.ssh.argv import as_targets
 
     deadline = time.monotonic() + options.timeout + 1.0
     targets = as_targets(list(hosts))
@@ -143,7 +144,7 @@ def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None,
     if local:
         starts.append(lambda: _start_local(local, options))
     found = finish_all(starts, deadline)
-    from mlp_magic.core.stack_jobs import HostScan
+    from mlp_magic.stacks.pure.jobs import HostScan
 
     also_here = set(local[1:])   # this machine's other names: its one scan is under the first
     return [found.get(t.name) or HostScan(t.name, error="no answer")

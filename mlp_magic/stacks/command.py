@@ -1,8 +1,8 @@
 """``mlp-magic stacks`` and ``%mlp_stacks``: collect, merge, show.
 
   options -> the hosts (``core/topology``: hostfile, -H, the MLP_* variables; else this machine)
-  -> ``collect`` (every host at once) -> ``core/stack_jobs`` (sections, problems)
-  -> ``core/render_stacks`` (text; HTML in a notebook), or JSON with ``--json``.
+  -> ``collect`` (every host at once) -> ``stacks/pure/jobs`` (sections, problems)
+  -> ``stacks/pure/render`` (text; HTML in a notebook), or JSON with ``--json``.
 
 Exit status of the command: 0 when every host answered and every process was read, 1 when
 something is listed as not shown (or nothing matched), 2 for bad input, and 1 with one line when
@@ -27,8 +27,8 @@ class StacksReport:
     """One collection: every host's scan, the merged sections, and what could not be shown."""
 
     def __init__(self, scans: list, options: StacksOptions):
-        from mlp_magic.core.grouping import fold_hosts_shown
-        from mlp_magic.core.stack_jobs import problems, sections
+        from mlp_magic.output.pure.grouping import fold_hosts_shown
+        from mlp_magic.stacks.pure.jobs import problems, sections
 
         self.scans, self.options = scans, options
         self.sections = sections(scans, options.threads)
@@ -45,13 +45,13 @@ class StacksReport:
 
     @property
     def text(self) -> str:
-        from mlp_magic.core.render_stacks import render_report_text
+        from mlp_magic.stacks.pure.render import render_report_text
 
         return render_report_text(self.sections, self.problems, self.heading)
 
     @property
     def html(self) -> str:
-        from mlp_magic.core.render_stacks import render_report_html
+        from mlp_magic.stacks.pure.render import render_report_html
 
         return render_report_html(self.sections, self.problems, self.heading)
 
@@ -86,7 +86,7 @@ def gather(options: StacksOptions, env: Mapping | None = None, transport_for=Non
                                          hosts=options.hosts)
     scans = collect(topology.hosts, options, env, transport_for)
     report = StacksReport(scans, options)
-    from mlp_magic.core.stack_jobs import fault_only
+    from mlp_magic.stacks.pure.jobs import fault_only
 
     fault = fault_only(scans, report.sections)
     if fault:

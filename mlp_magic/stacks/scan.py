@@ -24,10 +24,10 @@ import subprocess
 import sys
 import time
 
-from mlp_magic.core.proc_ranks import (children_of_ranks, is_launcher, is_python, is_stacks_tool, parse_cmdline,
-                               parse_environ, rank_of)
-from mlp_magic.core.pyspy import (GONE, NO_PYSPY, NOT_PYTHON, OTHER, TIMEOUT, DumpError, classify_failure,
-                          parse_dump_json)
+from mlp_magic.core.proc_ranks import (children_of_ranks, is_launcher, is_python, is_stacks_tool,
+                                       parse_cmdline, parse_environ, rank_of)
+from mlp_magic.stacks.pure.pyspy import (GONE, NO_PYSPY, NOT_PYTHON, OTHER, TIMEOUT, DumpError,
+                                         classify_failure, parse_dump_json)
 
 # Kept light: every host starts it (with ``python -I -S``) for each call, so no argparse,
 # concurrent.futures or dataclasses; py-spy processes run side by side, read as each ends.

@@ -1,5 +1,5 @@
 """What a World does when ipyparallel's or ipykernel's internals are not where we look for them
-(world/ipp_private, engine/ipykernel_private): it falls back to plain ipyparallel behaviour, more
+(ranks/ipp_private, engine/ipykernel_private): it falls back to plain ipyparallel behaviour, more
 messages for the same output, and says so once per kernel, not once per World or cell.
 
 - The client's reply hooks missing (its half of the quiet replies): the engines are asked to
@@ -9,14 +9,14 @@ messages for the same output, and says so once per kernel, not once per World or
   engine/fd_watch takes over: that engine kept ipykernel's own behaviour; the bootstrap's
   answer names what it lacked (engine/ipykernel_private.missing).
 - The client unable to send ipykernel's interrupt_request: the ranks' processes get SIGINT
-  (world/rank_signals).
+  (agent/signals).
 """
 from __future__ import annotations
 
-from mlp_magic.core.grouping import ranks_label
+from mlp_magic.output.pure.grouping import ranks_label
 from mlp_magic.core.ranges import fold_hosts
 from mlp_magic.engine import quiet
-from mlp_magic.world import rank_signals
+from mlp_magic.agent import signals as rank_signals
 
 _said: set = set()   # the lines this kernel has said already
 
@@ -68,7 +68,7 @@ SIGNALLED = ("mlp_magic: this ipyparallel's client has no _send_control_request:
 
 
 def interrupt_by_signal(world, engines: list) -> bool:
-    """The interrupt's fallback (world/rank_signals), said once; True when every rank got it."""
+    """The interrupt's fallback (agent/signals), said once; True when every rank got it."""
     say_once(world.notice, SIGNALLED)
     by_engine = {engine: rank for rank, engine in world.rank_to_engine.items()}
     return rank_signals.interrupt(world, [by_engine[e] for e in engines if e in by_engine])

@@ -1,6 +1,6 @@
 """A World's live record: its ranks' states, kept by the rank-waiting loop, published for the panel.
 
-The callbacks of ``world/waiting`` (on ipyparallel's IO thread) and the kernel's own thread
+The callbacks of ``ranks/waiting`` (on ipyparallel's IO thread) and the kernel's own thread
 change the rank states here, under one lock, and mark the record changed; a publisher thread of
 its own writes the World's file (``world/published``) at most every ``STATE_EVERY_S`` after a
 change of state, or ``OUTPUT_EVERY_S`` when only output times moved, so the server's panel sees
@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Callable, Optional, Sequence
 
-from mlp_magic.core.rank_states import RankStates, iso
+from mlp_magic.world.pure.rank_states import RankStates, iso
 
 STATE_EVERY_S = 0.2     # a change of state reaches the file this soon, at most this often
 OUTPUT_EVERY_S = 1.0    # only last-output times moved: this often is enough (ages are in seconds)

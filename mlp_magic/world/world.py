@@ -22,23 +22,24 @@ from mlp_magic import config
 from mlp_magic.core.local_names import LOOPBACK, is_this_machine
 from mlp_magic.core.placement import check_placement
 from mlp_magic.core.ranges import fold_ranks
-from mlp_magic.core.start_budget import busiest_ranks_per_cpu, memory_shortfall, start_budget
+from mlp_magic.world.pure.budget import busiest_ranks_per_cpu, memory_shortfall, start_budget
 from mlp_magic.core.topology import Topology
 from mlp_magic.engine import bootstrap as engine_bootstrap
 from mlp_magic.engine import identity as engine_identity
 from mlp_magic.engine.ipykernel_private import with_missing
 from mlp_magic.engine.private_files import narrow_tree, private_dirs
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import guards, published, start_calls
-from mlp_magic.world.ipp_private import send_interrupt
-from mlp_magic.world.launch import start_processes
+from mlp_magic.world import guards, published
+from mlp_magic.ranks import start_calls
+from mlp_magic.ranks.ipp_private import send_interrupt
+from mlp_magic.world.start.launch import start_processes
 from mlp_magic.world.lifeline import Lifeline, wait_for_ends
-from mlp_magic.world.agents import start_agents
+from mlp_magic.agent.launch import start_agents
 from mlp_magic.world.live import LiveWorld
-from mlp_magic.world.mpi import MpiInfo
+from mlp_magic.world.start.mpi import MpiInfo
 from mlp_magic.world.processes import kill_trees, reap_orphans, wait_for_file
-from mlp_magic.world.quiet_replies import complete_quiet_outputs
-from mlp_magic.world.registration import Waiting, wait_for_engines
+from mlp_magic.ranks.quiet_replies import complete_quiet_outputs
+from mlp_magic.world.start.registration import Waiting, wait_for_engines
 
 DISPLAY_CAP = 1_000_000  # characters per rank and stream shown in the notebook; the log has all
 DISPLAY_BUDGET = 64_000_000  # ... but all ranks together stay within this (512 ranks: 125 kB each)
@@ -82,7 +83,7 @@ class World:
         self.identities: dict = {}     # rank -> what its engine reported (pid, host, stacks file...)
         self.master = None             # (MASTER_ADDR, MASTER_PORT)
         self.gpus: dict = {}           # host -> HostGpus dict, for the lab panel
-        self.agents: dict = {}         # host -> {addr, port, pid} | {error} (world/agents)
+        self.agents: dict = {}         # host -> {addr, port, pid} | {error} (agent/launch)
         self.agent_key = None
         self.active_run = None         # the last CellRun sent: later cells must not queue behind it
         self.id = f"{socket.gethostname()}-{os.getpid()}-{next(_counter)}"   # the panel's name for it
@@ -196,7 +197,7 @@ class World:
 
     def _gather(self, pending: dict, what: str, step: str) -> dict:
         """{rank: AsyncResult} -> {rank: value} before the start's deadline, or one error line
-        naming the ranks that failed or never answered (world/start_calls)."""
+        naming the ranks that failed or never answered (ranks/start_calls)."""
         return start_calls.gather(self, pending, what, self._start_deadline, step)
 
     def _master_port(self) -> int:
@@ -300,7 +301,7 @@ class World:
     def refresh_gpus(self, timeout: float = 3.0, at_most_every: float = 0.0) -> None:
         """Each host's GPUs through its engines, for the lab panel (remote hosts included).
         Call only while the engines are idle; a host that does not answer keeps no entry."""
-        from mlp_magic.world.gpus import collect_from_world
+        from mlp_magic.gpu.engines import collect_from_world
 
         now = time.monotonic()
         if now - self._gpus_refreshed_at < at_most_every:

@@ -94,7 +94,7 @@ class LabServer:
                 "ip": "127.0.0.1", "port": self.port, "port_retries": 0,
                 "open_browser": False, "allow_root": True,
                 "root_dir": str(home / "root"),
-                "jpserver_extensions": {"mlp_magic.server": server_extension},
+                "jpserver_extensions": {"mlp_magic.panel": server_extension},
             },
             "IdentityProvider": {"token": self.token},
             "MlpMagicPanel": panel_config,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mlp_magic.gpu import parse_query_gpu, parse_topo_matrix
-from mlp_magic.gpu.smi_topo import merge_query
+from mlp_magic.gpu.pure.smi_topo import merge_query
 
 pytestmark = pytest.mark.browser
 

@@ -13,7 +13,7 @@ import sys
 import time
 
 from mlp_magic.core.proc_ranks import rank_of
-from mlp_magic.core.render_text import RULE
+from mlp_magic.output.pure.text import RULE
 
 _READY = """
 def ready(rank, **more):

@@ -1,5 +1,5 @@
 """The per-host agent as a real process, started the way a World starts it: a real Python (standing
-in for a host's first engine) calls engine/agent_start.start_agent, and the tests talk to the
+in for a host's first engine) calls agent/rank/start.start_agent, and the tests talk to the
 agent over TCP with agent/client, on real captured GPU readings (MLP_MAGIC_NVML_REPLAY)."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from mlp_magic.agent.client import AgentError, call, subscribe
-from mlp_magic.engine.agent_start import process_create_time
+from mlp_magic.agent.rank.start import process_create_time
 from tests.timing import hang_bound, wait_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -31,7 +31,7 @@ REPLAY = os.pathsep.join(str(FIXTURES / name) for name in ("nccl-1550-h100-allga
 # what it got, then live on, shrugging off SIGINT as an engine outside a cell does.
 ENGINE = r"""
 import json, signal, sys, time
-from mlp_magic.engine.agent_start import start_agent
+from mlp_magic.agent.rank.start import start_agent
 signal.signal(signal.SIGINT, lambda *args: None)
 setup = json.loads(sys.stdin.readline())
 first = start_agent(setup["key"], "127.0.0.1", setup["ranks"], setup["log_root"])
@@ -216,7 +216,7 @@ def test_a_machine_without_nvml_says_no_gpus(start):
 
 
 def test_a_bad_setup_is_one_error_and_leaves_no_agent():
-    from mlp_magic.engine.agent_start import start_agent
+    from mlp_magic.agent.rank.start import start_agent
     from mlp_magic.errors import MlpMagicError
 
     before = {p.pid for p in psutil.Process().children()}

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.fanout.ssh.runner import HostRunner, RunOptions, run_on_hosts
+from mlp_magic.ssh.runner import HostRunner, RunOptions, run_on_hosts
 from tests.procs import processes_running
 from tests.timing import HANG_FLOOR_S, hang_bound
 
@@ -30,7 +30,7 @@ def local_env(**extra) -> dict:
 
 
 def allrun(*args, env=None, timeout=60):
-    return subprocess.run([sys.executable, "-m", "mlp_magic.fanout.command", *args], env=env or local_env(),
+    return subprocess.run([sys.executable, "-m", "mlp_magic.allrun.command", *args], env=env or local_env(),
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -70,7 +70,7 @@ def test_timeout_kills_the_whole_process_group():
 
 
 def test_ctrl_c_returns_partial_output_and_stops_the_command():
-    proc = subprocess.Popen([sys.executable, "-m", "mlp_magic.fanout.command", "--", "echo begun; sleep 104"],
+    proc = subprocess.Popen([sys.executable, "-m", "mlp_magic.allrun.command", "--", "echo begun; sleep 104"],
                             env=local_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
     while not processes_running("sleep 104") and time.monotonic() < deadline:
@@ -88,7 +88,7 @@ def test_ctrl_c_returns_partial_output_and_stops_the_command():
 def installed_allrun() -> list:
     """The console script users run (installed next to this python), else ``python -m``."""
     script = os.path.join(os.path.dirname(sys.executable), "allrun")
-    return [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "mlp_magic.fanout.command"]
+    return [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "mlp_magic.allrun.command"]
 
 
 def start_and_interrupt(command: str, when, again_after: float | None = None):
@@ -137,7 +137,7 @@ def test_ctrl_c_at_any_moment_of_the_start_up_leaves_nothing_running(after):
 def test_a_ctrl_c_that_cpython_drops_is_noticed(noticed):
     """CPython drops a KeyboardInterrupt raised in a finalizer ("Exception ignored in"); the CLI
     notices it, and the next deferral reports it as asked."""
-    code = ("from mlp_magic.fanout.ssh.interrupts import InterruptsDeferred, notice_dropped_interrupts\n"
+    code = ("from mlp_magic.ssh.interrupts import InterruptsDeferred, notice_dropped_interrupts\n"
             f"if {noticed}:\n    notice_dropped_interrupts()\n"
             "class Finalized:\n    def __del__(self):\n        raise KeyboardInterrupt\n"
             "with InterruptsDeferred() as deferred:\n"
@@ -155,12 +155,12 @@ def test_the_console_script_is_the_one_with_the_start_up_care():
     from importlib.metadata import entry_points
 
     scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
-    assert scripts["allrun"] == "mlp_magic.fanout.command:run"
+    assert scripts["allrun"] == "mlp_magic.allrun.command:run"
 
 
 def test_ctrl_c_during_start_up_stops_a_copy_too(tmp_path, monkeypatch, capsys):
     """A Ctrl-C recorded while the command starts must stop what comes next, a --copy included."""
-    from mlp_magic.fanout import command as cli_allrun, plan as allrun_module
+    from mlp_magic.allrun import command as cli_allrun, plan as allrun_module
 
     src, dest = tmp_path / "payload", tmp_path / "copied"
     src.write_text("x")
@@ -231,7 +231,7 @@ def test_help_exits_0():
 def run_on_a_terminal(args, env) -> str:
     """Run allrun with its stdout on a pseudo-terminal; return what the terminal received."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "mlp_magic.fanout.command", *args], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "mlp_magic.allrun.command", *args], env=env,
                             stdout=follower, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     os.close(follower)
     chunks, deadline = [], time.monotonic() + 30
@@ -311,7 +311,7 @@ def test_missing_ssh_client_is_bad_input():
 def test_magic_entry_point_returns_and_stores_results(capsys):
     from mlp_magic.core.results import AllrunResult
     from mlp_magic.errors import HostFailure
-    from mlp_magic.fanout.magic import allrun_magic, run_allrun_line
+    from mlp_magic.allrun.magic import allrun_magic, run_allrun_line
 
     options, outcome = run_allrun_line("--timeout 20 echo from-line", None, {}, env=local_env())
     assert isinstance(outcome, AllrunResult) and outcome.ok and outcome.exit_status == 0
@@ -351,7 +351,7 @@ def test_a_200_mb_flood_keeps_memory_bounded(tmp_path):
         "sys.stdout.buffer.write(done.stdout)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", measure, sys.executable, "-m", "mlp_magic.fanout.command", "--json",
+        [sys.executable, "-c", measure, sys.executable, "-m", "mlp_magic.allrun.command", "--json",
          "--outdir", str(tmp_path), "--", "yes 0123456789 | head -c 200000000; echo end >&2"],
         env=local_env(), capture_output=True, text=True, timeout=120)
     peak_kib, payload = done.stdout.split("\n", 1)

@@ -11,9 +11,10 @@ from mlp_magic.cluster.text import state_text
 from mlp_magic.cluster.widget import cluster_view
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.nvml_probe import nvml_library_loads
-from mlp_magic.world.gpus import collect_from_engines, collect_from_world, probe_targets
-from mlp_magic.world import command, gpus
-from mlp_magic.world.waiting import Requests
+from mlp_magic.gpu.engines import collect_from_engines, collect_from_world, probe_targets
+from mlp_magic.mpirun import command
+from mlp_magic.gpu import engines as gpus
+from mlp_magic.ranks.waiting import Requests
 from tests.timing import hang_bound
 from tests.unit.gpu.test_probe import install_smi
 
@@ -112,7 +113,7 @@ def test_a_busy_engine_is_reported_never_waited_on(world, tmp_path):
             patch.setattr(gpus, "Requests", CountedRequests)
             found = collect_from_engines(world, targets, timeout=1.0)
         took = time.monotonic() - started
-        # one wait on world/waiting.Requests, woken by the idle engine's answer and the deadline,
+        # one wait on ranks/waiting.Requests, woken by the idle engine's answer and the deadline,
         # not by a clock (a 0.1 s poll would wake ten times)
         [requests] = CountedRequests.made
         assert requests.wakes <= 3, requests.wakes

@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from mlp_magic.world import command
+from mlp_magic.mpirun import command
 from tests.timing import hang_bound
 
 from tests.integration.conftest import child_pids, run

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mlp_magic.gpu.nvml_probe import nvml_library_loads
-from mlp_magic.world import command
+from mlp_magic.mpirun import command
 
 from tests.integration.conftest import run
 

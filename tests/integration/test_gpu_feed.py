@@ -11,8 +11,8 @@ import psutil
 import pytest
 
 from mlp_magic import config
-from mlp_magic.server.snapshot import panel_model
-from mlp_magic.world import command
+from mlp_magic.panel.snapshot import panel_model
+from mlp_magic.mpirun import command
 from tests.timing import hang_bound, wait_until
 
 from tests.integration.conftest import run
@@ -91,7 +91,7 @@ def agent_pids() -> set:
 
 
 def test_an_agent_that_cannot_start_is_one_line_and_the_world_goes_on(ip, replaying_world):
-    from mlp_magic.world.agents import start_agents
+    from mlp_magic.agent.launch import start_agents
 
     world = replaying_world
     (host, entry), = world.agents.items()
@@ -101,7 +101,7 @@ def test_an_agent_that_cannot_start_is_one_line_and_the_world_goes_on(ip, replay
     broken = run(ip, f"%%mpirun --ranks {first}\nimport os, sys\n"
                      "from mlp_magic.engine.bootstrap import AGENT_CHORE, _CHORES\n"
                      "held = [n for n in sys.modules if n.startswith(('mlp_magic.gpu', 'mlp_magic.core',"
-                     " 'mlp_magic.engine.agent_start', 'mlp_magic.engine.retention'))]\n"
+                     " 'mlp_magic.agent.rank.start', 'mlp_magic.output.rank.retention'))]\n"
                      "assert held == [], held\n"
                      "agent = _CHORES[AGENT_CHORE][0].__globals__['_agent'].pop('process')\nagent.kill()\n"
                      "agent.wait()\nos.environ['PYTHONHOME'] = '/nonexistent'")
@@ -125,7 +125,7 @@ def test_a_broken_agent_is_shown_broken_and_its_last_readings_are_dropped(monkey
     import secrets
 
     from mlp_magic.cluster.gpu_feed import GpuFeed
-    from mlp_magic.engine.agent_start import start_agent
+    from mlp_magic.agent.rank.start import start_agent
 
     monkeypatch.setenv(config.NVML_REPLAY, str(CAPTURE))
     key = secrets.token_hex(32)

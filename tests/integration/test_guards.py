@@ -1,7 +1,7 @@
 """When an internal we reach into is gone (an upgrade moved it), a real World falls back to plain
 ipyparallel behaviour, says so once, and loses no output (issue 24, "internals behind a guard").
 
-The upgrade is played by renaming what our guard looks for (world/ipp_private.REPLY_HOOKS,
+The upgrade is played by renaming what our guard looks for (ranks/ipp_private.REPLY_HOOKS,
 engine/ipykernel_private's names, through a sitecustomize in the engines), so the real check
 runs and finds nothing, on real engines under real mpiexec.
 """
@@ -10,7 +10,9 @@ from __future__ import annotations
 import pytest
 
 from mlp_magic.errors import RankFailure
-from mlp_magic.world import command, guards, ipp_private
+from mlp_magic.mpirun import command
+from mlp_magic.world import guards
+from mlp_magic.ranks import ipp_private
 
 from tests.integration.conftest import run
 

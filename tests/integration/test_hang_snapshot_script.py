@@ -1,9 +1,9 @@
-"""The hang report's one script for every remote host (world/stacks.remote_script), run here by
+"""The hang report's one script for every remote host (stacks/snapshot.remote_script), run here by
 ``sh`` as allrun's runner runs it there: each host does its own part, chosen by ALLRUN_HOST."""
 import os
 import subprocess
 
-from mlp_magic.world.stacks import MARK, remote_script, split_remote_output
+from mlp_magic.stacks.snapshot import MARK, remote_script, split_remote_output
 
 
 def test_each_host_empties_and_prints_only_its_own_ranks_files(tmp_path):

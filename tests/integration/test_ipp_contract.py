@@ -1,15 +1,15 @@
 """The contract with ipyparallel on a real World (what only exists once connected): a request's
 per-engine futures with their output futures and iopub callbacks, its targets, the client's
 reply handlers and tables, a remote error resolved as a value, our key kept in the metadata, a
-finished request forgotten. Each is a name world/ipp_private reaches; an upgrade that moves one
+finished request forgotten. Each is a name ranks/ipp_private reaches; an upgrade that moves one
 fails here before any cell loses output."""
 from __future__ import annotations
 
 import os
 
 from mlp_magic.engine.quiet import SECONDS_KEY
-from mlp_magic.world import command
-from mlp_magic.world.ipp_private import (children, forget_results, on_iopub, remote_error, reply_hooks,
+from mlp_magic.mpirun import command
+from mlp_magic.ranks.ipp_private import (children, forget_results, on_iopub, remote_error, reply_hooks,
                                          request_futures, targets)
 
 from tests.integration.conftest import run

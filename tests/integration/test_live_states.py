@@ -9,7 +9,7 @@ from datetime import datetime
 import psutil
 import pytest
 
-from mlp_magic.world import command
+from mlp_magic.mpirun import command
 from mlp_magic.world import published as world_state
 from tests.timing import hang_bound, wait_until
 

@@ -25,7 +25,7 @@ STATUS_COLLECTOR = f"""
 import sys
 from mlp_magic.cli import PROG
 from mlp_magic.cluster.collect import CollectOptions, StateCollector
-from mlp_magic.fanout.ssh.interrupts import terminate_as_interrupt
+from mlp_magic.ssh.interrupts import terminate_as_interrupt
 terminate_as_interrupt()
 try:
     StateCollector(CollectOptions(hosts={HOSTS!r}, reach_timeout=None, timeout=60))()

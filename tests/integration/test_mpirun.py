@@ -5,7 +5,7 @@ import time
 import pytest
 
 from mlp_magic.errors import MlpMagicError, RankFailure
-from mlp_magic.world import command
+from mlp_magic.mpirun import command
 from tests.timing import hang_bound
 
 from tests.integration.conftest import child_pids, run, timed_run
@@ -189,7 +189,7 @@ def test_each_hosts_first_engine_removes_expired_cell_logs(ip, tmp_path, monkeyp
     """Every host keeps its own logs: a World's start has them pruned there, by the host's first
     engine (this kernel's own pass on its first cell is left out here)."""
     from mlp_magic import config
-    from mlp_magic.world import logs
+    from mlp_magic.output import logs
 
     root = tmp_path / "logs"
     monkeypatch.setenv("MLP_MAGIC_LOG_DIR", str(root))
@@ -279,7 +279,7 @@ def test_pssh_user_or_port_is_refused_with_where_it_belongs(ip, tmp_path):
 
 
 def test_listen_address_checks():
-    from mlp_magic.world.addresses import controller_ip
+    from mlp_magic.world.start.addresses import controller_ip
 
     assert controller_ip([], env={"MLP_HOST": "127.0.0.1"}) == "127.0.0.1"
     with pytest.raises(MlpMagicError, match="every interface"):

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from mlp_magic.core.host_command import script_arguments
-from mlp_magic.fanout.ssh.argv import GO_WRAPPER, WRAPPER, remote_command
+from mlp_magic.ssh.argv import GO_WRAPPER, WRAPPER, remote_command
 
 
 def run_wrapper(wrapper: str, command: str, *, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -59,7 +59,7 @@ def test_the_go_wrapper_runs_on_go_only(tmp_path, given, runs):
 def test_a_copy_cut_short_leaves_nothing_and_says_so(tmp_path):
     """--copy's remote side: ssh stopped midway ends its input early; a short file must not
     replace the destination."""
-    from mlp_magic.fanout.ssh.argv import copy_command
+    from mlp_magic.ssh.argv import copy_command
 
     src = tmp_path / "src.whl"
     src.write_bytes(b"x" * 5000)

@@ -8,8 +8,9 @@ import time
 import psutil
 import pytest
 
-from mlp_magic.core.stack_report import frame_text, rank_frames
-from mlp_magic.world import command, stacks
+from mlp_magic.stacks.pure.frames import frame_text, rank_frames
+from mlp_magic.mpirun import command
+from mlp_magic.stacks import snapshot as stacks
 from tests.timing import hang_bound, wait_until
 
 from tests.integration.conftest import child_pids, run, timed_run
@@ -121,7 +122,7 @@ def test_a_cell_queued_behind_a_failure_still_runs_on_every_rank(fresh_world):
     ip = fresh_world
     view = command.current_world().client[:]
     failing = view.execute("import time\ntime.sleep(0.5)\nassert rank != 1, 'rank 1 fails'", silent=False,
-                           block=False)   # not silent, as world/cell sends a cell
+                           block=False)   # not silent, as mpirun/cell_run sends a cell
     following = view.execute("ran_after_the_failure = True", silent=False, block=False)   # queued meanwhile
     with pytest.raises(Exception, match="rank 1 fails"):
         failing.get(timeout=hang_bound(5.0))

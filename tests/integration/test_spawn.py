@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.fanout.ssh import spawn as spawning
-from mlp_magic.fanout.ssh.spawn import Launch
-from mlp_magic.fanout.ssh.spawn import spawn
+from mlp_magic.ssh import spawn as spawning
+from mlp_magic.ssh.spawn import Launch
+from mlp_magic.ssh.spawn import spawn
 
 
 @pytest.fixture(params=["posix_spawn", "subprocess"])
@@ -73,9 +73,9 @@ def test_with_our_own_stdio_closed_the_child_still_gets_the_right_pipes(way):
     child's ends must not overwrite one another."""
     program = (
         "import os\n"
-        "from mlp_magic.fanout.ssh import spawn as spawning\n"
+        "from mlp_magic.ssh import spawn as spawning\n"
         f"spawning.posix_spawn_usable = {way == 'posix_spawn'}\n"
-        "from mlp_magic.fanout.ssh.spawn import spawn\n"
+        "from mlp_magic.ssh.spawn import spawn\n"
         "report = os.dup(1)\n"
         "for fd in (0, 1, 2): os.close(fd)\n"
         "child = spawn(['sh', '-c', 'cat; echo out; echo err >&2'], stdin_pipe=True)\n"

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from mlp_magic.core.start_budget import StartBudget
+from mlp_magic.world.pure.budget import StartBudget
 from mlp_magic.core.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import command
+from mlp_magic.mpirun import command
 from mlp_magic.world import world as world_module
 from mlp_magic.world.world import World, WorldSpec
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import command
+from mlp_magic.mpirun import command
 
 from tests.integration.conftest import run
 

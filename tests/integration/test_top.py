@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from mlp_magic.world import command
+from mlp_magic.mpirun import command
 from tests.timing import hang_bound, wait_until
 
 from tests.integration.conftest import run

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from mlp_magic.core.compare import Comparison
-from mlp_magic.world import command
+from mlp_magic.values.pure.compare import Comparison
+from mlp_magic.mpirun import command
 
 from tests.integration.conftest import run
 
@@ -97,7 +97,7 @@ def test_every_rank_different_gives_one_group_each_with_its_largest_difference(v
 
 def test_the_ranks_let_the_compared_value_go_at_the_next_cell(values_world, capsys):
     compare(values_world, capsys, "[torch.ones(3)]")
-    cell = "%%mpirun -o kept\nimport mlp_magic.engine.values as v\nprint(len(v._kept))"
+    cell = "%%mpirun -o kept\nimport mlp_magic.values.rank.compare as v\nprint(len(v._kept))"
     assert run(values_world, cell) is None
     assert {r.stdout for r in values_world.user_ns["kept"]} == {"0\n"}
 
@@ -151,7 +151,7 @@ def test_pull_refuses_what_is_over_the_cap_or_cannot_be_pickled(values_world, mo
 
 
 def test_pull_refuses_a_total_beyond_the_kernels_memory_before_anything_moves(values_world, monkeypatch):
-    from mlp_magic.world import transfer
+    from mlp_magic.values import transfer
 
     asked = []
     monkeypatch.setattr(transfer, "memory_budget", lambda: asked.append(1) or 50_000_000)

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from mlp_magic.server import actions
-from mlp_magic.world import command
+from mlp_magic.panel import actions
+from mlp_magic.mpirun import command
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from mlp_magic.world import command
+from mlp_magic.mpirun import command
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -1,6 +1,6 @@
 """``allrun`` across the namespace hosts of the test bed: real sshd, real OpenSSH client.
 
-Each test runs the real console script (``python -m mlp_magic.fanout.command``) as a subprocess,
+Each test runs the real console script (``python -m mlp_magic.allrun.command``) as a subprocess,
 with ``MLP_MAGIC_SSH=ssh -F <test bed config>`` and a private ControlPath directory.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ def allrun_env(bed, **extra) -> dict:
 
 def allrun(bed, *args, env=None, timeout=60, prefix=()):
     started = time.monotonic()
-    done = subprocess.run([*prefix, sys.executable, "-m", "mlp_magic.fanout.command", *args],
+    done = subprocess.run([*prefix, sys.executable, "-m", "mlp_magic.allrun.command", *args],
                           env=env or allrun_env(bed), capture_output=True, text=True, timeout=timeout)
     done.seconds = time.monotonic() - started
     return done
@@ -149,7 +149,7 @@ def test_timeout_kills_a_command_that_ignores_sigterm(healthy_testbed):
 def test_ctrl_c_keeps_partial_output_and_stops_remote_commands(healthy_testbed):
     bed = healthy_testbed
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mlp_magic.fanout.command", "-H", HOSTS, "--",
+        [sys.executable, "-m", "mlp_magic.allrun.command", "-H", HOSTS, "--",
          "echo started-$(hostname); sleep 102"],
         env=allrun_env(bed), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -255,7 +255,7 @@ def test_run_on_hosts_api_streams_lines_live(healthy_testbed, tmp_path):
     """A host's command goes on once its "first" reached on_output (a file in a shared folder)."""
     import asyncio
 
-    from mlp_magic.fanout.ssh.runner import run_on_hosts
+    from mlp_magic.ssh.runner import run_on_hosts
 
     bed, seen = healthy_testbed, []
 
@@ -281,7 +281,7 @@ def test_names_the_ssh_config_knows_do_not_wait_for_a_silent_host(healthy_testbe
     is still connecting, not after its connect timeout."""
     import asyncio
 
-    from mlp_magic.fanout.ssh import names, runner as ssh_transport
+    from mlp_magic.ssh import names, runner as ssh_transport
 
     monkeypatch.setattr(names, "VERIFY_AFTER", 30.0)   # leave the fallback look-up out
     bed, connect_timeout = healthy_testbed, int(hang_bound(1.0)) + 5   # the others run in about a second
@@ -302,7 +302,7 @@ def test_a_host_given_up_before_its_marker_arrived_runs_nothing(healthy_testbed,
     import asyncio
     import threading
 
-    from mlp_magic.fanout.ssh import runner as ssh_transport
+    from mlp_magic.ssh import runner as ssh_transport
 
     bed, delay = healthy_testbed, 3.0
     slow_ssh = tmp_path / "slow-stderr-ssh"   # ssh whose stderr lines each arrive `delay` s late
@@ -386,7 +386,7 @@ def test_pip_install_of_a_copied_wheel_lands_on_every_host(healthy_testbed, tmp_
 def test_allrun_magic_entry_point_on_the_hosts(healthy_testbed):
     """What %allrun / %%allrun call: options and a script cell, results stored with -o."""
     from mlp_magic.errors import HostFailure
-    from mlp_magic.fanout.magic import allrun_magic
+    from mlp_magic.allrun.magic import allrun_magic
 
     bed = healthy_testbed
     namespace: dict = {"hosts": HOSTS}

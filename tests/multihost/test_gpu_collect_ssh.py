@@ -16,7 +16,7 @@ import time
 
 from mlp_magic.cluster.text import state_text
 from mlp_magic.cluster.widget import cluster_view
-from mlp_magic.fanout.ssh.runner import CONNECT_GRACE
+from mlp_magic.ssh.runner import CONNECT_GRACE
 from mlp_magic.gpu.collect import collect_over_ssh
 from tests.timing import hang_bound
 

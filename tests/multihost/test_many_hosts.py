@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from mlp_magic.world import command
+from mlp_magic.mpirun import command
 
 HOSTS, RANKS_PER_HOST = 8, 8
 NP = HOSTS * RANKS_PER_HOST

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from mlp_magic.world import command
+from mlp_magic.mpirun import command
 from tests.timing import hang_bound
 
 pytestmark = pytest.mark.timeout(300)

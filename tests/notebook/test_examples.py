@@ -43,7 +43,7 @@ def test_hello_ranks():
     per_rank = _cell(nb, "local rank {local_rank}")   # folded: one line for the 4 ranks
     assert "rank {rank} of 4 (local rank {rank} on node 0)" in per_rank
     losses = _cell(nb, "float(\"nan\") if rank == 3")
-    # three distinct finite values: listed (core/fold_summary.MAX_LISTED_VALUES), nan named
+    # three distinct finite values: listed (output/pure/fold/summary.MAX_LISTED_VALUES), nan named
     assert "step 10 loss {0.5000,0.5100,0.5200}\n  ! rank 3: loss nan" in losses
     exact = _cell(nb, "%%mpirun --no-fold")
     for r in range(4):

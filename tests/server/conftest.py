@@ -87,6 +87,6 @@ def probe_timeout() -> float:
 @pytest.fixture
 def jp_server_config(test_hostfile, world_state_dir, probe_timeout):
     return {
-        "ServerApp": {"jpserver_extensions": {"mlp_magic.server": True}},
+        "ServerApp": {"jpserver_extensions": {"mlp_magic.panel": True}},
         "MlpMagicPanel": {"hostfile": str(test_hostfile), "probe_timeout": probe_timeout},
     }

@@ -15,8 +15,8 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from mlp_magic import config
-from mlp_magic.core.gpu_history import CSV_HEADER
-from mlp_magic.engine import agent_start
+from mlp_magic.gpu.pure.history import CSV_HEADER
+from mlp_magic.agent.rank import start as agent_start
 from tests.timing import hang_bound
 
 

@@ -15,7 +15,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from mlp_magic.cluster.live import LIVENESS_EVERY_S
-from mlp_magic.core.doc_delta import apply
+from mlp_magic.cluster.pure.delta import apply
 from tests.timing import HANG_FLOOR_S, hang_bound
 
 pytestmark = pytest.mark.timeout(120)

@@ -19,7 +19,7 @@ class ReadOnlyAuthorizer(Authorizer):
 @pytest.fixture
 def jp_server_config(test_hostfile, world_state_dir, probe_timeout):
     return {
-        "ServerApp": {"jpserver_extensions": {"mlp_magic.server": True},
+        "ServerApp": {"jpserver_extensions": {"mlp_magic.panel": True},
                       "authorizer_class": ReadOnlyAuthorizer},
         "MlpMagicPanel": {"hostfile": str(test_hostfile), "probe_timeout": probe_timeout},
     }

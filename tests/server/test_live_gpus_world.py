@@ -16,8 +16,8 @@ import psutil
 import pytest
 
 from mlp_magic import config
-from mlp_magic.core.doc_delta import apply
-from mlp_magic.world import command
+from mlp_magic.cluster.pure.delta import apply
+from mlp_magic.mpirun import command
 from tests.timing import hang_bound
 
 pytestmark = pytest.mark.timeout(240)
@@ -34,7 +34,7 @@ def run(ip, cell: str):
 def jp_server_config(tmp_path, world_state_dir):
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("localhost slots=4\n")
-    return {"ServerApp": {"jpserver_extensions": {"mlp_magic.server": True}},
+    return {"ServerApp": {"jpserver_extensions": {"mlp_magic.panel": True}},
             "MlpMagicPanel": {"hostfile": str(hostfile), "probe_timeout": 0.5}}
 
 

@@ -1,11 +1,12 @@
 """The document's parts without a server: cluster's model as the panel gets it, the settings."""
 from __future__ import annotations
 
-from mlp_magic.cluster.model import cluster_state, failed_state, published_inventories, world_engines_by_key
+from mlp_magic.cluster.pure.model import (cluster_state, failed_state, published_inventories,
+                                          world_engines_by_key)
 from mlp_magic.cluster.reachability import Reachability
 from mlp_magic.core.topology import topology_from_environment
 from mlp_magic.gpu import GpuInfo, HostGpus
-from mlp_magic.server import MlpMagicPanel
+from mlp_magic.panel import MlpMagicPanel
 
 LOCAL = frozenset({"localhost", "127.0.0.1", "::1", "node7"})
 TOPOLOGY = topology_from_environment({}, hosts="node7:2,node8:1")

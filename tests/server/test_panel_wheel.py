@@ -119,5 +119,5 @@ def test_wheel_builds_without_node_and_says_the_panel_is_missing(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert not any(n.startswith(LABEXTENSION_DATA) for n in names)
     assert SERVER_CONFIG_DATA in names
-    assert "mlp_magic/server/handlers.py" in names
+    assert "mlp_magic/panel/handlers.py" in names
     assert "Node.js ('node') is not on PATH, so the JupyterLab 'MLP Cluster' panel is not built" in output

@@ -13,7 +13,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import floors  # noqa: E402
 
-# Guarded by hasattr (engine/postmortem: Python 3.12 keeps sys.last_exc too), so not a floor.
+# Guarded by hasattr (debugging/rank/postmortem: Python 3.12 keeps sys.last_exc too), so not a floor.
 GUARDED = ["sys.last_exc"]
 
 
@@ -58,7 +58,7 @@ def test_requires_python_is_the_lowest_version_the_package_can_run_on():
 
 
 def test_what_an_engine_checks_is_what_pyproject_declares():
-    from mlp_magic.core.versions import ENGINE_NEEDS, PYTHON
+    from mlp_magic.engine.pure.versions import ENGINE_NEEDS, PYTHON
 
     project = _project()["project"]
     assert project["requires-python"] == f">={PYTHON.floor}"

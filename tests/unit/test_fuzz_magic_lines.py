@@ -6,7 +6,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mlp_magic.core.line_args import expand_vars
-from mlp_magic.world.args import MpirunArgs, check_form, parse_mpirun_args
+from mlp_magic.mpirun.args import MpirunArgs, check_form, parse_mpirun_args
 
 from tests.unit.fuzz_checks import FUZZ, JUNK, mentions, only_our_error
 
@@ -142,7 +142,7 @@ def test_parse_stacks_line(line):
     '[]', 'null', '{"scan": 3}', ''])).map("\n".join))
 def test_parse_scan_never_raises(text):
     """A host's answer is ours to read, whatever it printed: its HostScan, or the host's error."""
-    from mlp_magic.core.stack_jobs import parse_scan
+    from mlp_magic.stacks.pure.jobs import parse_scan
 
     scan = parse_scan("w", text)
     assert scan.error is None or (scan.error and "\n" not in scan.error)

@@ -15,7 +15,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "mlp_magic"
 STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
 UI_LIBRARIES = ("IPython", "ipywidgets", "tornado", "jupyter_server")
-LEAVES = ("mlp_magic.errors", "mlp_magic.config")   # import the standard library only (and errors)
+LEAVES = ("mlp_magic.errors", "mlp_magic.config", "mlp_magic.location")   # the standard library only
 
 
 def module_name(path: Path) -> str:
@@ -70,49 +70,81 @@ def violations(folder: str, allowed) -> list:
 def test_the_checker_sees_relative_lazy_and_module_imports():
     found = imports_of(PACKAGE / "world" / "world.py")
     assert {"mlp_magic.config", "mlp_magic.engine.bootstrap", "mlp_magic.world.published",
-            "mlp_magic.world.gpus", "ipyparallel"} <= found   # the last two are lazy imports
+            "mlp_magic.gpu.engines", "ipyparallel"} <= found   # the last two are lazy imports
 
 
-def test_core_imports_the_standard_library_core_and_errors_only():
-    def allowed(name):
-        return top(name) in STDLIB or name == "mlp_magic.errors" or name.startswith("mlp_magic.core")
-    assert violations("core", allowed) == []
+# ------------------------------------------------------------------------------ the sides
+# A module's side comes from its folder: ``core/`` and every ``pure/`` folder are pure (values in,
+# values out: the standard library only); ``engine/`` and every ``rank/`` folder run inside the
+# ranks; everything else is the kernel's (or a command's) side.
+def is_pure(name: str) -> bool:
+    parts = name.split(".")
+    return parts[1:2] == ["core"] or "pure" in parts[1:]
 
 
-def test_the_engine_imports_nothing_of_ours_outside_core():
-    """Code running inside each rank; ``errors`` and ``config`` are leaves (standard library only)."""
-    def allowed(name):
-        return not ours(name) or name.startswith(("mlp_magic.core", "mlp_magic.engine")) or name in LEAVES
-    assert violations("engine", allowed) == []
+def runs_in_a_rank(name: str) -> bool:
+    parts = name.split(".")
+    return parts[1:2] == ["engine"] or "rank" in parts[1:]
 
 
-def test_errors_and_config_are_leaves():
+def test_pure_folders_import_the_standard_library_errors_and_pure_folders_only():
+    def allowed(imported):
+        return top(imported) in STDLIB or imported == "mlp_magic.errors" or is_pure(imported)
+    found = [(name, imported) for name, path in ALL_MODULES.items() if is_pure(name)
+             for imported in sorted(imports_of(path)) if not allowed(imported)]
+    assert found == []
+
+
+def test_what_runs_in_a_rank_imports_leaves_pure_folders_and_rank_code_only():
+    """Code running inside each rank, on every host: nothing of the kernel's side."""
+    def allowed(imported):
+        return not ours(imported) or imported in LEAVES or is_pure(imported) or runs_in_a_rank(imported)
+    found = [(name, imported) for name, path in ALL_MODULES.items() if runs_in_a_rank(name)
+             for imported in sorted(imports_of(path)) if not allowed(imported)]
+    assert found == []
+
+
+def test_leaves_import_the_standard_library_only():
     for name in LEAVES:
         imported = imports_of(ALL_MODULES[name])
         assert all(top(i) in STDLIB or i == "mlp_magic.errors" for i in imported), (name, imported)
 
 
-@pytest.mark.parametrize("folder", ["core", "engine", "fanout/ssh"])
-def test_no_ui_library_below_the_surface(folder):
-    assert violations(folder, lambda name: top(name) not in UI_LIBRARIES) == []
+def test_no_ui_library_below_the_surface():
+    below = [name for name in ALL_MODULES
+             if is_pure(name) or runs_in_a_rank(name) or name.startswith("mlp_magic.ssh")]
+    found = [(name, imported) for name in below for imported in sorted(imports_of(ALL_MODULES[name]))
+             if top(imported) in UI_LIBRARIES]
+    assert found == []
 
 
-# Bottom to top; a module imports from its own layer or below, never above.
+# ------------------------------------------------------------------------------ the layers
+# Bottom to top; a module imports from its own layer or below, never above. Pure folders are
+# layer 1 and rank code layer 2 wherever they sit (gpu/pure is below gpu/).
 LAYERS = (
-    ("mlp_magic.errors", "mlp_magic.config"),           # leaves
-    ("mlp_magic.core",),                                # pure
-    ("mlp_magic.engine",),                              # runs inside each rank
-    ("mlp_magic.fanout.ssh", "mlp_magic.gpu", "mlp_magic.stacks", "mlp_magic.agent"),  # transports, probes
-    ("mlp_magic.world",),                               # %%mpirun
-    ("mlp_magic.fanout",),                              # allrun
-    ("mlp_magic.cluster",),                             # the cluster picture
-    ("mlp_magic.server",),                              # the lab panel's server side
-    ("mlp_magic",),                                     # entry points: magics, cli, demo, helpers
+    LEAVES,                                                                 # 0 leaves
+    (),                                                                     # 1 pure: core/, */pure/
+    (),                                                                     # 2 in a rank: engine/, */rank/
+    ("mlp_magic.ssh", "mlp_magic.ranks", "mlp_magic.output"),               # 3 reaching hosts and ranks
+    ("mlp_magic.gpu", "mlp_magic.agent", "mlp_magic.stacks"),               # 4 probes, agents, stacks
+    ("mlp_magic.world",),                                                   # 5 the World
+    ("mlp_magic.mpirun", "mlp_magic.values", "mlp_magic.debugging",         # 6 what runs on it
+     "mlp_magic.allrun", "mlp_magic.doctor"),
+    ("mlp_magic.cluster",),                                                 # 7 the cluster picture
+    ("mlp_magic.panel",),                                                   # 8 the panel's server
+    ("mlp_magic.commands",),                                                # 9 the verbs
+    ("mlp_magic",),                                                         # 10 entry points
 )
+# Imports that run up the layers, each with its reason in ARCHITECTURE.md ("Exceptions").
+UPWARD_EXCEPTIONS: list = []
 
 
 def layer(name: str) -> int:
-    """The layer of the longest prefix that names it (fanout.ssh, not fanout)."""
+    """Pure and rank code by their folders, the rest by the longest prefix that names it."""
+    if is_pure(name):
+        return 1
+    if runs_in_a_rank(name):
+        return 2
     matches = [(len(prefix), index) for index, prefixes in enumerate(LAYERS) for prefix in prefixes
                if name == prefix or name.startswith(prefix + ".")]
     return max(matches)[1]
@@ -120,8 +152,38 @@ def layer(name: str) -> int:
 
 def test_every_import_goes_down_the_layers():
     upward = [(name, imported) for name, path in ALL_MODULES.items() for imported in sorted(imports_of(path))
-              if ours(imported) and imported != "mlp_magic" and layer(imported) > layer(name)]
-    assert upward == []
+              if ours(imported) and layer(imported) > layer(name)]
+    assert upward == UPWARD_EXCEPTIONS
+
+
+def test_every_module_has_a_layer():
+    assert [name for name in ALL_MODULES if layer(name) == len(LAYERS) - 1 and name.count(".") > 1] == []
+
+
+# ------------------------------------------------------------------------------ readable folders
+def folders() -> dict:
+    """{folder: [module file names]} of every folder of the package."""
+    found: dict = {}
+    for path in PACKAGE.rglob("*.py"):
+        found.setdefault(path.parent.relative_to(PACKAGE.parent).as_posix(), []).append(path.stem)
+    return found
+
+
+def test_no_folder_holds_more_than_20_modules():
+    assert {folder: len(names) for folder, names in folders().items() if len(names) > 20} == {}
+
+
+def test_no_three_modules_of_a_folder_share_a_prefix():
+    """``fold_a``, ``fold_b``, ``fold_c``: that prefix is a folder that is missing."""
+    shared = {}
+    for folder, names in folders().items():
+        prefixes: dict = {}
+        for name in names:
+            if "_" in name.strip("_"):
+                prefixes.setdefault(name.strip("_").split("_")[0], []).append(name)
+        shared.update({f"{folder}/{prefix}_*": sorted(group) for prefix, group in prefixes.items()
+                       if len(group) >= 3})
+    assert shared == {}
 
 
 def test_sizes():
@@ -156,25 +218,25 @@ STDLIB_AT_IMPORT = {
     "reprlib", "signal", "site", "stat", "sys", "time", "types", "zipimport",
 }
 STDLIB_AT_START = STDLIB_AT_IMPORT | {"collections.abc", "errno", "math", "resource", "shlex"}
-OURS_AT_IMPORT = {"mlp_magic", "mlp_magic.errors", "mlp_magic.fanout", "mlp_magic.fanout.command",
-                  "mlp_magic.fanout.ssh", "mlp_magic.fanout.ssh.interrupts"}
+OURS_AT_IMPORT = {"mlp_magic", "mlp_magic.errors", "mlp_magic.allrun", "mlp_magic.allrun.command",
+                  "mlp_magic.ssh", "mlp_magic.ssh.interrupts"}
 OURS_AT_START = OURS_AT_IMPORT | {
     "mlp_magic.config", "mlp_magic.core", "mlp_magic.core.host_command", "mlp_magic.core.hostfile",
     "mlp_magic.core.local_names",
     "mlp_magic.core.ranges", "mlp_magic.core.records", "mlp_magic.core.results",
-    "mlp_magic.core.topology", "mlp_magic.fanout.options", "mlp_magic.fanout.plan",
-    "mlp_magic.fanout.ssh", "mlp_magic.fanout.ssh.argv", "mlp_magic.fanout.ssh.spawn",
+    "mlp_magic.core.topology", "mlp_magic.allrun.options", "mlp_magic.allrun.plan",
+    "mlp_magic.ssh", "mlp_magic.ssh.argv", "mlp_magic.ssh.spawn",
 }
 AT_START = r"""
 import os, sys
-from mlp_magic.fanout.ssh import spawn
+from mlp_magic.ssh import spawn
 def report(launch):   # where the first host's ssh would start: stop here
     print(*sorted(sys.modules)); sys.stdout.flush(); os._exit(0)
 spawn.Launch.start_all = report
-from mlp_magic.fanout import command
+from mlp_magic.allrun import command
 command.main(["--json", "--", "true"])
 """
-AT_IMPORT = "import sys\nimport mlp_magic.fanout.command\nprint(*sorted(sys.modules))"
+AT_IMPORT = "import sys\nimport mlp_magic.allrun.command\nprint(*sorted(sys.modules))"
 
 
 def loaded(program: str) -> set:
@@ -195,7 +257,7 @@ def test_allrun_start_up_imports_no_more_than_before(program, stdlib, ours_expec
 
 STACKS_AT_START = r"""
 import os, sys
-from mlp_magic.fanout.ssh import spawn
+from mlp_magic.ssh import spawn
 def report(launch):   # where the first host's ssh would start: stop here
     print(*sorted(sys.modules)); sys.stdout.flush(); os._exit(0)
 spawn.Launch.start_all = report
@@ -208,6 +270,6 @@ def test_stacks_starts_its_ssh_before_the_merging_and_rendering_are_loaded():
     """They are a third of the command's imports: they load while the handshakes run."""
     modules_now = loaded(STACKS_AT_START)
     assert "mlp_magic.stacks.collect" in modules_now
-    later = {"mlp_magic.core.stack_jobs", "mlp_magic.core.stack_report", "mlp_magic.core.render_stacks",
-             "mlp_magic.core.stack_tree", "dataclasses", "asyncio", "ssl"}
+    later = {"mlp_magic.stacks.pure.jobs", "mlp_magic.stacks.pure.frames", "mlp_magic.stacks.pure.render",
+             "mlp_magic.stacks.pure.tree", "dataclasses", "asyncio", "ssl"}
     assert modules_now & later == set()

@@ -3,11 +3,11 @@ import os
 from html.parser import HTMLParser
 from pathlib import Path
 
-from mlp_magic.cluster.model import ClusterState, cluster_state
+from mlp_magic.cluster.pure.model import ClusterState, cluster_state
 from mlp_magic.cluster.reachability import Reachability
 from mlp_magic.core.topology import topology_from_environment
 from mlp_magic.gpu import HostGpus, parse_query_gpu, parse_topo_matrix
-from mlp_magic.gpu.smi_topo import merge_query
+from mlp_magic.gpu.pure.smi_topo import merge_query
 
 TOPO = Path(__file__).resolve().parents[2] / "fixtures" / "topo"
 H200 = TOPO / "hgx-h200-8gpu-12nic.txt"

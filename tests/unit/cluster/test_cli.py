@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from mlp_magic.cli import main
-from mlp_magic.cluster.model import cluster_state
+from mlp_magic.cluster.pure.model import cluster_state
 from mlp_magic.cluster.text import status_text
 from mlp_magic.core.results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
 from mlp_magic.core.topology import topology_from_environment
 from mlp_magic.gpu import parse_topo_matrix
 from mlp_magic.gpu.collect import inventory_from_result
-from mlp_magic.gpu.model import parse_topo_answer
+from mlp_magic.gpu.pure.model import parse_topo_answer
 
 TOPO = Path(__file__).resolve().parents[2] / "fixtures" / "topo"
 DGX1 = TOPO / "dgx1-v100-8gpu-2nic.txt"

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from mlp_magic.cluster.html import link_colours, state_html
-from mlp_magic.cluster.model import ClusterState
+from mlp_magic.cluster.pure.model import ClusterState
 from mlp_magic.cluster.text import state_text
 from tests.unit.cluster.states import Cells, two_host_state
 

@@ -8,7 +8,7 @@ import os
 
 from mlp_magic.cluster.collect import CollectOptions
 from mlp_magic.cluster.live import LiveCluster
-from mlp_magic.core.doctor import REPORT_NAME
+from mlp_magic.doctor.pure.report import REPORT_NAME
 from mlp_magic.world.published import read_worlds
 from tests.timing import hang_bound
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from mlp_magic.cluster.html import link_colours, state_html
-from mlp_magic.cluster.model import cluster_state
+from mlp_magic.cluster.pure.model import cluster_state
 from mlp_magic.cluster.text import state_text
 from mlp_magic.cluster.widget import ClusterView
 from mlp_magic.core.topology import topology_from_environment

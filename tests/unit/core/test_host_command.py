@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from mlp_magic.core import host_command
 from mlp_magic.core.host_command import host_variables, script_arguments, without_rank_variables
-from mlp_magic.world.mpi import FORWARD_NAMES
+from mlp_magic.world.start.mpi import FORWARD_NAMES
 
 
 def test_the_forwarded_variables_are_those_mpiexec_forwards_to_ranks():

@@ -37,7 +37,7 @@ def test_user_code(path, user):
 
 def test_mlp_magic_itself_is_not_user_code_by_default():
     from mlp_magic.core.source_files import OWN_PACKAGE
-    from mlp_magic.engine import script
+    from mlp_magic.debugging.rank import script
 
     assert not is_user_code(script.__file__) and script.__file__.startswith(OWN_PACKAGE + "/")
 

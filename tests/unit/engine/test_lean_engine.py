@@ -159,7 +159,7 @@ def test_a_plain_engine_or_a_job_that_initialises_mpi_itself_is_left_alone():
 
 
 def test_what_only_the_start_uses_is_not_kept():
-    """The version check (with core/versions) and the start slots serve before the engine only:
+    """The version check (with engine/pure/versions) and the start slots serve before the engine only:
     gone from ``sys.modules`` and from their packages after it, the slot still held; a later
     import loads them anew. Only ``home`` is read of the settings: the error types stay out."""
     found = fresh_python("""

@@ -1,6 +1,6 @@
 """engine/private_files: folders we create are 0700 and files 0600 whatever the umask (even 0),
 a wider file of ours is narrowed when written again, a folder that was there is left alone; the
-cell logs (engine/capture, world/logs) use them."""
+cell logs (engine/capture, output/logs) use them."""
 import os
 import stat
 
@@ -9,7 +9,7 @@ import pytest
 from mlp_magic.engine.capture import open_rank_log
 from mlp_magic.engine.private_files import (narrow_tree, open_private, private_dirs, private_file,
                                             write_private)
-from mlp_magic.world import logs
+from mlp_magic.output import logs
 
 
 def mode(path) -> int:

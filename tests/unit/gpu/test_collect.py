@@ -1,6 +1,6 @@
 """Which engine probes which host, and the collect's argument checks.
 
-The collect itself (world/gpus) runs against a real World in tests/integration/test_cluster_collect.py.
+The collect itself (gpu/engines) runs against a real World in tests/integration/test_cluster_collect.py.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from mlp_magic.core.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.probe import probe_on_engine
-from mlp_magic.world.gpus import collect_from_engines, collect_from_world, probe_targets
+from mlp_magic.gpu.engines import collect_from_engines, collect_from_world, probe_targets
 
 
 def test_local_rank_zero_of_each_host_probes_it():
@@ -55,8 +55,9 @@ def test_the_engine_side_probe_imports_only_the_probe_and_the_package_names_load
     loaded, *names = json.loads(done.stdout.strip().splitlines()[-1])
     # the probing itself is a child's: nothing of NVML, the deadline thread or nvidia-smi's parsers
     assert loaded == ["mlp_magic", "mlp_magic.core", "mlp_magic.core.host_command", "mlp_magic.errors",
-                      "mlp_magic.gpu", "mlp_magic.gpu.model", "mlp_magic.gpu.probe"]
-    assert names == ["mlp_magic.gpu.model", "mlp_magic.gpu.hints", True]
+                      "mlp_magic.gpu", "mlp_magic.gpu.probe", "mlp_magic.gpu.pure",
+                      "mlp_magic.gpu.pure.model", "mlp_magic.location"]
+    assert names == ["mlp_magic.gpu.pure.model", "mlp_magic.gpu.pure.hints", True]
 
 
 @pytest.mark.parametrize("timeout", [0, -1.0, None])

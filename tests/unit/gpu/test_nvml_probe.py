@@ -16,9 +16,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from mlp_magic.gpu.model import HostGpus
+from mlp_magic.gpu.pure.model import HostGpus
 from mlp_magic.gpu.nvml_probe import cpu_list, infiniband_nics, pci_link, probe_nvml
-from mlp_magic.gpu.smi_topo import parse_topo_matrix
+from mlp_magic.gpu.pure.smi_topo import parse_topo_matrix
 
 TOPO = Path(__file__).resolve().parents[2] / "fixtures" / "topo"
 MIB = 1024 * 1024

@@ -226,7 +226,7 @@ RECORDED_H100 = str(FIXTURES / "h100-matmul-recorded.jsonl")
 
 
 def test_a_recording_from_a_real_h100_replays_as_it_was_read():
-    from mlp_magic.core.render_top import gpu_row
+    from mlp_magic.cluster.pure.top_screen import gpu_row
 
     sampler, _ = replayed([RECORDED_H100])
     static = sampler.static()

@@ -73,7 +73,7 @@ def test_a_dump_that_cannot_start_is_that_processes_fault(monkeypatch, tmp_path)
     is a plain failure, and any other trouble stays the one process's."""
     import errno
 
-    from mlp_magic.core.pyspy import NO_PYSPY
+    from mlp_magic.stacks.pure.pyspy import NO_PYSPY
     from mlp_magic.stacks import scan
 
     def start(self, pid, pyspy, native):

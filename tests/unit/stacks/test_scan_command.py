@@ -13,7 +13,7 @@ from mlp_magic.stacks.options import StacksOptions
 # What the scanner must not load: runpy (-m), concurrent.futures and logging (a thread pool),
 # site (-S), and the heavier parts of mlp_magic's own command side.
 HEAVY = {"runpy", "concurrent.futures", "logging", "site", "argparse", "asyncio", "dataclasses",
-         "mlp_magic.core.stack_jobs", "mlp_magic.fanout"}
+         "mlp_magic.stacks.pure.jobs", "mlp_magic.allrun"}
 
 
 def test_the_scanner_answers_and_loads_nothing_heavy(tmp_path):

@@ -1,0 +1,80 @@
+"""The World's per-host agents (agent/): one per host, started through its first engine.
+
+Right after the bootstrap, each host's first rank (core/placement.first_rank_per_host) runs
+``agent/rank/start.start_agent`` as a host chore (engine/bootstrap.run_chore: its modules do
+not stay in the rank), with a key made here, that host's ranks (pid and start time: the only
+processes its "interrupt" may signal) and the log root (the only folder its "tail" may read).
+The agent samples the host's GPUs once a second and serves them to the panel's server; it dies
+with the engine that started it (its stdin and the engine's pidfd are its lifeline). The key
+goes in the World's record's private part only (world/published: 0600, never served); the
+address and port are public. An agent that does not start never fails the World: its host's
+entry says why.
+"""
+from __future__ import annotations
+
+import secrets
+
+from mlp_magic import config
+from mlp_magic.core.local_names import stays_here
+from mlp_magic.core.placement import first_rank_per_host
+from mlp_magic.engine.bootstrap import AGENT_CHORE, run_chore
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.ranks.rank_calls import Failed, call_each
+
+START_TIMEOUT_S = 15.0
+LOOPBACK = "127.0.0.1"
+
+
+def _address(world, rank: int) -> str:
+    """Where the server (on the kernel's machine) reaches this rank's host; the agent binds there."""
+    if world.spec.topology.is_local or stays_here(world.host_of(rank)):
+        return LOOPBACK
+    return world.identities[rank].get("addr") or world.host_of(rank)
+
+
+def _host_ranks(world, host: str) -> dict:
+    return {row.rank: {"pid": world.identities[row.rank].get("pid"),
+                       "create_time": world.identities[row.rank].get("create_time")}
+            for row in world.layout if row.host == host}
+
+
+def start_agents(world, timeout: float = START_TIMEOUT_S) -> tuple:
+    """({host: {"addr", "port", "pid"} or {"error": text}}, key hex) for the World's record."""
+    key = secrets.token_hex(32)
+    firsts = first_rank_per_host(world.layout)
+    addresses = {rank: _address(world, rank) for rank in firsts.values()}
+    arguments = {rank: (AGENT_CHORE, key, addresses[rank], _host_ranks(world, host), config.log_root())
+                 for host, rank in firsts.items()}
+    try:
+        answers = call_each(world, arguments, run_chore, timeout=timeout, what="starting the GPU agents",
+                            track=False)
+    except MlpMagicError as error:
+        return {host: {"error": str(error)} for host in firsts}, key
+    agents = {}
+    for host, rank in firsts.items():
+        answer = answers.get(rank)
+        if isinstance(answer, dict) and "port" in answer:
+            agents[host] = {"addr": addresses[rank], "port": answer["port"], "pid": answer["pid"]}
+        else:
+            agents[host] = {"error": _why(answer)}
+    note = agents_note(agents)
+    if note:
+        world.notice(note)
+    return agents, key
+
+
+def _why(answer) -> str:
+    """A failed start in one line: our own error's words as they are (it is meant for users)."""
+    if isinstance(answer, Failed):
+        return answer.message.removeprefix(f"{MlpMagicError.__name__}: ")
+    return f"unexpected answer from the engine: {answer!r}"[:300]
+
+
+def agents_note(agents: dict) -> str | None:
+    """One line for the start message when some hosts have no agent, else None."""
+    failed = {host: entry["error"] for host, entry in agents.items() if "error" in entry}
+    if not failed:
+        return None
+    host, why = next(iter(failed.items()))
+    more = f" (and {len(failed) - 1} more hosts)" if len(failed) > 1 else ""
+    return f"mlp_magic: no live GPU readings from {host}{more}: {why}"

@@ -1,0 +1,1 @@
+"""Starting the host's agent from inside a rank (a host chore)."""

@@ -1,0 +1,83 @@
+"""SIGINT to a World's ranks as processes, not through ipyparallel: the panel's Interrupt
+(panel/actions, from the World's record, while the kernel may be stuck) and the World's own
+interrupt where the client cannot send ipykernel's interrupt_request (ranks/ipp_private).
+
+ipyparallel's public ``send_signal`` is no fallback: it asks each engine's nanny, and our engines
+run without one. So the ranks are signalled on this machine directly, elsewhere through the host's
+agent (agent/), each pid checked against its start time, the same rule in both places
+(agent/actions.interrupt_ranks): a reused pid is never signalled. A rank between cells ignores
+SIGINT (engine/sigint), so signalling a host's idle ranks too is harmless.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from mlp_magic.agent.actions import interrupt_ranks
+from mlp_magic.agent.protocol import RequestError
+from mlp_magic.core.local_names import stays_here
+
+AGENT_TIMEOUT_S = 5.0
+
+
+class Targets:
+    """What signalling needs: the ranks by host, each rank's (pid, start time), the hosts' agents
+    ({host: {"addr", "port"}}) and their key, and which hosts are this machine."""
+
+    def __init__(self, by_host: dict, processes: dict, agents: dict, key, here=stays_here):
+        self.by_host, self.processes, self.agents, self.key, self.here = by_host, processes, agents, key, here
+
+    @classmethod
+    def of_world(cls, world, ranks: list) -> "Targets":
+        by_host: dict = {}
+        for rank in ranks:
+            by_host.setdefault(world.host_of(rank), []).append(rank)
+        processes = {r: (i.get("pid"), i.get("create_time")) for r, i in world.identities.items()}
+        local = world.spec.topology.is_local
+        return cls(by_host, processes, world.agents, world.agent_key,
+                   here=(lambda host: True) if local else stays_here)
+
+
+async def signal_all(targets: Targets) -> tuple:
+    """(ranks signalled, {host: why not}) for every host at once."""
+    signalled: list = []
+    problems: dict = {}
+    remote = {}
+    for host, ranks in targets.by_host.items():
+        if targets.here(host):
+            known = {r: {"pid": targets.processes[r][0], "create_time": targets.processes[r][1]}
+                     for r in ranks if (targets.processes.get(r) or (None,))[0]}
+            try:
+                signalled += interrupt_ranks(known)["signalled"] if known else []
+            except RequestError as refused:
+                problems[host] = str(refused)
+        else:
+            remote[host] = _through_agent(targets, host, ranks)
+    for host, answer in zip(remote, await asyncio.gather(*remote.values(), return_exceptions=True)):
+        if isinstance(answer, BaseException):
+            problems[host] = str(answer) or type(answer).__name__
+        else:
+            signalled += answer
+    return signalled, problems
+
+
+async def _through_agent(targets: Targets, host: str, ranks: list) -> list:
+    agent = targets.agents.get(host) or {}
+    if "port" not in agent or not targets.key:
+        raise RequestError(f"no agent on {host} for this World (it started without one)")
+    from mlp_magic.agent.client import call
+
+    answer = await call(agent["addr"], agent["port"], targets.key, "interrupt", timeout=AGENT_TIMEOUT_S,
+                        ranks=ranks)
+    return list(answer.get("signalled") or [])
+
+
+def interrupt(world, ranks: list) -> bool:
+    """SIGINT ``ranks`` of a live World, from the kernel (whose thread may run an event loop:
+    this runs its own, in a thread); True when every one was signalled."""
+    found: list = []
+    targets = Targets.of_world(world, ranks)
+    worker = threading.Thread(target=lambda: found.extend(asyncio.run(signal_all(targets))[0]), daemon=True)
+    worker.start()
+    worker.join(AGENT_TIMEOUT_S + 1)
+    return set(ranks) <= set(found)

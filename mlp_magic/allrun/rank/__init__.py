@@ -1,0 +1,1 @@
+"""What ``%allrun`` runs inside a rank (through a live World)."""

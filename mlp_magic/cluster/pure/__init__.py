@@ -1,0 +1,1 @@
+"""The cluster picture's model, its changes and top's screen (pure)."""

@@ -1,0 +1,1 @@
+"""Scripts on ranks, ``--where`` and ``--post-mortem``."""

@@ -1,0 +1,1 @@
+"""What a script run and a post-mortem run inside each rank."""

@@ -1,0 +1,1 @@
+"""The doctor's findings, checks and report (pure: facts in, findings out)."""

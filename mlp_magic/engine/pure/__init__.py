@@ -1,0 +1,1 @@
+"""What an engine needs of its Python (pure)."""

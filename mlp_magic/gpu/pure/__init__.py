@@ -1,0 +1,1 @@
+"""GPU value types, nvidia-smi parsers, layout hints and the readings' history (pure)."""

@@ -1,0 +1,1 @@
+"""The ``%%mpirun`` cell: plan, run on the World, show."""

@@ -1,0 +1,1 @@
+"""What the ranks wrote: grouped, folded and rendered (pure/), shown in the notebook, kept on disk."""

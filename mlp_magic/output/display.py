@@ -1,0 +1,183 @@
+"""Show a running cell's output live, then replace it with the grouped summary.
+
+In a notebook the live tail (the last lines, tagged by rank) sits in one display area that
+is updated at most every ``interval`` seconds and finally replaced by the grouped output (text,
+and HTML). In a terminal, lines are printed as they come and the summary follows. With ``fold``
+(``%%mpirun``'s default) lines are folded by template as they come (output/pure/fold/live): the
+notebook shows one line per template, a terminal the first line of each template and then its
+repeats at most every 2 s, so 512 ranks stream a bounded number of lines. The summary folds
+outputs that differ only in numbers (output/pure/fold/groups). The rich outputs of the ranks (``display()``,
+plots, the last value) are published after it.
+"""
+from __future__ import annotations
+
+import html
+import sys
+import time
+from collections import deque
+
+from IPython import get_ipython
+from IPython.display import display, publish_display_data
+
+from mlp_magic.output.pure.fold.groups import fold_groups
+from mlp_magic.output.pure.fold.live import LiveFold
+from mlp_magic.output.pure.grouping import fold_hosts_shown, group_results, ranks_label
+from mlp_magic.output.pure.html import render_groups_html
+from mlp_magic.stacks.pure.render import merged_html, merged_text
+from mlp_magic.output.pure.text import render_groups_text
+from mlp_magic.stacks.pure.tree import merge
+
+STACKS_TITLE = ("Where each rank is (main thread's Python stack, merged across ranks; "
+                "--> marks the innermost line of your code)")
+
+
+def in_notebook() -> bool:
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+class LiveOutput:
+    def __init__(self, max_lines: int = 40, interval: float = 0.25, fold: bool = False):
+        self.notebook = in_notebook()
+        self.lines: deque = deque(maxlen=max_lines)
+        self.interval = interval
+        self.handle = None
+        self._last_update = 0.0
+        self._dirty = False
+        self._partial: dict = {}
+        self.folded = LiveFold() if fold else None
+
+    def add(self, chunks: list) -> None:
+        for rank, stream, text in chunks:
+            for line in self._complete_lines(rank, stream, text):
+                if self.folded is not None:
+                    self._fold(rank, stream, line)
+                    continue
+                tag = f"[{rank}]" if stream == "stdout" else f"[{rank}:err]"
+                self._emit(f"{tag} {line}")
+        if self.folded is not None and not self.notebook:
+            for shown in self.folded.due(time.monotonic()):
+                self._emit(shown)
+        self._refresh()
+
+    def wake_at(self) -> float | None:
+        """The monotonic time at which what came already is due on screen (it waits for the
+        display's interval, or a folded line's repeat), so the caller's wait ends then; None:
+        nothing is waiting."""
+        if self.notebook:
+            return self._last_update + self.interval if self._dirty else None
+        return self.folded.next_due() if self.folded is not None else None
+
+    def _fold(self, rank: int, stream: str, line: str) -> None:
+        for shown in self.folded.add(rank, stream, line, time.monotonic()):
+            if not self.notebook:
+                self._emit(shown)
+        if self.notebook:
+            self._dirty = True
+
+    def _complete_lines(self, rank: int, stream: str, text: str) -> list:
+        """Whole lines only; a partial line waits for its end (per rank and stream)."""
+        key = (rank, stream)
+        pieces = (self._partial.pop(key, "") + text).split("\n")
+        if pieces[-1]:
+            self._partial[key] = pieces[-1]
+        return pieces[:-1]
+
+    def _emit(self, line: str) -> None:
+        if self.notebook:
+            self.lines.append(line)
+            self._dirty = True
+        else:
+            sys.stdout.write(line + "\n")
+
+    def _refresh(self, force: bool = False) -> None:
+        if not (self.notebook and self._dirty):
+            return
+        now = time.monotonic()
+        if not force and now - self._last_update < self.interval:
+            return
+        shown = self.folded.view(self.lines.maxlen) if self.folded is not None else self.lines
+        bundle = {"text/plain": "\n".join(shown)}
+        if self.handle is None:
+            self.handle = display(bundle, raw=True, display_id=True)
+        else:
+            self.handle.update(bundle, raw=True)
+        self._last_update, self._dirty = now, False
+
+    def finish(self, bundle: dict) -> None:
+        """Replace the live area (if any) with the final bundle."""
+        if self.handle is not None:
+            self.handle.update(bundle, raw=True)
+        elif self.notebook:
+            display(bundle, raw=True)
+        else:
+            sys.stdout.write(bundle.get("text/plain", "") + "\n")
+            sys.stdout.flush()
+
+
+def summary(results: list, *, group: bool, diff: bool, footer: str, html_too: bool,
+            stack_report: tuple | None = None, fold: bool = False, follows: dict | None = None) -> dict:
+    """The grouped output as a mime bundle: text always, HTML for a notebook; ``stack_report``
+    (text, html) follows the groups. ``fold`` folds outputs that differ in numbers (not with
+    ``diff``, which compares exact texts, nor without ``group``); ``follows``: fold_groups'."""
+    if not group:
+        groups = [group_results([r]) for r in results]
+    elif fold and not diff:
+        groups = [fold_groups(group_results(results), follows=follows)]
+    else:
+        groups = [group_results(results)]
+    text = "".join(render_groups_text(g, diff=diff) for g in groups)
+    if stack_report:
+        text = f"{text.rstrip()}\n{stack_report[0]}"
+    bundle = {"text/plain": f"{text.rstrip()}\n{footer}"}
+    if html_too:
+        markup = "".join(render_groups_html(g, diff=diff) for g in groups)
+        markup += stack_report[1] if stack_report else ""
+        bundle["text/html"] = f"{markup}{footnote_html(footer)}"
+    return bundle
+
+
+def rank_maps(layout: list) -> dict:
+    """What a folded field may follow besides the rank: {"local_rank": {rank: n}, "node_rank": ...}."""
+    return {"local_rank": {row.rank: row.local_rank for row in layout},
+            "node_rank": {row.rank: row.node_rank for row in layout}}
+
+
+def footer(results: list, cell_dir: str, note: str) -> str:
+    """ "4 ranks | 0.12 s | logs: DIR", after the note saying how the cell ended, if any."""
+    durations = [r.duration for r in results if r.duration is not None]
+    took = f"{max(durations):.2f} s" if durations else "-"
+    parts = [f"{len(results)} ranks", took, f"logs: {cell_dir}"]
+    return ("mlp_magic: " + note + "\n" if note else "") + " | ".join(parts)
+
+
+def footnote_html(text: str) -> str:
+    return f"<div style='color:#777;font-size:85%'>{html.escape(text).replace(chr(10), '<br>')}</div>"
+
+
+def stack_report(stacks: dict, hosts: dict, where: str) -> tuple:
+    """Every rank's stack ({rank: frames}) merged into one tree (``stacks/pure/tree``), the odd ranks
+    named, as (text, html); ``hosts``: {rank: host}; ``where``: the full dumps."""
+    root = merge(stacks)
+
+    def label(ranks) -> str:
+        ranks = sorted(ranks)
+        return ranks_label(ranks, fold_hosts_shown(hosts[r] for r in ranks))
+
+    text = f"\n{STACKS_TITLE}\n{merged_text(root, label)}{where}\n"
+    markup = (f"<div style='margin-top:0.8em;font-weight:bold'>{html.escape(STACKS_TITLE)}</div>"
+              f"{merged_html(root, label)}{footnote_html(where)}")
+    return text, markup
+
+
+def publish_rich_outputs(results: list, all_ranks: bool) -> None:
+    """The ranks' display() outputs and last values: the lowest rank's, or every rank's."""
+    shown = results if all_ranks else [r for r in results if r.rank == min(x.rank for x in results)]
+    for result in shown:
+        for output in result.displays:
+            data = dict(output.get("data") or {})
+            if not data:
+                continue
+            if all_ranks and len(results) > 1 and "text/plain" in data:
+                data["text/plain"] = f"[rank {result.rank}] {data['text/plain']}"
+            publish_display_data(data, output.get("metadata") or {})

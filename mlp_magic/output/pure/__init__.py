@@ -1,0 +1,1 @@
+"""Grouping, folding and rendering many ranks' outputs (pure: values in, text out)."""

@@ -1,0 +1,1 @@
+"""Folding outputs that differ only in their numbers into one template (pure)."""

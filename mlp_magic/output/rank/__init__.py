@@ -1,0 +1,1 @@
+"""The output concept's part that runs inside a rank."""

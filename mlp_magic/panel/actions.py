@@ -1,0 +1,106 @@
+"""What the panel's buttons do to a World, without its kernel's help (it may be stuck in a cell).
+
+Everything needed is in the World's published record (world/world.World.state): its ranks' hosts,
+pids and process start times (in its private part), its own processes, its agents (one per host,
+agent/). Ranks on this machine are signalled directly; ranks elsewhere through their host's agent,
+which checks each pid's start time the same way, so a reused pid is never signalled.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Dict, List
+
+from mlp_magic.core.local_names import is_this_machine, this_machine_names
+from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.published import private_part, recorded_ranks
+from mlp_magic.agent.signals import Targets, signal_all
+
+TAIL_BYTES = 64 * 1024
+AGENT_TIMEOUT_S = 5.0
+STACKS_TIMEOUT_S = 10.0
+STREAMS = ("stdout", "stderr")
+
+
+def _hosts_of(world: dict) -> Dict[str, List[int]]:
+    hosts: Dict[str, List[int]] = {}
+    for row in world.get("ranks") or []:
+        hosts.setdefault(row["host"], []).append(row["rank"])
+    return hosts
+
+
+async def _agent_call(world: dict, host: str, op: str, **args) -> dict:
+    agent = (world.get("agents") or {}).get(host)
+    key = private_part(world).get("agent_key")
+    if not agent or not key:
+        raise MlpMagicError(f"no agent on {host} for this World (it started without one)")
+    from mlp_magic.agent.client import call
+
+    return await call(agent["addr"], agent["port"], key, op, timeout=AGENT_TIMEOUT_S, **args)
+
+
+async def interrupt(world: dict) -> dict:
+    """SIGINT every rank of the World (ranks between cells ignore it); what was done, host by host
+    (agent/signals, as the World's own interrupt does without ipyparallel's)."""
+    names = this_machine_names()
+    targets = Targets(_hosts_of(world), recorded_ranks(world), world.get("agents") or {},
+                      private_part(world).get("agent_key"), here=lambda host: is_this_machine(host, names))
+    signalled, problems = await signal_all(targets)
+    return {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
+
+
+async def stop(world: dict) -> dict:
+    """Stop the World's own processes (launcher, controller) and its ranks on this machine."""
+    from mlp_magic.world.processes import stop_recorded
+
+    killed = await asyncio.get_running_loop().run_in_executor(None, stop_recorded, world)
+    return {"world": world.get("id"), "stopped": killed > 0, "processes": killed}
+
+
+async def stacks(world: dict) -> dict:
+    """The merged stack tree of every process on the World's hosts ({"text", "html"}, or "error")."""
+    from mlp_magic.stacks import StacksFault
+    from mlp_magic.stacks.command import gather
+    from mlp_magic.stacks.options import StacksOptions
+
+    options = StacksOptions(hosts=",".join(_hosts_of(world)), timeout=STACKS_TIMEOUT_S)
+
+    def collect() -> dict:
+        try:
+            report = gather(options, env={})
+        except (StacksFault, MlpMagicError) as exc:
+            return {"error": str(exc)}
+        return {"text": report.text, "html": report.html}
+
+    return await asyncio.get_running_loop().run_in_executor(None, collect)
+
+
+async def tail(world: dict, rank: int, stream: str) -> str:
+    """The last ``TAIL_BYTES`` of a rank's stdout or stderr in the World's current or last cell."""
+    if stream not in STREAMS:
+        raise MlpMagicError(f"stream must be stdout or stderr, got {stream!r}")
+    rows = {row["rank"]: row for row in world.get("ranks") or []}
+    if rank not in rows:
+        raise MlpMagicError(f"rank {rank} is not in this World (0-{len(rows) - 1})")
+    log_dir = world.get("log_dir")
+    if not log_dir:
+        return ""   # no cell has run yet
+    host = rows[rank]["host"]
+    if is_this_machine(host, this_machine_names()):
+        return _tail_file(os.path.join(log_dir, f"rank{rank}.{stream}"))
+    answer = await _agent_call(world, host, "tail", rank=rank, stream=stream, bytes=TAIL_BYTES,
+                               log_dir=log_dir)
+    return answer.get("text") or ""
+
+
+def _tail_file(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - TAIL_BYTES))
+            return handle.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise MlpMagicError(f"cannot read {path}: {exc.strerror or exc}") from None

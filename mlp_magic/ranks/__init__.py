@@ -1,0 +1,1 @@
+"""Reaching the ranks of a World: requests, the one waiting loop, ipyparallel's internals."""

@@ -1,0 +1,147 @@
+"""The one loop that waits on ranks: requests of ours in flight, woken by events, never by a clock.
+
+Every wait of the kernel on its ranks goes through ``Requests``: a cell (mpirun/cell_run), a call
+(ranks/rank_calls: --compare, --pull...), ``%allrun`` through the engines (allrun/via_engines) and
+the World's own start (identify, bootstrap: world/world). A request on a rank is one or more
+futures of ipyparallel's client (its reply, and for cells its output, complete on the rank's
+'idle'). Their callbacks run on the client's IO thread: they count the request down, note that a
+rank wrote, and wake the waiter; the World's lifeline (world/lifeline) wakes it when the
+controller or the launcher ends. So a wait costs nothing while nothing happens, at any number of
+ranks, and returns the moment something does.
+
+The same callbacks keep the World's rank states (``world.live``, world/live): busy from the
+moment a request is sent, idle once it is done, dead with its engine, and when each rank last
+wrote. The panel's rank view is this loop's view.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Optional, Sequence
+
+from mlp_magic.ranks.ipp_private import is_engine_death, on_iopub
+
+OUTPUT_MESSAGES = frozenset({"stream", "display_data", "execute_result", "error"})
+
+
+class Requests:
+    """Requests in flight: ``futures[i]`` are the futures of the request sent to ``ranks[i]``.
+
+    ``track``: keep the World's rank states (busy, idle, dead, last output); off for the World's
+    own start, whose ranks are "starting". ``output``: a rank's new output ends a ``wait`` (the
+    caller forwards it); without it, only the end of every request, the deadline or the World's
+    end do.
+    """
+
+    def __init__(self, world, ranks: Sequence[int], futures: Sequence[Sequence], *, track: bool = True,
+                 output: bool = False):
+        self.world = world
+        self.ranks = list(ranks)
+        self._live = world.live if track else None
+        self._woken = threading.Event()
+        self._lock = threading.Lock()
+        self._left = [len(group) for group in futures]
+        self._unfinished = sum(1 for n in self._left if n)
+        self._wrote: set = set()           # indices whose rank wrote since take_wrote()
+        self.wakes = 0                     # how often a wait woke up (no events: none)
+        if self._live is not None:
+            self._live.sent(self.ranks)
+        world.waiters.add(self)
+        for index, group in enumerate(futures):
+            if output and group:   # the reply's future gets its request's iopub messages
+                on_iopub(group[0], lambda msg, index=index: self._on_iopub(index, msg))
+            for future in group:
+                future.add_done_callback(lambda future, index=index: self._on_done(index, future))
+
+    # ----------------------------------------------------------------- callbacks (client IO thread)
+    def _on_done(self, index: int, future) -> None:
+        with self._lock:
+            self._left[index] -= 1
+            finished = self._left[index] == 0
+            if finished:
+                self._unfinished -= 1
+        if self._live is not None:
+            if is_engine_death(future):
+                self._live.died([self.ranks[index]])
+            elif finished:
+                self._live.ended(self.ranks[index])
+        if finished:
+            self._woken.set()
+
+    def _on_iopub(self, index: int, msg: dict) -> None:
+        if msg.get("header", {}).get("msg_type") not in OUTPUT_MESSAGES:
+            return
+        self._wrote.add(index)
+        if self._live is not None:
+            self._live.wrote(self.ranks[index])
+        self._woken.set()
+
+    def wake(self) -> None:
+        """From the World's lifeline: one of its processes ended."""
+        self._woken.set()
+
+    # ----------------------------------------------------------------- the waiting side
+    def unfinished(self) -> list:
+        """The ranks whose request is not over, in the order given."""
+        return [rank for rank, left in zip(self.ranks, self._left) if left]
+
+    def done(self) -> bool:
+        return self._unfinished == 0
+
+    def take_wrote(self) -> set:
+        """The indices (into ``ranks``) of the ranks that wrote since the last call."""
+        wrote, self._wrote = self._wrote, set()
+        return wrote
+
+    def world_ended(self) -> bool:
+        return self.world.lifeline_ended()
+
+    def wait(self, until: Optional[float] = None) -> bool:
+        """Block until every request is done (True), or new output (with ``output``), the World's
+        end or the monotonic time ``until`` (False). Ctrl-C raises KeyboardInterrupt."""
+        while True:
+            self._woken.clear()
+            if self.done():
+                return True
+            if self._wrote or self.world_ended():
+                return False
+            left = None if until is None else until - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            self._woken.wait(left)
+            self.wakes += 1
+
+    def wait_all(self, until: Optional[float] = None) -> bool:
+        """Block until every request is done (True), the World's end or ``until`` (False)."""
+        while not self.wait(until):
+            self.take_wrote()
+            if self.world_ended() or (until is not None and time.monotonic() >= until):
+                return self.done()
+        return True
+
+    def wait_done(self, until: float) -> bool:
+        """Block until every request is done (True) or the monotonic time ``until`` (False),
+        whatever else wakes the wait meanwhile (output, the World's end)."""
+        while True:
+            self._woken.clear()
+            if self.done():
+                return True
+            left = until - time.monotonic()
+            if left <= 0:
+                return False
+            self._woken.wait(left)
+            self.wakes += 1
+
+    def wait_while_stopping(self, grace: float) -> None:
+        """After an interrupt: wait while ranks keep finishing, up to ``grace`` seconds after the
+        last one did (a rank stuck in C is given up on then)."""
+        left, until = self._unfinished, time.monotonic() + grace
+        while self._unfinished and not self.world_ended():
+            self._woken.clear()
+            if self._unfinished != left:
+                left, until = self._unfinished, time.monotonic() + grace
+                continue
+            remaining = until - time.monotonic()
+            if remaining <= 0:
+                return
+            self._woken.wait(remaining)

@@ -1,0 +1,1 @@
+"""Stack frames, py-spy's output, the merged stack tree and its rendering (pure)."""

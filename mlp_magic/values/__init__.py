@@ -1,0 +1,1 @@
+"""``%mpirun --compare``, ``--pull`` and ``--push``: values on the ranks."""

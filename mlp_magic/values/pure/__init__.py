@@ -1,0 +1,1 @@
+"""Grouping the ranks' value summaries and saying how they differ (pure)."""

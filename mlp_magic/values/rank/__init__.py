@@ -1,0 +1,1 @@
+"""What ``--compare``, ``--pull`` and ``--push`` run inside each rank."""

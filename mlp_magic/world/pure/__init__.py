@@ -1,0 +1,1 @@
+"""The World's pure rules: start budgets and progress, rank states, deaths."""

@@ -1,0 +1,1 @@
+"""Starting a World's processes: MPI, the controller's address, launch, registration."""
