@@ -168,7 +168,7 @@ def measure_engines(bed, runs: int) -> float:
 
     from IPython.testing.globalipapp import start_ipython
 
-    from mlp_magic.mpirun import command
+    from mlp_magic.world.owner import owner_of
     from mlp_magic.allrun.via_engines import WorldTransport
 
     os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
@@ -180,7 +180,7 @@ def measure_engines(bed, runs: int) -> float:
         started = shell.run_cell(f"%%mpirun --hostfile {hostfile} -np {len(bed.hosts)}\npass").success
     if not started:
         raise SystemExit("could not start a World on the test bed")
-    transport = WorldTransport(command.current_world())
+    transport = WorldTransport(owner_of(shell).world)
     times = []
     try:
         for _ in range(runs + 1):  # the first call warms the engines' subprocess machinery

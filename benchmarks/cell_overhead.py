@@ -52,12 +52,12 @@ def mpiexec_round(script: str) -> float:
 def main() -> None:
     from IPython.testing.globalipapp import start_ipython
 
-    from mlp_magic.mpirun import command
+    from mlp_magic.world.owner import owner_of
 
     shell = start_ipython()
     shell.run_line_magic("load_ext", "mlp_magic")
     timed_cell(shell, f"%%mpirun -np {NP}\npass")  # start the World
-    world = command.current_world()
+    world = owner_of(shell).world
     view = world.client[:]
     view.activate()  # registers %%px on the same engines
     for _ in range(5):  # warm both paths

@@ -110,11 +110,11 @@ def main(argv=None) -> int:
 
 
 def report(shell, options) -> int:
-    from mlp_magic.mpirun import command
+    from mlp_magic.world.owner import owner_of
 
     setup = run_line(shell, SETUP.format(ranks=options.ranks, mb=options.mb, device=options.device))
     layers, state_bytes = (int(n) for n in setup.split("----")[0].split()[-2:])
-    world = command.current_world()
+    world = owner_of(shell).world
     received = count_bytes(world.client.session)
     figures = {"ranks": options.ranks, "device": options.device, "layers": layers, "keys": 2 * layers,
                "state_mb": round(state_bytes / 1e6, 1)}

@@ -90,14 +90,14 @@ def main() -> None:
     args = parser.parse_args()
     from IPython.testing.globalipapp import start_ipython
 
-    from mlp_magic.mpirun import command
+    from mlp_magic.world.owner import owner_of
 
     shell = start_ipython()
     shell.run_line_magic("load_ext", "mlp_magic")
     with contextlib.redirect_stdout(io.StringIO()):
         if not shell.run_cell("%%mpirun -np 2\npass").success:
             raise SystemExit("the World did not start")
-    world = command.current_world()
+    world = owner_of(shell).world
     with tempfile.TemporaryDirectory(prefix="mlp-gpu-collect-") as tmp:
         release = os.path.join(tmp, "release")
         held = busy(world, 0, release)

@@ -70,15 +70,15 @@ def py_spy_all(pids: list) -> float | None:
 
 
 def measure(shell, np: int) -> dict:
-    from mlp_magic.mpirun import command
+    from mlp_magic.world.owner import owner_of
     from mlp_magic.stacks import snapshot as stacks
-    from mlp_magic.mpirun.cell_run import CellRun
+    from mlp_magic.mpirun.cell import Cell
 
     quiet(shell, "%mpirun --stop")
     quiet(shell, f"%%mpirun -np {np}\npass")
-    world = command.current_world()
-    run = CellRun(world, STUCK_CELL, list(range(np)), "/tmp/mlp-magic-bench-hang")
-    run.wait(1.0)  # the "timeout" fires now: ranks 0,2.. are in the barrier, rank 1 is idle
+    world = owner_of(shell).world
+    run = Cell(world, STUCK_CELL, list(range(np)), "/tmp/mlp-magic-bench-hang")
+    run.job.wait(1.0)  # the "timeout" fires now: ranks 0,2.. are in the barrier, rank 1 is idle
     ours, text = [], ""
     for _ in range(ROUNDS):
         started = time.perf_counter()

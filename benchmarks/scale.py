@@ -179,7 +179,7 @@ def interleaved(sides: dict, cells: int, n: int) -> dict:
 
 
 def run_one(shell, n: int, cells: int, timeout: float) -> dict:
-    from mlp_magic.mpirun import command
+    from mlp_magic.world.owner import owner_of
 
     figures = {"ranks": n, "cells": cells}
     peer = Peer(n, timeout)
@@ -198,7 +198,7 @@ def run_one(shell, n: int, cells: int, timeout: float) -> dict:
             print(f"  N={n}: {others} mlp_magic engines of someone else are running", flush=True)
         figures["ours_start"] = start_ours(shell, n)
         figures["peer_cpu_during_our_start_s"] = round(tree_cpu(background) - cpu_before, 2)
-        world = command.current_world()
+        world = owner_of(shell).world
         if world is not None:
             figures.update(measure_started(shell, world, peer, cells, n))
         return figures
@@ -211,7 +211,7 @@ def run_one(shell, n: int, cells: int, timeout: float) -> dict:
     finally:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this short
         try:
-            command.shutdown_worlds()
+            owner_of(shell).stop()
             peer.stop()
             figures["stray_after_stop"] = sweep()
         finally:

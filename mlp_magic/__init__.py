@@ -8,18 +8,23 @@ __version__ = "0.1.0"
 def load_ipython_extension(ipython):
     import atexit
 
-    from mlp_magic.magics import MlpMagics, shutdown_worlds
+    from mlp_magic.magics import MlpMagics
 
-    ipython.register_magics(MlpMagics)
+    magics = MlpMagics(ipython)
+    ipython.register_magics(magics)
     # A kernel restart or shutdown stops the World (its processes would otherwise live on).
-    atexit.unregister(shutdown_worlds)
-    atexit.register(shutdown_worlds)
+    atexit.register(magics.owner.stop)
 
 
 def unload_ipython_extension(ipython):
-    from mlp_magic.magics import shutdown_worlds
+    import atexit
 
-    shutdown_worlds()
+    from mlp_magic.world.owner import owner_of
+
+    owner = owner_of(ipython)
+    if owner is not None:
+        atexit.unregister(owner.stop)
+        owner.stop()
 
 
 def _jupyter_labextension_paths():

@@ -12,10 +12,12 @@ import os
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
-from mlp_magic.errors import MlpMagicError, RankFailure
-from mlp_magic.mpirun import command as mpirun
 from mlp_magic.debugging import prepare as debug
+from mlp_magic.errors import MlpMagicError, RankFailure
+from mlp_magic.mpirun import verbs
 from mlp_magic.mpirun.args import check_form, parse_mpirun_args
+from mlp_magic.mpirun.run import run_cell
+from mlp_magic.world.owner import WorldOwner
 
 
 def _one_line_errors(method):
@@ -34,6 +36,10 @@ def _one_line_errors(method):
 
 @magics_class
 class MlpMagics(Magics):
+    def __init__(self, shell=None, **kwargs):
+        super().__init__(shell=shell, **kwargs)
+        self.owner = WorldOwner()   # this kernel's World
+
     @no_var_expand  # $VARS are ours to expand: os.environ first, then the notebook
     @line_cell_magic
     @_one_line_errors
@@ -57,7 +63,7 @@ class MlpMagics(Magics):
             return self._values(args)
         check_form(args, cell=cell is not None)
         if cell is None and not (args.script or args.where):
-            answer = mpirun.line_command(args, os.environ)
+            answer = self._line_verb(args)
             if isinstance(answer, tuple):  # --stacks: text and HTML
                 from IPython.display import display
 
@@ -65,9 +71,9 @@ class MlpMagics(Magics):
             else:
                 print(answer)
             return None
-        args, code = debug.prepare(args, cell, os.environ)
+        args, code = debug.prepare(self.owner, args, cell, os.environ)
         try:
-            result = mpirun.run_cell(args, code, os.environ)
+            result = run_cell(self.owner, args, code, os.environ)
         except RankFailure as failure:
             self._store(args.out, failure.result)
             raise
@@ -87,7 +93,7 @@ class MlpMagics(Magics):
         from mlp_magic.allrun.via_engines import WorldTransport, covers
 
         transport = None
-        world = mpirun.current_world()
+        world = self.owner.world
         if world is not None:
             options = parse_allrun_line(line, cell, os.environ, self.shell.user_ns)
             hosts, _ = select_hosts(options, os.environ)
@@ -111,7 +117,9 @@ class MlpMagics(Magics):
         """``--compare``: the grouped comparison is printed (``-o NAME`` keeps the Comparison).
         ``--pull``: ``{rank: value}`` is the line's value (``d = %mpirun --pull x``), or goes
         to ``-o NAME``. ``--push``: a line saying what went where."""
-        answer = mpirun.values_command(args, self.shell.user_ns, os.environ)
+        from mlp_magic.values.verbs import values_command
+
+        answer = values_command(self.owner, args, self.shell.user_ns, os.environ)
         if args.pull and not args.out:
             return answer
         self._store(args.out, answer)
@@ -131,7 +139,7 @@ class MlpMagics(Magics):
         from mlp_magic.stacks.options import parse_stacks_line
 
         options = parse_stacks_line(line, os.environ, self.shell.user_ns)
-        _show(gather(options, transport_for=_world_transport_for(mpirun.current_world())), options.json)
+        _show(gather(options, transport_for=_world_transport_for(self.owner.world)), options.json)
 
     @no_var_expand
     @line_magic
@@ -145,7 +153,18 @@ class MlpMagics(Magics):
         from mlp_magic.doctor.options import parse_doctor_line
 
         options = parse_doctor_line(line, os.environ, self.shell.user_ns)
-        _show(gather(options, transport_for=_world_transport_for(mpirun.current_world())), options.json)
+        _show(gather(options, transport_for=_world_transport_for(self.owner.world)), options.json)
+
+    def _line_verb(self, args):
+        """``%mpirun --status | --stop | --restart | --stacks``: a line of text, or (for
+        --stacks) a (text, html) pair."""
+        if args.stacks:
+            return verbs.stacks(self.owner, args)
+        if args.stop:
+            return verbs.stop(self.owner)
+        if args.restart:
+            return verbs.restart(self.owner, args, os.environ)
+        return verbs.status(self.owner)
 
     def _store(self, name: str | None, value) -> None:
         """``-o NAME``: the run's Results in the notebook's namespace."""
@@ -174,7 +193,3 @@ def _world_transport_for(world):
     from mlp_magic.allrun.via_engines import WorldTransport, covers
 
     return lambda names: WorldTransport(world) if covers(world, names) else None
-
-
-def shutdown_worlds() -> None:
-    mpirun.shutdown_worlds()

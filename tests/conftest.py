@@ -55,9 +55,9 @@ def no_stray_processes_at_the_end():
     import time
 
     yield
-    from mlp_magic.mpirun import command
+    from tests import worlds
 
-    command.shutdown_worlds()
+    worlds.stop_world()
     deadline = time.monotonic() + 15
     while _our_processes() and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -19,7 +19,8 @@ from mlp_magic.core.local_names import stays_here
 from mlp_magic.core.placement import first_rank_per_host
 from mlp_magic.engine.bootstrap import AGENT_CHORE, run_chore
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ranks.rank_calls import Failed, call_each
+from mlp_magic.ranks.job import CHORE, call_each
+from mlp_magic.ranks.remote_errors import Failed
 
 START_TIMEOUT_S = 15.0
 LOOPBACK = "127.0.0.1"
@@ -47,7 +48,7 @@ def start_agents(world, timeout: float = START_TIMEOUT_S) -> tuple:
                  for host, rank in firsts.items()}
     try:
         answers = call_each(world, arguments, run_chore, timeout=timeout, what="starting the GPU agents",
-                            track=False)
+                            kind=CHORE)
     except MlpMagicError as error:
         return {host: {"error": str(error)} for host in firsts}, key
     agents = {}

@@ -12,8 +12,8 @@ from mlp_magic.core.host_command import caller_folder, host_variables
 from mlp_magic.core.placement import first_rank_per_host
 from mlp_magic.core.results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
 from mlp_magic.allrun.rank.shell import run_shell
-from mlp_magic.ranks.ipp_private import children, request_futures, targets
-from mlp_magic.ranks.waiting import Requests
+from mlp_magic.ranks.ipp_private import children
+from mlp_magic.ranks.job import SHELL, RankJob
 
 INTERRUPT_GRACE = 2.0
 # Beyond the command's own timeout (which the engine enforces), for the round trip: an engine
@@ -31,7 +31,7 @@ def covers(world, host_names: list) -> bool:
     (the command would otherwise wait in a busy engine's queue)."""
     if world is None or not world.alive():
         return False
-    if world.active_run is not None and world.active_run.unfinished_ranks():
+    if world.busy_job is not None and world.busy_job.unfinished_ranks():
         return False
     return set(host_names) <= set(first_engine_per_host(world))
 
@@ -46,49 +46,36 @@ class WorldTransport:
         world = self.world
         first = first_rank_per_host(world.layout)
         started = time.monotonic()
-        engines = {host: world.client[world.rank_to_engine[first[host]]] for host in host_names}
         folder, count = caller_folder(os.getcwd), len(host_names)
-        pending = {host: engines[host].apply_async(run_shell, command, timeout, folder,
-                                                   host_variables(os.environ, host, index, count))
-                   for index, host in enumerate(host_names)}
-        # reply and output both: else a host's last lines can come after its reply
-        requests = Requests(world, [first[host] for host in host_names],
-                            [request_futures(pending[host]) for host in host_names],
-                            output=on_output is not None)
+        job = RankJob.apply_each(world, SHELL, {
+            first[host]: (command, timeout, folder, host_variables(os.environ, host, index, count))
+            for index, host in enumerate(host_names)}, run_shell)
+        pending = dict(zip(host_names, job.async_results))
         seen = {host: {"stdout": 0, "stderr": 0} for host in host_names}
         deadline = started + timeout + ANSWER_SLACK if timeout else None
         late = False
         try:
-            late = not self._wait(requests, pending, seen, on_output, deadline)
+            late = not self._wait(job, pending, seen, on_output, deadline)
         except KeyboardInterrupt:
-            self._interrupt(requests, pending)
+            job.interrupt(INTERRUPT_GRACE)   # run_shell then kills the command's process group
         if late:
-            self._interrupt(requests, pending, grace=0.5)   # whatever it still does is stopped
+            job.interrupt(0.5)   # whatever it still does is stopped
         return [_host_result(host, ar, time.monotonic() - started, late) for host, ar in pending.items()]
 
     @staticmethod
-    def _wait(requests: Requests, pending: dict, seen: dict, on_output, deadline: float | None) -> bool:
+    def _wait(job: RankJob, pending: dict, seen: dict, on_output, deadline: float | None) -> bool:
         """Until every host answered (True), or ``deadline`` passed (False)."""
         hosts = list(pending)
         while True:
-            finished = requests.wait(deadline)
+            finished = job.wait(deadline)
+            wrote = [hosts[i] for i in sorted(job.requests.take_wrote())]
             if on_output is not None:
-                wrote = [hosts[i] for i in sorted(requests.take_wrote())]
                 _forward_lines({host: pending[host] for host in (hosts if finished else wrote)},
                                seen, on_output, final=finished)
             if finished:
                 return True
-            if (deadline is not None and time.monotonic() >= deadline) or requests.world_ended():
+            if (deadline is not None and time.monotonic() >= deadline) or job.world_ended():
                 return False
-
-    def _interrupt(self, requests: Requests, pending: dict, grace: float = INTERRUPT_GRACE) -> None:
-        """Ctrl-C: SIGINT the engines still running the command (run_shell then kills its
-        process group), wait a moment, and report whatever is unfinished as interrupted."""
-        running = [ar for ar in pending.values() if not ar.ready()]
-        jobs = {engine: ar for ar in running for engine in targets(ar)}   # one engine per host
-        if jobs:
-            self.world.interrupt(jobs)
-        requests.wait_all(time.monotonic() + grace)
 
 
 def _forward_lines(pending: dict, seen: dict, on_output, final: bool) -> None:

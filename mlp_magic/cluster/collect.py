@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
@@ -45,18 +44,11 @@ class CollectOptions(Record):
     ssh: Any = None                      # the ssh client of remote probes (default: config's)
     state_dir: Optional[str] = None      # where kernels publish their Worlds (default: config's)
     env: Optional[Mapping[str, str]] = None   # the environment the topology comes from
-    kernel_world: bool = False           # show this kernel's %%mpirun World when it has one
     published_gpus: bool = False         # show the GPUs published Worlds probed (probes still win)
 
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _running_world() -> Any:
-    """This kernel's World, if %%mpirun started one (never imports the magics to find out)."""
-    module = sys.modules.get("mlp_magic.mpirun.command")
-    return module.current_world() if module is not None else None
 
 
 class Parts(Record):
@@ -74,7 +66,7 @@ class Parts(Record):
 
 class StateCollector:
     """Callable: one ClusterState per call. ``inventories``: GPUs known already (never probed);
-    ``world``: a World to show instead of this kernel's."""
+    ``world``: the World to show (this kernel's, for the widget)."""
 
     def __init__(self, options: Optional[CollectOptions] = None, inventories: Sequence[HostGpus] = (),
                  world: Any = None):
@@ -88,8 +80,7 @@ class StateCollector:
         self.parts = Parts(error="not collected yet")
 
     def __call__(self) -> ClusterState:
-        world = self.world if self.world is not None else (
-            _running_world() if self.options.kernel_world else None)
+        world = self.world
         worlds = self._worlds(world)
         self.parts = self.gather(world)
         return self.state_with(worlds)

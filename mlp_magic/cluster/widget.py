@@ -20,6 +20,7 @@ from mlp_magic.cluster.html import (host_html, legend_html, link_cell_html, memo
                                     state_html, table_html, util_bar)
 from mlp_magic.cluster.pure.model import ClusterState, HostView
 from mlp_magic.cluster.text import host_rows, state_text, title
+from mlp_magic.world.owner import kernel_world
 
 
 class ClusterView:
@@ -292,7 +293,9 @@ def cluster_view(*, hostfile: Optional[str] = None, hosts: Optional[str] = None,
     """
     options = CollectOptions(hostfile=hostfile, hosts=hosts, gpus="all" if probe else "none", timeout=timeout,
                              reach_timeout=min(timeout, 2.0) if check_reachable else None, ssh=ssh,
-                             state_dir=state_dir, env=env, kernel_world=True)
+                             state_dir=state_dir, env=env)
+    if world is None:
+        world = kernel_world()
     view = ClusterView(StateCollector(options, load_inventories(gpus), world))
     if auto_refresh:
         view.start_auto_refresh(auto_refresh)

@@ -1,35 +1,34 @@
 """``%mpirun script.py``, ``%mpirun --where`` and ``%%mpirun --post-mortem``: checked here, in the
-kernel, before anything runs; then each is an ordinary cell (``command.run_cell``) whose code
-calls into ``engine.script`` or ``engine.postmortem`` on the ranks, so its output is streamed,
-grouped, logged and stored with ``-o`` like any cell's.
+kernel, before anything runs; then each is an ordinary cell (``mpirun/run.run_cell``) whose code
+calls into ``debugging/rank/script`` or ``debugging/rank/postmortem`` on the ranks, so its output
+is streamed, grouped, logged and stored with ``-o`` like any cell's.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
-import time
 
 from mlp_magic.debugging.pure.postmortem import choose_ranks
 from mlp_magic.core.ranges import fold_hosts, fold_ranks, parse_ranks
 from mlp_magic.debugging.rank.postmortem import GENERATED_TAG, INSPECT_TAG, failure_summary
 from mlp_magic.debugging.rank.script import script_problem
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.mpirun import command
 from mlp_magic.mpirun.args import MpirunArgs
-from mlp_magic.ranks.ipp_private import children
-from mlp_magic.ranks.waiting import Requests
+from mlp_magic.mpirun.plan import chosen_ranks, wanted_spec
+from mlp_magic.ranks.job import call
+from mlp_magic.ranks.remote_errors import Failed
 
 ASK_SECONDS = 10.0            # for a quick question to idle ranks...
 ASK_SECONDS_PER_RANK = 0.05   # ... plus this per rank sharing the busiest host
 
 
-def prepare(args: MpirunArgs, cell: str | None, env, notice=print) -> tuple:
+def prepare(owner, args: MpirunArgs, cell: str | None, env, notice=print) -> tuple:
     """(args, the code the ranks run): for a script, --where and --post-mortem, the generated
     cell and the ranks it runs on; any other cell as it is."""
     if args.script:
-        return _script_cell(args, env, notice)
+        return _script_cell(owner, args, env, notice)
     if args.where or args.post_mortem:
-        return _inspection_cell(args, cell or "")
+        return _inspection_cell(owner, args, cell or "")
     return args, cell
 
 
@@ -41,28 +40,27 @@ def _call(module: str, function: str, *arguments) -> str:
 
 
 # ------------------------------------------------------------------------------ a script
-def _script_cell(args: MpirunArgs, env, notice) -> tuple:
+def _script_cell(owner, args: MpirunArgs, env, notice) -> tuple:
     path = os.path.abspath(os.path.expanduser(args.script))   # against the notebook's folder
-    spec = command.wanted_spec(args, env)
+    spec = wanted_spec(args, env, owner.world)
     if spec.topology.is_local:
         problem = script_problem(path)
         if problem:
             shown = args.script if path == args.script else f"{args.script} ({path})"
             raise MlpMagicError(f"%mpirun: script {shown}: {problem}; nothing was run")
     else:   # the ranks' own file systems decide
-        world = command.ensure_world(spec, restart=args.restart, notice=notice)
+        world = owner.idle_world(owner.ensure(spec, restart=args.restart, notice=notice))
         args = dataclasses.replace(args, restart=False)
-        ranks = parse_ranks(args.ranks, world.np) if args.ranks else list(range(world.np))
-        _refuse_missing_on_ranks(world, ranks, path)
+        _refuse_missing_on_ranks(world, chosen_ranks(args.ranks, world.np), path)
     code = f"{GENERATED_TAG}script\n" + _call("debugging.rank.script", "run_script", path,
                                               [args.script, *args.script_args])
     return args, code
 
 
 def _refuse_missing_on_ranks(world, ranks: list, path: str) -> None:
-    command.refuse_if_stuck(world)
     problems = {}
-    for rank, problem in ask_ranks(world, ranks, script_problem, path).items():
+    answers = ask_ranks(world, ranks, "%mpirun: checking the script", script_problem, path)
+    for rank, problem in answers.items():
         if problem:
             problems.setdefault(problem, []).append(rank)
     if problems:
@@ -76,15 +74,15 @@ def _hosts(world, ranks: list) -> str:
 
 
 # ------------------------------------------------------------------------------ inspections
-def _inspection_cell(args: MpirunArgs, cell: str) -> tuple:
+def _inspection_cell(owner, args: MpirunArgs, cell: str) -> tuple:
     option = "%%mpirun --post-mortem" if args.post_mortem else "%mpirun --where"
-    world = command.current_world()
-    if world is None:
+    if owner.world is None:
         raise MlpMagicError(f"{option}: no World running, so no rank has a failure to inspect")
-    command.refuse_if_stuck(world)
+    world = owner.idle_world(owner.world)
     requested = parse_ranks(args.ranks, world.np) if args.ranks else None
     frame = (args.frame or 0) if args.post_mortem else None
-    summaries = ask_ranks(world, list(range(world.np)), failure_summary)   # all: to name those with one
+    # every rank: to name those with one
+    summaries = ask_ranks(world, list(range(world.np)), option, failure_summary)
     counts = {rank: None if summary is None else summary["frames"] for rank, summary in summaries.items()}
     ranks = choose_ranks(option, requested, counts, frame)
     if args.post_mortem:
@@ -104,14 +102,13 @@ def _refuse_bad_syntax(option: str, cell: str) -> None:
         raise MlpMagicError(f"{option}: the cell cannot be compiled: {err}") from None
 
 
-def ask_ranks(world, ranks: list, function, *arguments) -> dict:
-    """{rank: function(*arguments) as run on that rank}: one broadcast request; ranks that do not
-    answer in time (busy with something else) are named in one error."""
-    view = world.client.broadcast_view(targets=[world.rank_to_engine[r] for r in ranks])
-    asked = view.apply_async(function, *arguments)
-    requests = Requests(world, ranks, [[child] for child in children(asked)])
+def ask_ranks(world, ranks: list, what: str, function, *arguments) -> dict:
+    """{rank: function(*arguments) as run on that rank}: one broadcast request, for idle ranks a
+    quick question; ranks that do not answer in time, or fail, are named in one error."""
     patience = ASK_SECONDS + ASK_SECONDS_PER_RANK * world.busiest_host_ranks
-    if not requests.wait_all(time.monotonic() + patience):
-        raise MlpMagicError(f"ranks {fold_ranks(requests.unfinished())} did not answer (busy? "
-                            "`%mpirun --stacks` shows where they are)")
-    return dict(zip(ranks, asked.get(0)))
+    answers = call(world, ranks, function, *arguments, timeout=patience, what=what)
+    failed = {rank: answer.message for rank, answer in answers.items() if isinstance(answer, Failed)}
+    if failed:
+        rank, message = next(iter(failed.items()))
+        raise MlpMagicError(f"{what}: rank {rank} failed: {message}")
+    return answers

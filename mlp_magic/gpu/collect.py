@@ -1,6 +1,5 @@
 """GPU inventories of many hosts at once: through a World's engines (each host's first rank runs
-``gpu/probe.probe_on_engine``; the kernel's side is gpu/engines, waiting on
-ranks/waiting.Requests), or over ssh.
+``gpu/probe.probe_on_engine``; the kernel's side is gpu/engines, one RankJob), or over ssh.
 
 ssh (``collect_over_ssh``), for hosts no World covers: the allrun transport runs
 ``<python> -m mlp_magic.cli topo --json`` on every host at once (the same image on every host),
@@ -18,14 +17,10 @@ from mlp_magic.core.deadline import in_background
 from mlp_magic.core.local_names import stays_here, this_machine_names
 from mlp_magic.core.results import HostResult, why_no_answer
 from mlp_magic.errors import MlpMagicError
+from mlp_magic.ranks.remote_errors import one_line
 from mlp_magic.ssh.underway import Underway, start_all
 from mlp_magic.gpu.pure.model import HostGpus, failed, parse_topo_answer
 from mlp_magic.gpu.probe import topo_argv
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return "%s: %s" % (type(exc).__name__, text[0]) if text else type(exc).__name__
 
 
 # --------------------------------------------------------------------------------- over ssh

@@ -2,11 +2,11 @@
 
 The kernel sends ``gpu/probe.probe_on_engine`` to one engine on each host (its first rank), as a
 host chore (engine/bootstrap.run_chore: its modules do not stay in the rank), all at once, then
-waits for the answers on the one rank-waiting loop (ranks/waiting.Requests: woken by the replies
+waits for the answers as one RankJob (ranks/job, of the CHORE kind: woken by the replies
 and the World's end, never by a clock) against one shared deadline: a host whose engine is busy
 with a cell, wedged or gone is reported as "no answer within N s", never waited on past
-``timeout``, and its queued probe is aborted. The ranks' states are not touched
-(``track=False``): a probe for the panel is not the user's work.
+``timeout``, and its queued probe is aborted. The ranks' states are not touched: a probe for
+the panel is not the user's work.
 """
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ from typing import Any, Dict, Iterable, Mapping, Tuple
 from mlp_magic.core.placement import first_rank_per_host
 from mlp_magic.engine.bootstrap import GPU_PROBE_CHORE, run_chore
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.gpu.collect import one_line
 from mlp_magic.gpu.pure.model import HostGpus, failed
-from mlp_magic.ranks.ipp_private import children
-from mlp_magic.ranks.waiting import Requests
+from mlp_magic.ranks.job import CHORE, RankJob
+from mlp_magic.ranks.remote_errors import one_line
 
 # The engine gets this share of the timeout for its own probe, so that a slow driver on a
 # host comes back as that host's own error message, before the kernel stops waiting.
@@ -53,9 +52,7 @@ def collect_from_engines(world: Any, targets: Mapping[str, Tuple[int, int]],
         except Exception as exc:  # unknown engine id, closed client
             found[host] = failed(host, "engine %d (rank %d): %s" % (engine_id, rank, one_line(exc)))
     hosts = list(pending)
-    requests = Requests(world, [targets[h][0] for h in hosts], [children(pending[h]) for h in hosts],
-                        track=False)
-    requests.wait_all(deadline)
+    RankJob(world, CHORE, [targets[h][0] for h in hosts], [pending[h] for h in hosts]).wait_all(deadline)
     for host in hosts:
         rank, engine_id = targets[host]
         found[host] = _answer(host, rank, engine_id, pending[host], timeout, world.client)

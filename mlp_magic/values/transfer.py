@@ -16,7 +16,8 @@ from mlp_magic.values.pure.compare import size_text
 from mlp_magic.core.ranges import fold_ranks, rank_words
 from mlp_magic.values.rank import transfer as on_rank
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ranks.rank_calls import Failed, call
+from mlp_magic.ranks.job import call
+from mlp_magic.ranks.remote_errors import Failed
 
 
 def _grouped(problems: dict) -> str:

@@ -30,7 +30,7 @@ from mlp_magic.engine.ipykernel_private import with_missing
 from mlp_magic.engine.private_files import narrow_tree, private_dirs
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world import guards, published
-from mlp_magic.ranks import start_calls
+from mlp_magic.world.start import calls as start_calls
 from mlp_magic.ranks.ipp_private import send_interrupt
 from mlp_magic.world.start.launch import start_processes
 from mlp_magic.world.lifeline import Lifeline, wait_for_ends
@@ -85,7 +85,7 @@ class World:
         self.gpus: dict = {}           # host -> HostGpus dict, for the lab panel
         self.agents: dict = {}         # host -> {addr, port, pid} | {error} (agent/launch)
         self.agent_key = None
-        self.active_run = None         # the last CellRun sent: later cells must not queue behind it
+        self.busy_job = None           # the last job sent: later cells must not queue behind it
         self.id = f"{socket.gethostname()}-{os.getpid()}-{next(_counter)}"   # the panel's name for it
         self.as_root = os.geteuid() == 0   # said in every description: each rank may change anything
         self.live = LiveWorld([row.host for row in self.layout], self.publish)   # rank states
@@ -197,7 +197,7 @@ class World:
 
     def _gather(self, pending: dict, what: str, step: str) -> dict:
         """{rank: AsyncResult} -> {rank: value} before the start's deadline, or one error line
-        naming the ranks that failed or never answered (ranks/start_calls)."""
+        naming the ranks that failed or never answered (world/start/calls)."""
         return start_calls.gather(self, pending, what, self._start_deadline, step)
 
     def _master_port(self) -> int:

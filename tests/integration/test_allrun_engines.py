@@ -5,7 +5,7 @@ import psutil
 import pytest
 
 from mlp_magic.errors import HostFailure
-from mlp_magic.mpirun import command
+from tests import worlds
 from tests.timing import hang_bound, wait_until
 
 from tests.integration.conftest import run
@@ -15,8 +15,8 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture
 def world_up(ip):
-    world = command.current_world()
-    if world is None or (world.active_run is not None and world.active_run.unfinished_ranks()):
+    world = worlds.current_world()
+    if world is None or (world.busy_job is not None and world.busy_job.unfinished_ranks()):
         run(ip, "%mpirun --stop")
         assert run(ip, "%%mpirun -np 4\npass") is None
     return ip
@@ -29,7 +29,7 @@ def test_allrun_runs_once_per_host_through_the_engines(world_up, monkeypatch):
     assert run(ip, "%allrun -o once echo pid $$ && hostname") is None
     once = ip.user_ns["once"]
     assert len(once) == 1 and once.results[0].host == "localhost"  # one host, not four ranks
-    engine_pids = {identity["pid"] for identity in command.current_world().identities.values()}
+    engine_pids = {identity["pid"] for identity in worlds.current_world().identities.values()}
     shell_parent = once.results[0].stdout.split()[1]
     assert shell_parent.isdigit() and int(shell_parent) not in engine_pids  # a child shell ran it
 
@@ -86,7 +86,7 @@ def test_an_engine_that_cannot_answer_is_given_up_at_the_timeout(world_up):
     import signal
 
     ip = world_up
-    world = command.current_world()
+    world = worlds.current_world()
     pid = world.identities[0]["pid"]   # rank 0: the first engine on its host runs the command
     os.kill(pid, signal.SIGSTOP)
     try:

@@ -12,7 +12,7 @@ from mlp_magic.cluster.widget import cluster_view
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.nvml_probe import nvml_library_loads
 from mlp_magic.gpu.engines import collect_from_engines, collect_from_world, probe_targets
-from mlp_magic.mpirun import command
+from tests import worlds
 from mlp_magic.gpu import engines as gpus
 from mlp_magic.ranks.waiting import Requests
 from tests.timing import hang_bound
@@ -32,11 +32,11 @@ def stopped_at_the_end(ip):
 @pytest.fixture
 def world(ip, stopped_at_the_end):
     """A live World of 2 ranks on this machine (the one before, unless a test stopped it)."""
-    world = command.current_world()
+    world = worlds.current_world()
     if world is None or not world.alive() or world.np != 2:
         result = ip.run_cell("%%mpirun -np 2\npass")
         assert result.error_in_exec is None and result.error_before_exec is None
-        world = command.current_world()
+        world = worlds.current_world()
     assert world is not None and world.np == 2
     return world
 
@@ -160,7 +160,7 @@ def test_the_cluster_view_shows_the_world(ip, world, tmp_path):
 
 def test_after_stop(ip, world):
     ip.run_line_magic("mpirun", "--stop")
-    assert command.current_world() is None
+    assert worlds.current_world() is None
     found = collect_from_world(world, timeout=1.0)
     assert found["localhost"].error == "the World is stopped"
     view = cluster_view(check_reachable=False, env={})  # no World: the embedded default, probed here

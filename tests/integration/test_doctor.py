@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from mlp_magic.mpirun import command
+from tests import worlds
 from tests.timing import hang_bound
 
 from tests.integration.conftest import child_pids, run
@@ -152,7 +152,7 @@ def test_links_over_mpi_without_mpiexec_is_one_error_finding():
 def test_the_magic_goes_through_the_live_worlds_engines(ip, monkeypatch, capsys):
     from mlp_magic.doctor import collect
 
-    if command.current_world() is None:
+    if worlds.current_world() is None:
         assert run(ip, "%%mpirun -np 2\npass") is None
 
     def no_process_of_our_own(*args, **kwargs):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mlp_magic.gpu.nvml_probe import nvml_library_loads
-from mlp_magic.mpirun import command
+from tests import worlds
 
 from tests.integration.conftest import run
 
@@ -46,7 +46,7 @@ def fresh_world(ip):
     """A World just started (the session's may have run cells that imported anything)."""
     run(ip, "%mpirun --stop")
     assert run(ip, "%%mpirun -np 4\npass") is None
-    return command.current_world()
+    return worlds.current_world()
 
 
 def test_a_started_world_holds_nothing_heavy(fresh_world):

@@ -12,7 +12,7 @@ import pytest
 
 from mlp_magic import config
 from mlp_magic.panel.snapshot import panel_model
-from mlp_magic.mpirun import command
+from tests import worlds
 from tests.timing import hang_bound, wait_until
 
 from tests.integration.conftest import run
@@ -26,7 +26,7 @@ def replaying_world(ip, monkeypatch):
     run(ip, "%mpirun --stop")
     monkeypatch.setenv(config.NVML_REPLAY, str(CAPTURE))
     assert run(ip, "%%mpirun -np 4\npass") is None
-    world = command.current_world()
+    world = worlds.current_world()
     yield world
     run(ip, "%mpirun --stop")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mlp_magic.errors import RankFailure
-from mlp_magic.mpirun import command
+from tests import worlds
 from mlp_magic.world import guards
 from mlp_magic.ranks import ipp_private
 
@@ -62,7 +62,7 @@ def test_a_client_without_its_reply_hooks_gets_plain_replies_and_every_output(
     run(fresh, "%mpirun --restart")
     assert run(fresh, "%%mpirun\nprint(rank)") is None
     assert guards.PLAIN_REPLIES not in capsys.readouterr().out   # said once per kernel
-    assert command.current_world().alive()
+    assert worlds.current_world().alive()
 
 
 SITECUSTOMIZE = """

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from mlp_magic.engine.quiet import SECONDS_KEY
-from mlp_magic.mpirun import command
+from tests import worlds
 from mlp_magic.ranks.ipp_private import (children, forget_results, on_iopub, remote_error, reply_hooks,
                                          request_futures, targets)
 
@@ -17,7 +17,7 @@ from tests.integration.conftest import run
 
 def test_a_connected_client_and_its_requests_have_every_internal_we_use(ip):
     assert run(ip, "%%mpirun -np 2 --oversubscribe\npass") is None
-    client = command.current_world().client
+    client = worlds.current_world().client
     assert reply_hooks(client) is not None
     engines = sorted(client.ids)
     request = client[engines].apply_async(os.getpid)
@@ -34,7 +34,7 @@ def test_a_connected_client_and_its_requests_have_every_internal_we_use(ip):
 
 def test_a_request_that_raised_on_its_engine_is_a_remote_error_value(ip):
     assert run(ip, "%%mpirun -np 2 --oversubscribe\npass") is None
-    client = command.current_world().client
+    client = worlds.current_world().client
     request = client[sorted(client.ids)[0]].apply_async(divmod, 1, 0)
     request.wait(30)
     error = remote_error(children(request)[0])

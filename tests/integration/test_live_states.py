@@ -9,7 +9,7 @@ from datetime import datetime
 import psutil
 import pytest
 
-from mlp_magic.mpirun import command
+from tests import worlds
 from mlp_magic.world import published as world_state
 from tests.timing import hang_bound, wait_until
 
@@ -51,7 +51,7 @@ def states(record) -> list:
 @pytest.fixture
 def world4(ip):
     assert run(ip, "%%mpirun -np 4\npass") is None
-    return command.current_world()
+    return worlds.current_world()
 
 
 def _mine() -> list:
@@ -101,13 +101,13 @@ def test_each_rank_says_when_it_last_wrote(ip, world4):
 def test_waiting_wakes_on_events_not_on_a_clock(ip, world4):
     """A quiet 2 s cell: the old loop woke 20 times (every 0.1 s); this one when the ranks finish."""
     assert run(ip, "%%mpirun\nimport time\ntime.sleep(2)") is None
-    assert world4.active_run.requests.wakes <= 4, world4.active_run.requests.wakes
+    assert world4.busy_job.requests.wakes <= 4, world4.busy_job.requests.wakes
 
 
 def test_output_wakes_the_wait_and_is_shown_before_the_cell_ends(ip, world4, capsys):
     timer_cell = "%%mpirun\nimport time\nprint('first', rank, flush=True)\ntime.sleep(2)"
     assert run(ip, timer_cell) is None
-    requests = world4.active_run.requests
+    requests = world4.busy_job.requests
     assert 1 <= requests.wakes <= 10   # woken by the output and the ends, not every 0.1 s
     out = capsys.readouterr().out
     assert 0 <= out.index("] first ") < out.index("ranks 0-3 (4)")   # live, before the summary

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from mlp_magic.errors import MlpMagicError, RankFailure
-from mlp_magic.mpirun import command
+from tests import worlds
 from tests.timing import hang_bound
 
 from tests.integration.conftest import child_pids, run, timed_run
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.timeout(240)
 @pytest.fixture(autouse=True)
 def four_ranks(ip):
     """Each test starts from a live 4-rank World (its cells say no -np), whatever ran before it."""
-    world = command.current_world()
+    world = worlds.current_world()
     if world is None or not world.alive() or world.np != 4:
         assert run(ip, "%%mpirun -np 4\npass") is None
 
@@ -41,10 +41,10 @@ print(os.environ["MASTER_PORT"])
     assert len(ports) == 1 and 0 < int(ports.pop()) < 65536  # one MASTER_PORT for all ranks
     # each rank says which CPUs it may run on; an interrupt's grace follows the busiest host's
     # ranks per CPU (here, all on this machine)
-    identities = command.current_world().identities.values()
+    identities = worlds.current_world().identities.values()
     allowed = set().union(*(identity["cpus"] for identity in identities))
     assert allowed and allowed <= os.sched_getaffinity(0)
-    assert command.current_world().ranks_per_cpu == 4 / len(allowed)
+    assert worlds.current_world().ranks_per_cpu == 4 / len(allowed)
 
 
 def test_identical_output_is_shown_once_under_folded_ranks(ip, capsys):
@@ -149,11 +149,11 @@ def test_every_byte_goes_to_the_log_while_the_display_is_capped(ip, capsys):
 
 
 def test_bad_np_changes_nothing(ip, capsys):
-    world = command.current_world()
+    world = worlds.current_world()
     error = run(ip, "%%mpirun -np 0\nprint('never')")
     assert isinstance(error, MlpMagicError)
     assert "-np" in str(error) and "'0'" in str(error)
-    assert command.current_world() is world and world.alive()
+    assert worlds.current_world() is world and world.alive()
 
 
 def test_unknown_variable_is_named(ip):
@@ -172,12 +172,12 @@ def test_restart_on_new_np_and_clean_stop(ip):
     before = child_pids()  # other suites' helpers (a browser driver...) are not ours to judge
     assert run(ip, "%%mpirun -np 2 -o two\nprint(world_size)") is None
     assert [r.stdout for r in ip.user_ns["two"]] == ["2\n", "2\n"]
-    world = command.current_world()
+    world = worlds.current_world()
     files = [world.workdir] + [i["stacks_path"] for i in world.identities.values()]
     assert all(os.path.exists(f) for f in files)
     assert run(ip, "%mpirun --stop") is None
     assert not any(os.path.exists(f) for f in files)  # connection files (HMAC key), stack files
-    assert command.current_world() is None
+    assert worlds.current_world() is None
     deadline = time.monotonic() + 10
     while child_pids() - before and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -221,7 +221,7 @@ def test_plain_engines_without_mpi(ip, monkeypatch, capsys):
         # `mlp-magic stacks` tells this World's ranks by their environment, as a job of its own
         from mlp_magic.core.proc_ranks import parse_environ, rank_of
 
-        world = command.current_world()
+        world = worlds.current_world()
         for rank, identity in world.identities.items():
             with open(f"/proc/{identity['pid']}/environ", "rb") as handle:
                 found = rank_of(parse_environ(handle.read()))
@@ -271,11 +271,11 @@ def test_local_device_helper_on_every_rank(ip):
 def test_pssh_user_or_port_is_refused_with_where_it_belongs(ip, tmp_path):
     hostfile = tmp_path / "pssh_hosts"
     hostfile.write_text("root@10.77.0.11:2222\n")
-    world = command.current_world()
+    world = worlds.current_world()
     error = run(ip, f"%%mpirun --hostfile {hostfile} -np 1\npass")
     assert isinstance(error, MlpMagicError)
     assert "10.77.0.11 has user root" in str(error) and "~/.ssh/config" in str(error)
-    assert command.current_world() is world  # nothing changed
+    assert worlds.current_world() is world  # nothing changed
 
 
 def test_listen_address_checks():

@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from mlp_magic.stacks.pure.frames import frame_text, rank_frames
-from mlp_magic.mpirun import command
+from tests import worlds
 from mlp_magic.stacks import snapshot as stacks
 from tests.timing import hang_bound, wait_until
 
@@ -107,7 +107,7 @@ def test_a_sigint_while_a_rank_shows_its_traceback_changes_nothing(fresh_world):
     assert all("Late: the real error" in r.error and "KeyboardInterrupt" not in r.error for r in late), \
         late[0].error
     # between cells, too, a SIGINT is nothing: the next cell runs normally
-    for pid in (identity["pid"] for identity in command.current_world().identities.values()):
+    for pid in (identity["pid"] for identity in worlds.current_world().identities.values()):
         os.kill(pid, signal.SIGINT)
     assert run(ip, "%%mpirun -o next\nprint(rank)") is None
     assert [r.stdout for r in ip.user_ns["next"]] == [f"{r}\n" for r in range(4)]
@@ -120,7 +120,7 @@ def test_a_cell_queued_behind_a_failure_still_runs_on_every_rank(fresh_world):
     abort flag only after its failure's reply left, so a cell sent at once could land in that
     window and be aborted on that rank alone (seen once: "aborted on rank 1" after an interrupt)."""
     ip = fresh_world
-    view = command.current_world().client[:]
+    view = worlds.current_world().client[:]
     failing = view.execute("import time\ntime.sleep(0.5)\nassert rank != 1, 'rank 1 fails'", silent=False,
                            block=False)   # not silent, as mpirun/cell_run sends a cell
     following = view.execute("ran_after_the_failure = True", silent=False, block=False)   # queued meanwhile
@@ -132,7 +132,7 @@ def test_a_cell_queued_behind_a_failure_still_runs_on_every_rank(fresh_world):
 
 
 def test_an_interrupt_still_reaches_the_ranks_left_when_an_engine_is_gone(fresh_world, tmp_path):
-    world = command.current_world()
+    world = worlds.current_world()
     engines = [world.rank_to_engine[rank] for rank in range(4)]
     sleeping = world.client[engines].execute(
         f"import os, time\nopen(os.path.join({str(tmp_path)!r}, str(os.getpid())), 'w').close()\n"
@@ -203,7 +203,7 @@ def test_output_below_python_is_capped_and_logged_too(fresh_world):
 
 
 def test_stacks_of_an_idle_world_on_demand(fresh_world, capsys):
-    world = command.current_world()
+    world = worlds.current_world()
     text, html = stacks.stack_snapshot(world, list(range(4)))
     assert "ranks 0-3 (4) on localhost" in text and "idle: not running a cell" in text
     assert "<pre" in html
@@ -234,7 +234,7 @@ def _child_kernel_with_a_world():
               "ip = start_ipython(); ip.run_line_magic('load_ext', 'mlp_magic')\n"
               "ip.run_cell('%%mpirun -np 2\\npass')\n"
               "from mlp_magic.world import command\n"
-              "w = command.current_world()\n"
+              "w = worlds.current_world()\n"
               "print('PIDS', *[p.pid for p in w.processes], flush=True)\n"
               "time.sleep(120)\n")
     kernel = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from mlp_magic.mpirun import command
+from tests import worlds
 
 from tests.integration.conftest import child_pids, run
 
@@ -38,7 +38,7 @@ def test_128_ranks_start_reduce_interrupt_and_stop(ip, capsys):
         assert [r.stdout for r in ip.user_ns["after"]] == [f"{r}\n" for r in range(NP)]
     finally:
         run(ip, "%mpirun --stop")
-    assert command.current_world() is None
+    assert worlds.current_world() is None
     deadline = time.monotonic() + 20
     while child_pids() - before and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -72,7 +72,7 @@ def test_a_cell_costs_the_kernel_one_request_and_one_message_per_quiet_rank(ip):
     scheduler); a rank that printed nothing answers with its reply only (no 'busy', no code
     echo, no 'idle': engine/quiet), one that printed adds its output and 'idle'."""
     assert run(ip, "%%mpirun -np 4\npass") is None
-    session = command.current_world().client.session
+    session = worlds.current_world().client.session
     counts = _count_messages(session)
     try:
         for _ in range(5):
@@ -103,7 +103,7 @@ def test_output_still_buffered_when_an_apply_request_ends_is_not_lost(ip):
     reported as quiet, or its output arrives after the request was complete (seen on a host of
     the multi-host test bed: allrun's output of worker1 was empty)."""
     assert run(ip, "%%mpirun -np 4\npass") is None
-    world = command.current_world()
+    world = worlds.current_world()
 
     def printed_by_a_thread():
         import sys
@@ -139,6 +139,6 @@ def test_the_kernel_forgets_finished_cells(ip):
     before = alive()   # the last cell's, and whatever earlier tests of this process still hold
     for _ in range(12):
         assert run(ip, "%%mpirun\nprint('step', rank)") is None
-    client = command.current_world().client
+    client = worlds.current_world().client
     assert alive() <= before, (alive(), before)   # twelve cells later, not one more
     assert len(client._futures) <= 4 + 1 and len(client.metadata) <= 2 * (4 + 1)

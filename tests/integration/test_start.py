@@ -11,7 +11,7 @@ import pytest
 from mlp_magic.world.pure.budget import StartBudget
 from mlp_magic.core.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.mpirun import command
+from tests import worlds
 from mlp_magic.world import world as world_module
 from mlp_magic.world.world import World, WorldSpec
 
@@ -75,4 +75,4 @@ def test_a_np_beyond_this_machines_memory_is_refused_before_anything_starts(no_w
     assert isinstance(error, MlpMagicError)
     assert str(error).startswith(f"-np {too_many}: {too_many} ranks on this machine need about")
     assert "ranks fit here" in str(error)
-    assert command.current_world() is None and child_pids() - no_world == set()
+    assert worlds.current_world() is None and child_pids() - no_world == set()

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.mpirun import command
+from tests import worlds
 
 from tests.integration.conftest import run
 
@@ -52,7 +52,7 @@ def test_a_rank_that_cannot_set_up_is_one_line(no_world, ip, tmp_path, monkeypat
                               + line + "; logs in ")
     shown = capsys.readouterr()
     assert "RemoteError" not in shown.out + shown.err and "Traceback" not in shown.out + shown.err
-    assert command.current_world() is None
+    assert worlds.current_world() is None
     # Not the start's limit (over 60 s for 3 ranks): the rank's failure ends the wait.
     assert took < 45, took
 
@@ -83,4 +83,4 @@ def test_a_rank_that_dies_before_registering_is_named_with_its_last_words(no_wor
     assert message.startswith("the engines did not start: rank 1 on localhost: ImportError: libzmq.so.5: "
                               "cannot open shared object file: No such file or directory (mpiexec exited "
                               "with status 1); logs in ")
-    assert command.current_world() is None
+    assert worlds.current_world() is None

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from mlp_magic.mpirun import command
+from tests import worlds
 from tests.timing import hang_bound, wait_until
 
 from tests.integration.conftest import run
@@ -22,7 +22,7 @@ TOP = [sys.executable, "-m", "mlp_magic.cli", "top", "-H", "localhost:4"]
 @pytest.fixture
 def world4(ip):
     assert run(ip, "%%mpirun -np 4\npass") is None
-    return command.current_world()
+    return worlds.current_world()
 
 
 def test_one_frame_shows_the_world_its_ranks_and_no_gpus(world4):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mlp_magic.values.pure.compare import Comparison
-from mlp_magic.mpirun import command
+from tests import worlds
 
 from tests.integration.conftest import run
 
@@ -112,7 +112,7 @@ def test_a_name_missing_on_some_ranks_is_a_grouped_error_and_the_others_are_comp
 
 
 def test_a_syntax_error_is_one_line_and_nothing_runs(values_world, capsys):
-    client = command.current_world().client
+    client = worlds.current_world().client
     sent = len(client.history)
     error, _ = compare(values_world, capsys, "model.state_dict(")
     assert "%mpirun --compare: '(' was never closed in 'model.state_dict('" in str(error)

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from mlp_magic.panel import actions
-from mlp_magic.mpirun import command
+from tests import worlds
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -41,7 +41,7 @@ def _interrupt_when_busy(world, answers: list) -> None:
 
 def test_actions_reach_the_ranks_of_other_hosts_through_their_agents(world_on_two_hosts, capsys):
     ip, hostfile, bed = world_on_two_hosts
-    world = command.current_world()
+    world = worlds.current_world()
     record = world.state()
     agents = record["agents"]
     assert {host: agent.get("addr") for host, agent in agents.items()} == {
@@ -61,4 +61,4 @@ def test_actions_reach_the_ranks_of_other_hosts_through_their_agents(world_on_tw
     assert "KeyboardInterrupt" in capsys.readouterr().out
     # the World is the same and answers
     assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\nprint(rank)").success
-    assert command.current_world() is world
+    assert worlds.current_world() is world

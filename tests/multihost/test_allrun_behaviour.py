@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from mlp_magic.mpirun import command
+from tests import worlds
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -33,7 +33,7 @@ def test_the_same_command_gives_the_same_output_over_every_transport(notebook, t
     hosts = TRANSPORTS[transport]
     if transport == "engines":
         assert ip.run_cell(f"%%mpirun -H {','.join(h + ':2' for h in hosts)} -np 4\npass").success
-        world = command.current_world()
+        world = worlds.current_world()
         assert sorted({row.host for row in world.layout}) == hosts
         monkeypatch.setenv("MLP_MAGIC_SSH", "/nonexistent/ssh")   # only the engines can answer
     # The notebook's PATH as it is now (after the World started), not as the hosts have it.

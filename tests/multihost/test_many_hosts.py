@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from mlp_magic.mpirun import command
+from tests import worlds
 
 HOSTS, RANKS_PER_HOST = 8, 8
 NP = HOSTS * RANKS_PER_HOST
@@ -117,7 +117,7 @@ def world64(ip, big_testbed, tmp_path_factory):
 
 def _still_64(world64) -> None:
     """The fixture's World, started again if the stop test ran first (tests may run in any order)."""
-    world = command.current_world()
+    world = worlds.current_world()
     if world is None or world.np != NP or not world.alive():
         ip, hostfile = world64[0], world64[4]
         assert _start(ip, hostfile).success
@@ -126,7 +126,7 @@ def _still_64(world64) -> None:
 def test_64_ranks_start_on_8_hosts_and_allreduce(world64):
     _still_64(world64)
     ip = world64[0]
-    world = command.current_world()
+    world = worlds.current_world()
     assert world is not None and world.np == NP
     placed = ip.user_ns["placed"]
     assert [r.stdout for r in placed] == [f"worker{r // RANKS_PER_HOST}\n" for r in range(NP)]
@@ -154,11 +154,11 @@ def test_a_timeout_interrupts_all_64_ranks_and_the_world_stays_usable(world64, c
     assert all("never" not in r.stdout for r in slow)
     out = capsys.readouterr().out
     assert "Where each rank is" in out  # the stack snapshot, one ssh command per host
-    world = command.current_world()
+    world = worlds.current_world()
     result = ip.run_cell("%%mpirun -o after\nprint(rank)")
     assert result.success, result.error_in_exec
     assert [r.stdout for r in ip.user_ns["after"]] == [f"{r}\n" for r in range(NP)]
-    assert command.current_world() is world  # the same World, not a restarted one
+    assert worlds.current_world() is world  # the same World, not a restarted one
     note = next((line for line in out.splitlines() if line.startswith("mlp_magic: ")), "")
     assert note == "mlp_magic: timed out: the running ranks were interrupted; the World is still usable", out
 
@@ -166,14 +166,14 @@ def test_a_timeout_interrupts_all_64_ranks_and_the_world_stays_usable(world64, c
 def test_stop_leaves_no_process_here_or_on_any_host(world64):
     _still_64(world64)
     ip, bed, before, before_on_hosts, _ = world64
-    world = command.current_world()
+    world = worlds.current_world()
     assert world is not None and world.np == NP and world.alive()
     assert all(len(bed.processes_on(h.index)) > RANKS_PER_HOST for h in bed.hosts)  # ranks running
     assert len(_ours_here(before, bed)) >= NP + 2  # the check below sees the engines, controller, launcher
     started = time.monotonic()
     ip.run_line_magic("mpirun", "--stop")
     print(f"stopped in {time.monotonic() - started:.1f} s")
-    assert command.current_world() is None
+    assert worlds.current_world() is None
     deadline = time.monotonic() + 15  # ssh sessions and their clients take a moment to end
     while (_ours_here(before, bed) or _ours_on_hosts(bed, before_on_hosts)) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from mlp_magic.mpirun import command
+from tests import worlds
 from tests.timing import hang_bound
 
 pytestmark = pytest.mark.timeout(300)
@@ -37,7 +37,7 @@ print(socket.gethostname(), rank, local_rank, node_rank, os.environ["MASTER_ADDR
     assert [row[0] for row in rows] == ["worker0", "worker0", "worker1", "worker1"]
     assert [row[1:4] for row in rows] == [["0", "0", "0"], ["1", "1", "0"], ["2", "0", "1"], ["3", "1", "1"]]
     assert {row[4] for row in rows} == {bed.hosts[0].address}  # rank 0's host, reachable by all
-    world = command.current_world()
+    world = worlds.current_world()
     assert world.controller_ip == "10.77.0.1"  # the bridge, not every interface
     out = capsys.readouterr().out
     # each rank's line differs only in numbers: one folded line, host names and ranks recognised
@@ -92,7 +92,7 @@ def test_a_host_without_sshd_gives_one_clear_error_and_leaves_nothing(two_hosts)
     assert elapsed < 60, elapsed   # already a hang guard (a refused ssh fails at once)
     error = str(result.error_in_exec)
     assert "the engines did not start" in error and "mpiexec exited" in error
-    assert command.current_world() is None
+    assert worlds.current_world() is None
 
     def new_processes():  # ours: not the test bed's sshd that host_down restarted on exit
         return [p for p in me.children(recursive=True) if p.pid not in before and p.is_running()

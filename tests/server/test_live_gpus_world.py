@@ -17,7 +17,7 @@ import pytest
 
 from mlp_magic import config
 from mlp_magic.cluster.pure.delta import apply
-from mlp_magic.mpirun import command
+from tests import worlds
 from tests.timing import hang_bound
 
 pytestmark = pytest.mark.timeout(240)
@@ -44,7 +44,7 @@ def replaying_world(ip, world_state_dir, monkeypatch):
     run(ip, "%mpirun --stop")
     monkeypatch.setenv(config.NVML_REPLAY, str(CAPTURE))
     assert run(ip, "%%mpirun -np 4\npass") is None
-    yield command.current_world()
+    yield worlds.current_world()
     run(ip, "%mpirun --stop")
 
 

@@ -21,7 +21,7 @@ from mlp_magic.world.pure.progress import missing_report, progress_line
 from mlp_magic.engine.pure.versions import refusal_error
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.ranks.ipp_private import on_registration
-from mlp_magic.ranks.start_calls import grouped_causes
+from mlp_magic.ranks.remote_errors import grouped_causes
 
 FALLBACK_S = 0.05   # only where the client tells no registrations: ask its ids this often
 

@@ -6,4 +6,4 @@ import pytest
 def no_world_of_this_process(monkeypatch):
     """A World an integration test left running in this pytest process (it is reused across
     tests, as in a notebook) stays out of these tests."""
-    monkeypatch.setattr("mlp_magic.cluster.collect._running_world", lambda: None)
+    monkeypatch.setattr("mlp_magic.cluster.widget.kernel_world", lambda: None)

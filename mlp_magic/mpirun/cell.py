@@ -1,0 +1,136 @@
+"""One ``%%mpirun`` cell in flight: a RankJob of the CELL kind, its output as it comes, its results.
+
+The code goes out once, with the log directory riding along as a trailing comment (engine/capture
+tees every byte there). The job's waiting loop wakes when ranks finish, when one writes, and
+when the World loses a process; this module reads what arrived and turns it into RankResults.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import enum
+
+from mlp_magic.core import results as status
+from mlp_magic.core.results import RankResult
+from mlp_magic.engine.capture import CELL_TAG
+from mlp_magic.ranks.job import RankJob
+from mlp_magic.ranks.quiet_replies import run_seconds
+from mlp_magic.ranks.remote_errors import traceback_text
+from mlp_magic.world.guards import KEPT_RESULTS, say_once
+
+
+class Outcome(enum.Enum):
+    """How a cell ended, as the kernel saw it."""
+
+    DONE = "done"                # every rank finished (some may have raised)
+    TIMEOUT = "timeout"          # --timeout passed: the running ranks were interrupted
+    INTERRUPTED = "interrupted"  # Ctrl-C / the stop button: the running ranks were interrupted
+    DIED = "died"                # an engine or the launcher went away during the cell
+
+    @property
+    def unfinished_status(self) -> str:
+        """The status of a rank that had not finished when the cell ended this way."""
+        return {Outcome.TIMEOUT: status.TIMEOUT, Outcome.INTERRUPTED: status.INTERRUPTED,
+                Outcome.DIED: status.DIED}.get(self, status.TIMEOUT)
+
+
+class Cell:
+    """The cell ``code`` on ``ranks`` of ``world``: sent at creation, then followed until it ends."""
+
+    def __init__(self, world, code: str, ranks: list, log_dir: str):
+        self.world = world
+        self.log_dir = log_dir
+        self.job = RankJob.execute(world, ranks, f"{code}\n{CELL_TAG}{log_dir}\n",
+                                   before_wait=lambda: world.live.cell_started(code, ranks, log_dir))
+        self.ranks = self.job.ranks
+        self.started = self.job.started
+        self._unread = set(range(len(self.ranks)))   # output that came before the wait began
+        self._seen = {rank: {"stdout": 0, "stderr": 0} for rank in self.ranks}
+        self.outcome: Outcome | None = None   # None while it runs
+        self.still_running: list[int] = []    # ranks still running after the interrupt (stuck in C)
+        self.death_note = ""                  # which rank died first, and how (Outcome.DIED)
+
+    # ------------------------------------------------------------------ what the World asks a busy job
+    def unfinished_ranks(self) -> list:
+        return self.job.unfinished_ranks()
+
+    def settle(self) -> None:
+        self.job.settle()
+
+    def release(self) -> None:
+        """Let the client forget the finished cell (else memory grows cell after cell: 64 ranks
+        printing a line each, ~1 MiB a cell); the panel's record says it ended."""
+        if not self.job.release():
+            say_once(self.world.notice, KEPT_RESULTS)
+        self.world.live.cell_ended(self.log_dir)
+
+    # ------------------------------------------------------------------ output
+    def _metadata(self, index: int) -> dict:
+        return self.job.futures[index].output.metadata
+
+    def new_output(self, every_rank: bool = False) -> list:
+        """[(rank, stream name, text)] written since the last call, by the ranks that wrote
+        (``every_rank``: all of them, for the last look)."""
+        wrote = self._unread | self.job.requests.take_wrote()
+        self._unread = set()
+        indices = range(len(self.ranks)) if every_rank else sorted(wrote)
+        chunks = []
+        for i in indices:
+            rank, metadata = self.ranks[i], self._metadata(i)
+            for name in ("stdout", "stderr"):
+                text = metadata.get(name) or ""
+                start = self._seen[rank][name]
+                if len(text) > start:
+                    chunks.append((rank, name, text[start:]))
+                    self._seen[rank][name] = len(text)
+        return chunks
+
+    # ------------------------------------------------------------------ results
+    def results(self, unfinished_status: str = status.TIMEOUT) -> list:
+        unfinished = set(self.unfinished_ranks())
+        return [self._result(i, rank, unfinished_status if rank in unfinished else None)
+                for i, rank in enumerate(self.ranks)]
+
+    def _result(self, index: int, rank: int, unfinished_status: str | None) -> RankResult:
+        metadata = self._metadata(index)
+        result = RankResult(rank=rank, host=self.world.host_of(rank),
+                            stdout=metadata.get("stdout") or "", stderr=metadata.get("stderr") or "")
+        child = self.job.futures[index]
+        if unfinished_status is not None:
+            result.status = unfinished_status
+        else:
+            error = metadata.get("error") or _child_exception(child) or _error_result(child)
+            if error is not None:
+                result.status = _error_status(error)
+                # A dead engine's "traceback" is ipyparallel's bookkeeping, not the rank's:
+                # the cell's note says which rank died and how.
+                result.error = "" if result.status == status.DIED else traceback_text(error)
+        result.displays = list(metadata.get("outputs") or [])
+        if metadata.get("execute_result"):
+            result.displays.append(metadata["execute_result"])
+        result.duration = run_seconds(metadata)
+        return result
+
+
+def _child_exception(child):
+    try:
+        return child.exception(timeout=0)
+    except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+        return None
+
+
+def _error_result(child):
+    """A dead engine's task resolves to an EngineError *value*, not a raised one."""
+    try:
+        value = child.result(timeout=0)
+    except Exception:  # already covered by _child_exception
+        return None
+    return value if isinstance(value, BaseException) else None
+
+
+def _error_status(error) -> str:
+    name = getattr(error, "ename", type(error).__name__)
+    if name == "KeyboardInterrupt":
+        return status.INTERRUPTED
+    if name in ("EngineError",) or "EngineError" in type(error).__name__:
+        return status.DIED
+    return status.ERROR

@@ -1,0 +1,103 @@
+"""A ``%%mpirun`` cell, in one direction: plan, start, run, show.
+
+    plan   mpirun/plan: the World it needs, its ranks
+    start  world/owner: that World, started or reused, and idle
+    run    mpirun/cell: the job sent, followed (streamed, timed out, interrupted), its results
+    show   mpirun/show: logs, the grouped and folded summary, -o's result, the failure raised
+"""
+from __future__ import annotations
+
+import time
+
+from mlp_magic.core import results as status
+from mlp_magic.core.results import MpirunResult
+from mlp_magic.mpirun import collector
+from mlp_magic.mpirun.cell import Cell, Outcome
+from mlp_magic.mpirun.plan import chosen_ranks, wanted_spec
+from mlp_magic.mpirun.show import raise_for_failures, show
+from mlp_magic.output import display, logs
+from mlp_magic.stacks.snapshot import stack_snapshot
+from mlp_magic.world.deaths import how_ranks_died
+
+# A long cell's GPU inventory (memory, load) is taken again after it, at most this often.
+GPUS_AFTER_LONG_CELL_EVERY_S = 60.0
+LONG_CELL_S = 1.0
+
+
+def run_cell(owner, args, code: str, env, notice=print) -> MpirunResult:
+    """Run ``code`` on the ranks; the grouped output is shown; RankFailure if a rank failed."""
+    spec = wanted_spec(args, env, owner.world)
+    ranks = chosen_ranks(args.ranks, spec.np)
+    world = owner.idle_world(owner.ensure(spec, restart=args.restart, notice=notice))
+    with collector.cell_objects_only():
+        result = _run_on(world, ranks, args, code)
+    raise_for_failures(result)
+    return result
+
+
+def _run_on(world, ranks: list, args, code: str) -> MpirunResult:
+    cell_dir = logs.new_cell_dir(args.log_dir)
+    live = display.LiveOutput(fold=args.fold and args.group and not args.diff)
+    cell = Cell(world, code, ranks, cell_dir)
+    world.busy_job = cell   # from now on, a later cell is refused while this one's ranks run
+    cell.outcome = _follow(cell, live, args.timeout)
+    live.add(cell.new_output(every_rank=True))
+    stacks = stack_snapshot(world, cell.ranks, cell_dir) if cell.outcome is Outcome.TIMEOUT else None
+    results = _finish(cell)
+    if cell.job.done():
+        world.live.cell_ended(cell_dir)
+    _after_the_cell(cell, world, results)
+    return show(cell, code, results, args, live, stacks)
+
+
+def _follow(cell: Cell, live: display.LiveOutput, timeout: float | None) -> Outcome:
+    """Wait for the cell, streaming output; return how it ended. The wait wakes on events only
+    (ranks/waiting), and when output already in is due on screen (``live.wake_at``)."""
+    deadline = cell.started + timeout if timeout else None
+    try:
+        while True:
+            wake = [t for t in (deadline, live.wake_at()) if t is not None]
+            if cell.job.wait(min(wake) if wake else None):
+                return Outcome.DONE
+            live.add(cell.new_output())
+            if deadline is not None and time.monotonic() >= deadline:
+                return Outcome.TIMEOUT
+            if cell.job.world_ended():
+                return Outcome.DIED
+    except KeyboardInterrupt:
+        return Outcome.INTERRUPTED
+
+
+def _finish(cell: Cell) -> list:
+    """Every rank's result; the ranks still running are interrupted first (timeout, Ctrl-C)
+    and those that had not finished are marked with the outcome."""
+    if cell.outcome is Outcome.DONE:
+        results = cell.results()
+        if any(r.status == status.DIED for r in results):
+            cell.outcome = Outcome.DIED
+        return results
+    if cell.outcome is Outcome.DIED:
+        # the controller reports the other engines' ends a moment later: their requests end then
+        cell.job.requests.wait_done(time.monotonic() + 0.3)
+    stuck = set(cell.unfinished_ranks())
+    if cell.outcome in (Outcome.TIMEOUT, Outcome.INTERRUPTED):
+        cell.job.interrupt()
+        cell.still_running = cell.unfinished_ranks()
+    marker = cell.outcome.unfinished_status
+    results = cell.results(unfinished_status=marker)
+    for result in results:
+        if result.rank in stuck:
+            result.status = marker
+            result.error = ""  # the KeyboardInterrupt we sent is not the rank's own error
+    return results
+
+
+def _after_the_cell(cell: Cell, world, results: list) -> None:
+    """Name the rank that died, refresh what the panel shows, keep what ranks could not log."""
+    if cell.outcome is Outcome.DIED:
+        cell.death_note = how_ranks_died(world)
+    if cell.outcome is Outcome.DONE and time.monotonic() - cell.started > LONG_CELL_S:
+        # GPU memory and load have moved since the last look: cheap, but not after every cell
+        world.refresh_gpus(at_most_every=GPUS_AFTER_LONG_CELL_EVERY_S)
+    if any(r.status != status.OK for r in results):
+        logs.write_missing_streams(cell.log_dir, results)
