@@ -1,95 +1,75 @@
 """The ``mlp-magic`` command (also ``python -m mlp_magic.cli``: other hosts are asked that way).
 
-    mlp-magic topo [--host H] [--from-file FILE] [--json]   GPU/NIC link matrix of a host
-    mlp-magic status [--hostfile F | -H HOSTS] [--json]    hosts, slots, ranks, reachability, GPUs
-    mlp-magic stacks [--hostfile F | -H HOSTS] [--pid P | --match RE] [--native] ...
-                                                           every rank's Python stack, merged
-    mlp-magic top [--hostfile F | -H HOSTS] [--once]       the Worlds' ranks and the GPUs, live
-    mlp-magic doctor [--hostfile F | -H HOSTS] [--package NAME] [--links] [--json]
-                                                           every host checked and compared, the odd one named
+    mlp-magic topo     GPU/NIC link matrix of a host (like nvidia-smi topo -m)
+    mlp-magic status   hosts, slots, ranks, reachability, GPUs
+    mlp-magic stacks   every rank's Python stack, merged (also %mlp_stacks)
+    mlp-magic top      the Worlds' ranks and the GPUs, live
+    mlp-magic doctor   every host checked and compared, the odd one named (also %mlp_doctor)
 
-Each subcommand lives with its feature (``cluster.cli``, ``stacks.command``); this module parses
-and dispatches. Bad input exits with status 2 and one line on stderr; a host that ``topo --host``
+The verbs and their options are commands/pure/table's, parsed as the magics' are; each runs its
+``run_command``. Bad input exits with status 2 and one line on stderr; a host that ``topo --host``
 cannot probe, or stacks that cannot be read at all (py-spy missing, ptrace refused), with status 1.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Optional, Sequence
 
-from mlp_magic.core.line_args import LineParser
+from mlp_magic.commands.pure.table import COMMANDS, command_verb
+from mlp_magic.core.options import Options, argv_words, parse, usage
 from mlp_magic.errors import MlpMagicError, unwritable_output
 from mlp_magic.stacks import StacksFault
 
 PROG = "mlp-magic"
-COMMANDS = ("topo", "status", "stacks", "top", "doctor")
 
 
-class _Parser(LineParser):
-    """Bad usage in one line (exit 2) instead of usage + error; ``--help`` prints and exits."""
-
-    exit = argparse.ArgumentParser.exit
-
-    def one_line(self, message: str) -> str:
-        return "%s (see %s --help)" % (message, self.prog)
-
-
-def _parser(only: Optional[str] = None) -> argparse.ArgumentParser:
-    """The command's parser; ``only="stacks"`` leaves the cluster's subcommands (and their imports:
-    the GPU probes, the cluster model) out, so that stacks starts its hosts' ssh sooner."""
-    parser = _Parser(prog=PROG, description="See the cluster: hosts, ranks, GPU topology and stacks.")
-    commands = parser.add_subparsers(dest="command", metavar="{%s}" % ",".join(COMMANDS),
-                                     parser_class=_Parser)
-    commands.required = True
-    if only != "stacks":
-        from mlp_magic.cluster.cli import add_status_arguments, add_topo_arguments
-
-        add_topo_arguments(commands.add_parser("topo", help="GPU/NIC link matrix (like nvidia-smi topo -m)"))
-        add_status_arguments(commands.add_parser("status", help="hosts, slots, ranks, reachability and GPUs"))
-        from mlp_magic.cluster.top import add_top_arguments
-
-        add_top_arguments(commands.add_parser("top", help="the Worlds' ranks and every host's GPUs, live"))
-        from mlp_magic.doctor.options import add_doctor_arguments
-
-        add_doctor_arguments(commands.add_parser(
-            "doctor", help="check every host of the job at once and name the odd one out"))
-    from mlp_magic.stacks.options import add_stacks_arguments
-
-    add_stacks_arguments(commands.add_parser(
-        "stacks", help="every rank's Python stack (py-spy), all hosts at once, merged into one tree"))
-    return parser
+def overview() -> str:
+    width = max(len(verb.command) for verb in COMMANDS)
+    lines = [f"usage: {PROG} {{{','.join(verb.command for verb in COMMANDS)}}} [options]",
+             "", "See the cluster: hosts, ranks, GPU topology and stacks.", ""]
+    lines += [f"  {verb.command:<{width}}  {verb.summary}" for verb in COMMANDS]
+    return "\n".join(lines) + f"\n\n{PROG} COMMAND --help: the command's options\n"
 
 
-def _run(args: argparse.Namespace) -> int:
-    if args.command == "stacks":
-        from mlp_magic.stacks.command import run_command
-        from mlp_magic.stacks.options import options_from
-
-        return run_command(options_from(args))
-    if args.command == "top":
-        from mlp_magic.cluster.top import run_top
-
-        return run_top(args)
-    if args.command == "doctor":
-        from mlp_magic.doctor.command import run_command as run_doctor
-        from mlp_magic.doctor.options import options_from as doctor_options
-
-        return run_doctor(doctor_options(args))
-    from mlp_magic.cluster.cli import run_status, run_topo
-
-    return run_topo(args) if args.command == "topo" else run_status(args)
+def parse_command(argv: Sequence[str]) -> tuple:
+    """(the verb, its Options), or (None, None) when the overview was asked for."""
+    if not argv:
+        raise MlpMagicError(f"give a command: {', '.join(verb.command for verb in COMMANDS)} "
+                            f"(see {PROG} --help)")
+    if argv[0] in ("-h", "--help"):
+        return None, None
+    verb = command_verb(argv[0])
+    if verb is None:
+        raise MlpMagicError(f"unknown command {argv[0]!r}: one of "
+                            f"{', '.join(v.command for v in COMMANDS)} (see {PROG} --help)")
+    prog = f"{PROG} {verb.command}"
+    options = (*verb.options, *verb.command_options)
+    try:
+        parsed = parse(argv_words(argv[1:]), options, prog)
+    except MlpMagicError as err:
+        raise MlpMagicError(f"{err} (see {prog} --help)") from None
+    if parsed.rest is not None:
+        raise MlpMagicError(f"{prog}: unexpected argument {argv[1:][parsed.rest]!r} (see {prog} --help)")
+    return verb, Options(options, parsed.values, parsed.given)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        return _run(_parser(argv[0] if argv[:1] == ["stacks"] else None).parse_args(argv))
+        verb, options = parse_command(argv)
+        if verb is None or options.help:
+            sys.stdout.write(overview() if verb is None else
+                             usage(f"{PROG} {verb.command}", (*verb.options, *verb.command_options)))
+            return 0
+        from mlp_magic.commands.context import handler
+
+        return handler(verb.run_command)(options)
     except StacksFault as exc:
         print("%s: %s" % (PROG, exc), file=sys.stderr)
         return 1
     except MlpMagicError as exc:
-        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        message = str(exc)
+        print(message if message.startswith(PROG) else f"{PROG}: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:   # Ctrl-C or SIGTERM (``run``): the hosts' commands were stopped
         print("%s: interrupted" % PROG, file=sys.stderr)

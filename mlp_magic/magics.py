@@ -1,9 +1,8 @@
-"""The IPython magics: thin wrappers that parse a line and hand over to the features' commands.
+"""The IPython magics: each line goes to commands/parse, which names a verb of commands/table, and
+the verb's handler runs with this kernel's World owner.
 
-``%%mpirun`` -> ``world.command``; ``%allrun`` / ``%%allrun`` -> ``fanout.magic`` (through the
-live World's engines when it covers the hosts, else ssh); ``%mlp_cluster`` -> ``cluster``;
-``%mlp_stacks`` -> ``stacks.command`` (the same report as ``mlp-magic stacks``); ``%mlp_doctor`` ->
-``doctor.command`` (the same report as ``mlp-magic doctor``).
+``%%mpirun`` and ``%mpirun``'s line forms, ``%allrun`` / ``%%allrun``, ``%mlp_cluster``,
+``%mlp_stacks`` (the report of ``mlp-magic stacks``) and ``%mlp_doctor`` (``mlp-magic doctor``'s).
 """
 from __future__ import annotations
 
@@ -12,11 +11,10 @@ import os
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
-from mlp_magic.debugging import prepare as debug
-from mlp_magic.errors import MlpMagicError, RankFailure
-from mlp_magic.mpirun import verbs
-from mlp_magic.mpirun.args import check_form, parse_mpirun_args
-from mlp_magic.mpirun.run import run_cell
+from mlp_magic.commands.pure.parse import allrun_in_line, choose_in_line
+from mlp_magic.commands.context import Context, handler
+from mlp_magic.commands.pure.table import ALLRUN
+from mlp_magic.errors import MlpMagicError
 from mlp_magic.world.owner import WorldOwner
 
 
@@ -40,12 +38,20 @@ class MlpMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.owner = WorldOwner()   # this kernel's World
 
+    def _run(self, magic: str, line: str, cell: str | None = None):
+        choice = choose_in_line(magic, line, cell, os.environ, self.shell.user_ns)
+        return handler(choice.verb.run)(self._context(cell), choice.options)
+
+    def _context(self, cell: str | None = None) -> Context:
+        return Context(self.owner, os.environ, self.shell.user_ns, cell)
+
     @no_var_expand  # $VARS are ours to expand: os.environ first, then the notebook
     @line_cell_magic
     @_one_line_errors
     def mpirun(self, line: str, cell: str | None = None):
         """Run the cell on every rank: ``%%mpirun [-np N] [--hostfile F | -H HOSTS] [--ranks SPEC]
-        [--timeout S] [--no-group] [--diff] [--all-outputs] [-o NAME] [--restart] [--log-dir DIR]``.
+        [--timeout S] [--no-group] [--diff] [--no-fold] [--all-outputs] [-o NAME] [--restart]
+        [--log-dir DIR]``.
 
         ``%%mpirun --post-mortem [--frame K] [--ranks SPEC]``: the cell runs on the ranks whose last
         cell failed, inside the frame that failed (K=0: the innermost frame of user code).
@@ -53,32 +59,9 @@ class MlpMagics(Magics):
         Line forms: ``%mpirun script.py [args...]`` (the script on every rank, as mpiexec would run
         it), ``%mpirun --where`` (the failed ranks' tracebacks and locals), ``--status``, ``--stop``,
         ``--restart [-np N]``, ``--stacks`` (every rank's Python stack, grouped); ``--compare EXPR``,
-        ``--pull NAME``, ``--push NAME`` (values on the ranks: see ``_values``).
+        ``--pull NAME``, ``--push NAME`` (values on the ranks). The verbs: commands/table.
         """
-        args = parse_mpirun_args(line, os.environ, self.shell.user_ns)
-        if args.compare is not None or args.pull or args.push:
-            if cell is not None:
-                raise MlpMagicError("%%mpirun: --compare, --pull and --push are line forms "
-                                    "(%mpirun --pull x)")
-            return self._values(args)
-        check_form(args, cell=cell is not None)
-        if cell is None and not (args.script or args.where):
-            answer = self._line_verb(args)
-            if isinstance(answer, tuple):  # --stacks: text and HTML
-                from IPython.display import display
-
-                display({"text/plain": answer[0].strip(), "text/html": answer[1]}, raw=True)
-            else:
-                print(answer)
-            return None
-        args, code = debug.prepare(self.owner, args, cell, os.environ)
-        try:
-            result = run_cell(self.owner, args, code, os.environ)
-        except RankFailure as failure:
-            self._store(args.out, failure.result)
-            raise
-        self._store(args.out, result)
-        return None
+        return self._run("mpirun", line, cell)
 
     @no_var_expand
     @line_cell_magic
@@ -87,19 +70,8 @@ class MlpMagics(Magics):
         """Run a shell command once on every host: ``%allrun pip install x`` or ``%%allrun``.
 
         With a World up that covers the hosts, its engines run the command (no ssh)."""
-        from mlp_magic.allrun.magic import allrun_magic
-        from mlp_magic.allrun.options import parse_allrun_line
-        from mlp_magic.allrun.plan import select_hosts
-        from mlp_magic.allrun.via_engines import WorldTransport, covers
-
-        transport = None
-        world = self.owner.world
-        if world is not None:
-            options = parse_allrun_line(line, cell, os.environ, self.shell.user_ns)
-            hosts, _ = select_hosts(options, os.environ)
-            if covers(world, [h.name for h in hosts]):
-                transport = WorldTransport(world)
-        return allrun_magic(line, cell, self.shell.user_ns, transport=transport)
+        options = allrun_in_line(line, cell, os.environ, self.shell.user_ns)
+        return handler(ALLRUN.run)(self._context(cell), options)
 
     @no_var_expand
     @line_magic
@@ -107,27 +79,7 @@ class MlpMagics(Magics):
     def mlp_cluster(self, line: str = ""):
         """Show hosts, ranks and GPU topology as a widget: ``%mlp_cluster [--hostfile F | -H HOSTS]
         [--refresh S] [--timeout S] [--no-probe] [--topo-file HOST=FILE ...]``."""
-        from mlp_magic.cluster.args import parse_cluster_args
-        from mlp_magic.cluster.widget import cluster_view
-        from mlp_magic.core.line_args import expand_vars
-
-        return cluster_view(**parse_cluster_args(expand_vars(line, os.environ, self.shell.user_ns)))
-
-    def _values(self, args):
-        """``--compare``: the grouped comparison is printed (``-o NAME`` keeps the Comparison).
-        ``--pull``: ``{rank: value}`` is the line's value (``d = %mpirun --pull x``), or goes
-        to ``-o NAME``. ``--push``: a line saying what went where."""
-        from mlp_magic.values.verbs import values_command
-
-        answer = values_command(self.owner, args, self.shell.user_ns, os.environ)
-        if args.pull and not args.out:
-            return answer
-        self._store(args.out, answer)
-        if args.pull:
-            print(f"{args.out} = {{rank: {args.pull}}} from {len(answer)} ranks")
-        else:
-            print(answer.text if args.compare is not None else answer)
-        return None
+        return self._run("mlp_cluster", line)
 
     @no_var_expand
     @line_magic
@@ -135,11 +87,7 @@ class MlpMagics(Magics):
     def mlp_stacks(self, line: str = ""):
         """Every rank's Python stack, of any job, merged into one tree: ``%mlp_stacks [--hostfile F |
         -H HOSTS] [--pid P,.. | --match RE] [--native] [--threads] [--timeout S] [--ssh CMD] [--json]``."""
-        from mlp_magic.stacks.command import gather
-        from mlp_magic.stacks.options import parse_stacks_line
-
-        options = parse_stacks_line(line, os.environ, self.shell.user_ns)
-        _show(gather(options, transport_for=_world_transport_for(self.owner.world)), options.json)
+        return self._run("mlp_stacks", line)
 
     @no_var_expand
     @line_magic
@@ -149,47 +97,4 @@ class MlpMagics(Magics):
         -H HOSTS] [--package NAME ...] [--timeout S] [--ssh CMD] [--python PATH] [--no-import] [--links
         [--np N] [--fraction F] [--size MB]] [--json]``. Through the live World's engines when it covers
         the hosts, else ssh."""
-        from mlp_magic.doctor.command import gather
-        from mlp_magic.doctor.options import parse_doctor_line
-
-        options = parse_doctor_line(line, os.environ, self.shell.user_ns)
-        _show(gather(options, transport_for=_world_transport_for(self.owner.world)), options.json)
-
-    def _line_verb(self, args):
-        """``%mpirun --status | --stop | --restart | --stacks``: a line of text, or (for
-        --stacks) a (text, html) pair."""
-        if args.stacks:
-            return verbs.stacks(self.owner, args)
-        if args.stop:
-            return verbs.stop(self.owner)
-        if args.restart:
-            return verbs.restart(self.owner, args, os.environ)
-        return verbs.status(self.owner)
-
-    def _store(self, name: str | None, value) -> None:
-        """``-o NAME``: the run's Results in the notebook's namespace."""
-        if name:
-            self.shell.user_ns[name] = value
-
-
-def _show(report, as_json: bool) -> None:
-    """A report with ``text``, ``html`` and ``to_json()`` (stacks, doctor): JSON printed, else
-    displayed as HTML with its text for terminals."""
-    if as_json:
-        import json
-
-        print(json.dumps(report.to_json(), indent=1))
-    else:
-        from IPython.display import display
-
-        display({"text/plain": report.text.rstrip(), "text/html": report.html}, raw=True)
-
-
-def _world_transport_for(world):
-    """For ``%mlp_stacks`` and ``%mlp_doctor``: the live World's engines reach the hosts it covers
-    (no ssh), as for ``%allrun``; None without a World."""
-    if world is None:
-        return None
-    from mlp_magic.allrun.via_engines import WorldTransport, covers
-
-    return lambda names: WorldTransport(world) if covers(world, names) else None
+        return self._run("mlp_doctor", line)

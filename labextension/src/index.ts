@@ -4,7 +4,7 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 
-import { ClusterPanel } from './panel';
+import { ClusterPanel } from './view/panel';
 
 /**
  * Adds the "MLP Cluster" panel to the left sidebar.

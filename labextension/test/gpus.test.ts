@@ -1,22 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import type { GpuSample, IHostStatus, ILiveGpus } from '../src/api';
-import {
-  cellAt,
-  decodeThrottle,
-  gpuErrors,
-  heatCellText,
-  heatColor,
-  heatmapModel,
-  hostGpuView,
-  metricValue
-} from '../src/gpumodel';
+import type { GpuSample, IHostStatus, ILiveGpus } from '../src/model/documents';
+import { decodeThrottle, gpuErrors, hostGpuView } from '../src/model/gpus';
+import { cellAt, heatCellText, heatColor, heatmapModel, metricValue } from '../src/model/heatmap';
 
-function host(name: string, live: ILiveGpus | null | undefined, gpus: IHostStatus['gpus'] = null): IHostStatus {
+function host(name: string, live: ILiveGpus | null, gpus: IHostStatus['gpus'] = null): IHostStatus {
   return {
     name, slots: 8, index: 0, ranks: [], reachable: true, probe_ms: 1, error: null, gpus,
-    hints: [], engines: [], live_gpus: live
+    hints: [], engines: [], live_gpus: live, health: null
   };
 }
 
@@ -86,7 +78,7 @@ test('hosts without GPUs, with a sampler error, and without a sampler', () => {
   const unknown = hostGpuView(host('w2', null), undefined);
   assert.deepEqual([unknown.state, unknown.message], ['unknown', 'GPUs not sampled']);
   const inventory = hostGpuView(
-    host('w3', undefined, {
+    host('w3', null, {
       source: 'nvml', nics: [], error: null,
       gpus: [{ index: 0, name: 'NVIDIA A100', memory_total_mib: 40960, memory_used_mib: 1024, utilization_pct: 3 }]
     }),

@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import type { IClusterDoc, IFetchedDoc, LiveMessage } from '../src/api';
+import type { IFetchedDoc } from '../src/live/routes';
+import type { IClusterDoc } from '../src/model/documents';
+import type { LiveMessage } from '../src/model/messages';
 import {
   backoffDelay,
   ConnectionState,
@@ -11,8 +13,8 @@ import {
   LiveConnection,
   pollDelay,
   SNAPSHOT_TIMEOUT_MS
-} from '../src/live';
-import { LiveStore } from '../src/store';
+} from '../src/live/connection';
+import { LiveStore } from '../src/model/store';
 
 const T0 = Date.parse('2026-11-25T10:00:00.000+00:00');
 const SERVER_TIME = '2026-11-25T10:00:30.000+00:00'; // the server's clock is 30 s ahead
@@ -21,7 +23,7 @@ function doc(ranks = 2): IClusterDoc {
   return {
     source: 'hostfile', master_addr: 'w0', is_local: false, total_slots: ranks, error: null,
     updated_at: SERVER_TIME,
-    hosts: [{ name: 'w0', slots: ranks, index: 0, ranks: [0, 1], reachable: true, probe_ms: 1, error: null, gpus: null, hints: [], engines: [] }],
+    hosts: [{ name: 'w0', slots: ranks, index: 0, ranks: [0, 1], reachable: true, probe_ms: 1, error: null, gpus: null, hints: [], engines: [], live_gpus: null, health: null }],
     worlds: [{ id: 'w0-1-1', pid: 1, ranks: Array.from({ length: ranks }, (_, r) => ({ rank: r, host: 'w0', state: 'idle', since: SERVER_TIME })) }]
   };
 }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import type { IHostStatus, IRank, IWorld } from '../src/api';
+import type { IHostStatus, IRank, IWorld } from '../src/model/documents';
 import {
   ageSeconds,
   foldRanks,
@@ -10,25 +10,21 @@ import {
   rankList,
   shortAge,
   unfoldRanks
-} from '../src/format';
+} from '../src/model/format';
+import { healthOf, hostRow, rankStatesOf } from '../src/model/hosts';
+import { hostGroups, rankRows, rankText } from '../src/model/ranks';
 import {
   cellLine,
   highlightedRanks,
-  hostGroups,
-  healthOf,
-  hostRow,
-  rankStatesOf,
   LATE_AFTER_S,
   SILENT_FACTOR,
   SILENT_MIN_S,
-  rankRows,
-  rankText,
   snippetFor,
   stragglers,
   summaryLine,
   worldKey,
   worldTitle
-} from '../src/model';
+} from '../src/model/worlds';
 
 const NOW = Date.parse('2026-11-25T10:00:00.000+00:00');
 
@@ -292,7 +288,7 @@ test('World key and title, with and without an id', () => {
 test('a host row of the table', () => {
   const host: IHostStatus = {
     name: 'w1', slots: 4, index: 1, ranks: [4, 5, 6, 7], reachable: false, probe_ms: null,
-    error: 'connection refused', gpus: null, hints: [],
+    error: 'connection refused', gpus: null, hints: [], live_gpus: null, health: null,
     engines: [
       { rank: 4, engine_id: 4, state: 'idle', world_pid: 1 },
       { rank: 5, engine_id: 5, state: 'busy', world_pid: 1 },
@@ -310,7 +306,7 @@ test('a host row of the table', () => {
 test("a host row's health is the last doctor run's worst finding there", () => {
   const host: IHostStatus = {
     name: 'w2', slots: 1, index: 2, ranks: [2], reachable: true, probe_ms: null, error: null, gpus: null,
-    hints: [], engines: [], health: { state: 'error', findings: ['numpy', 'NCCL_IB_DISABLE'], checked_at: null }
+    hints: [], engines: [], live_gpus: null, health: { state: 'error', findings: ['numpy', 'NCCL_IB_DISABLE'], checked_at: null }
   };
   assert.deepEqual(healthOf(host), { health: 'error', healthDetail: 'error: numpy, NCCL_IB_DISABLE' });
   assert.equal(hostRow({ ...host, health: { state: 'ok', findings: [], checked_at: null } }).healthDetail, 'no finding');
@@ -321,7 +317,7 @@ test("a host row's health is the last doctor run's worst finding there", () => {
 test("a host row's engines take their states from their World's ranks", () => {
   const host: IHostStatus = {
     name: 'w0', slots: 2, index: 0, ranks: [0, 1], reachable: true, probe_ms: null,
-    error: null, gpus: null, hints: [],
+    error: null, gpus: null, hints: [], live_gpus: null, health: null,
     engines: [
       { rank: 0, engine_id: 0, state: null, world_pid: 7 },
       { rank: 1, engine_id: 1, state: null, world_pid: 7 },

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import type { PatchOp, PathPart } from '../src/api';
-import { applyOps, PatchError, shareUnchanged } from '../src/ops';
+import type { PatchOp, PathPart } from '../src/model/messages';
+import { applyOps, PatchError, shareUnchanged } from '../src/model/ops';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 

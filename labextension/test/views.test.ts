@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { unknownText } from '../src/gpuview';
-import { MAX_VISIBLE_ROWS, ROW_HEIGHT, visibleRange } from '../src/ranklist';
+import { unknownText } from '../src/view/gpusection';
+import { MAX_VISIBLE_ROWS, ROW_HEIGHT, visibleRange } from '../src/view/ranklist';
 
 test('only the rows in view, and a few around, are drawn', () => {
   const view = MAX_VISIBLE_ROWS * ROW_HEIGHT;

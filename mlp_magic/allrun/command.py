@@ -46,13 +46,13 @@ def main(argv: list | None = None) -> int:
     # Until the run's own loop waits, a Ctrl-C is recorded, not raised (see InterruptsDeferred);
     # meanwhile the hosts' processes start, then asyncio is imported while they shake hands.
     with InterruptsDeferred() as deferred:
-        from mlp_magic.allrun.options import USAGE, parse_allrun_argv
-        from mlp_magic.allrun.plan import Plan, run_plan
+        from mlp_magic.allrun.plan import Plan
+        from mlp_magic.commands.pure.parse import allrun_argv
 
         try:
-            options = parse_allrun_argv(argv)
+            options = allrun_argv(argv)
             if options.help:
-                sys.stdout.write(USAGE)
+                sys.stdout.write(usage_text())
                 return 0
             plan = Plan(options)
             early = plan.start_early()
@@ -65,6 +65,13 @@ def main(argv: list | None = None) -> int:
             if early is not None:
                 early.stop_unclaimed()
             raise
+    return _run(plan, options, early, deferred)
+
+
+def _run(plan, options, early, deferred) -> int:
+    from mlp_magic.allrun import report
+    from mlp_magic.allrun.plan import run_plan
+
     live = None
     if not options.json and sys.stdout.isatty():
         live = LivePrinter([t.name for t in plan.targets], use_color(sys.stdout))
@@ -82,6 +89,22 @@ def main(argv: list | None = None) -> int:
         sys.stderr.write(report.footer(results) + "\n")
     sys.stdout.flush()
     return report.exit_status(results)
+
+
+def usage_text() -> str:
+    """``allrun --help``: the options from commands/table, and the exit statuses."""
+    from mlp_magic.commands.pure.table import ALLRUN
+    from mlp_magic.core.options import usage
+
+    return (usage(ALLRUN.command, (*ALLRUN.options, *ALLRUN.command_options), "[--] COMMAND...")
+            + f"\n{ALLRUN.summary[0].upper()}{ALLRUN.summary[1:]}.\n" + HOSTS_AND_EXITS)
+
+
+HOSTS_AND_EXITS = """\
+Hosts: --hostfile / -H, else the job's MLP_* (or Slurm, torchrun) variables, else this machine.
+Exit status: 0 when every host succeeded, else the largest remote exit status; 255 when a host
+was unreachable or timed out; 130 after Ctrl-C; 2 for bad input (nothing run).
+"""
 
 
 def _bad_input(error: MlpMagicError) -> int:

@@ -14,10 +14,9 @@ from collections.abc import Callable, Mapping  # not typing: its import slows th
 from mlp_magic import config
 from mlp_magic.core.results import INTERRUPTED, OK, HostResult
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.allrun.options import AllrunOptions
 
 
-def select_hosts(options: AllrunOptions, env: Mapping | None = None):
+def select_hosts(options, env: Mapping | None = None):
     """(hosts, topology): one target per host of the Topology, minus ``--exclude``."""
     from mlp_magic.core.ranges import expand_hosts, fold_hosts
     from mlp_magic.core.topology import topology_from_environment
@@ -41,7 +40,7 @@ def select_hosts(options: AllrunOptions, env: Mapping | None = None):
 class Plan:
     """What one allrun does, checked before anything runs: hosts, transport settings, copy."""
 
-    def __init__(self, options: AllrunOptions, env: Mapping | None = None, check_names: bool = True):
+    def __init__(self, options, env: Mapping | None = None, check_names: bool = True):
         from mlp_magic.ssh.argv import as_targets, check_copy_source, find_program
 
         self.options = options

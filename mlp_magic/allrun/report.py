@@ -6,7 +6,6 @@ from mlp_magic.core.ranges import fold_hosts
 from mlp_magic.output.pure.html import render_groups_html
 from mlp_magic.output.pure.text import render_groups_text
 from mlp_magic.core.results import FAILED, INTERRUPTED, TIMEOUT, UNREACHABLE, HostResult
-from mlp_magic.allrun.options import AllrunOptions
 
 EXIT_INTERRUPTED = 130
 EXIT_UNREACHABLE = 255
@@ -43,12 +42,12 @@ def footer(results: list[HostResult]) -> str:
     return f"allrun: {hosts}: {', '.join(parts)}{note} ({slowest:.2f} s)"
 
 
-def render_text(results: list[HostResult], options: AllrunOptions, color: bool = False) -> str:
+def render_text(results: list[HostResult], options, color: bool = False) -> str:
     groups = summary_groups(results, options.group)
     return render_groups_text(groups, color=color, diff=options.diff)
 
 
-def render_html(results: list[HostResult], options: AllrunOptions) -> str:
+def render_html(results: list[HostResult], options) -> str:
     return render_groups_html(summary_groups(results, options.group), diff=options.diff)
 
 

@@ -5,7 +5,6 @@ Other hosts are asked over ssh (``--ssh``, default ``$MLP_MAGIC_SSH`` or ``ssh``
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -24,25 +23,6 @@ class HostProbeFailed(Exception):
     """``topo --host H``: H could not be probed (unreachable, timed out, no mlp_magic there)."""
 
 
-def add_topo_arguments(topo) -> None:
-    topo.add_argument("--host", help="host to show (this machine by default)")
-    topo.add_argument("--from-file", metavar="FILE",
-                      help="read a saved `nvidia-smi topo -m` text ('-': stdin)")
-    topo.add_argument("--json", action="store_true", help='print {"<host>": {"gpus", "nics", "links"}}')
-    topo.add_argument("--timeout", type=float, default=5.0, help="GPU probe timeout in seconds (5)")
-    topo.add_argument("--ssh", help="ssh client for another --host (default $MLP_MAGIC_SSH or ssh)")
-
-
-def add_status_arguments(status) -> None:
-    status.add_argument("--hostfile", help="an MPI hostfile (else the environment decides)")
-    status.add_argument("-H", "--hosts", help="host list such as worker[0-3]:8")
-    status.add_argument("--json", action="store_true", help="print one JSON object")
-    status.add_argument("--timeout", type=float, default=2.0,
-                        help="probe timeout in seconds, one deadline for all hosts (2)")
-    status.add_argument("--ssh", help="ssh client for the GPU probes (default $MLP_MAGIC_SSH or ssh)")
-    status.add_argument("--no-probe", dest="probe", action="store_false", help="do not probe GPUs")
-
-
 # ------------------------------------------------------------------------------------ topo
 
 def _read_saved(path: str, host: Optional[str]) -> HostGpus:
@@ -54,7 +34,7 @@ def _read_saved(path: str, host: Optional[str]) -> HostGpus:
     return parse_topo_matrix(text, host=name, source=path)
 
 
-def _topo_inventory(args: argparse.Namespace) -> HostGpus:
+def _topo_inventory(args) -> HostGpus:
     if args.from_file:
         return _read_saved(args.from_file, args.host)
     if args.timeout <= 0:
@@ -74,7 +54,7 @@ def _remote_inventory(host: str, ssh: Optional[str], timeout: float) -> HostGpus
     return gpus
 
 
-def run_topo(args: argparse.Namespace) -> int:
+def run_topo(args) -> int:
     gpus = _topo_inventory(args)
     if args.json:
         print(json.dumps({gpus.host: gpus_json(gpus)}, indent=2))
@@ -85,7 +65,7 @@ def run_topo(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------- status
 
-def run_status(args: argparse.Namespace) -> int:
+def run_status(args) -> int:
     """The cluster's one model: its JSON with ``--json``, else its status text."""
     if args.timeout <= 0:
         raise MlpMagicError("status --timeout must be positive, got %g" % args.timeout)

@@ -26,14 +26,6 @@ TICK_S = 1.0
 FIRST_READINGS_S = 3.0   # --once: how long the frame waits for every agent's first readings
 
 
-def add_top_arguments(top) -> None:
-    top.add_argument("--hostfile", help="an MPI hostfile (else the environment decides)")
-    top.add_argument("-H", "--hosts", help="host list such as worker[0-3]:8")
-    top.add_argument("--once", action="store_true", help="print one frame and exit")
-    top.add_argument("--interval", type=float, default=TICK_S,
-                     help="seconds between frames when nothing changes (default 1)")
-
-
 class Screen:
     """Where frames go: the whole terminal, or plain lines for a pipe."""
 

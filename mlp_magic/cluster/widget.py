@@ -300,3 +300,15 @@ def cluster_view(*, hostfile: Optional[str] = None, hosts: Optional[str] = None,
     if auto_refresh:
         view.start_auto_refresh(auto_refresh)
     return view
+
+
+def cluster_verb(context, options) -> ClusterView:
+    """``%mlp_cluster``: this kernel's World, hosts and GPUs as a widget (the magic's value)."""
+    topo_files: dict = {}
+    for host, path in options.gpus or ():
+        if host in topo_files:
+            raise MlpMagicError(f"%mlp_cluster: --topo-file gives host {host!r} twice")
+        topo_files[host] = path
+    return cluster_view(hostfile=options.hostfile, hosts=options.hosts, auto_refresh=options.auto_refresh,
+                        timeout=options.timeout, probe=options.probe, gpus=topo_files or None,
+                        world=context.owner.world)

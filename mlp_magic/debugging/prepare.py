@@ -1,11 +1,10 @@
-"""``%mpirun script.py``, ``%mpirun --where`` and ``%%mpirun --post-mortem``: checked here, in the
-kernel, before anything runs; then each is an ordinary cell (``mpirun/run.run_cell``) whose code
-calls into ``debugging/rank/script`` or ``debugging/rank/postmortem`` on the ranks, so its output
-is streamed, grouped, logged and stored with ``-o`` like any cell's.
+"""``%mpirun script.py``, ``%mpirun --where`` and ``%%mpirun --post-mortem``, checked here, in the
+kernel, before anything runs: each becomes the code of an ordinary cell, which calls into
+``debugging/rank/script`` or ``debugging/rank/postmortem`` on the ranks (debugging/verbs runs it).
 """
 from __future__ import annotations
 
-import dataclasses
+import copy
 import os
 
 from mlp_magic.debugging.pure.postmortem import choose_ranks
@@ -13,23 +12,12 @@ from mlp_magic.core.ranges import fold_hosts, fold_ranks, parse_ranks
 from mlp_magic.debugging.rank.postmortem import GENERATED_TAG, INSPECT_TAG, failure_summary
 from mlp_magic.debugging.rank.script import script_problem
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.mpirun.args import MpirunArgs
 from mlp_magic.mpirun.plan import chosen_ranks, wanted_spec
 from mlp_magic.ranks.job import call
 from mlp_magic.ranks.remote_errors import Failed
 
 ASK_SECONDS = 10.0            # for a quick question to idle ranks...
 ASK_SECONDS_PER_RANK = 0.05   # ... plus this per rank sharing the busiest host
-
-
-def prepare(owner, args: MpirunArgs, cell: str | None, env, notice=print) -> tuple:
-    """(args, the code the ranks run): for a script, --where and --post-mortem, the generated
-    cell and the ranks it runs on; any other cell as it is."""
-    if args.script:
-        return _script_cell(owner, args, env, notice)
-    if args.where or args.post_mortem:
-        return _inspection_cell(owner, args, cell or "")
-    return args, cell
 
 
 def _call(module: str, function: str, *arguments) -> str:
@@ -40,7 +28,8 @@ def _call(module: str, function: str, *arguments) -> str:
 
 
 # ------------------------------------------------------------------------------ a script
-def _script_cell(owner, args: MpirunArgs, env, notice) -> tuple:
+def script_cell(owner, args, env, notice) -> tuple:
+    """(the options the cell runs with, its code): ``args.script`` run on every rank."""
     path = os.path.abspath(os.path.expanduser(args.script))   # against the notebook's folder
     spec = wanted_spec(args, env, owner.world)
     if spec.topology.is_local:
@@ -50,7 +39,8 @@ def _script_cell(owner, args: MpirunArgs, env, notice) -> tuple:
             raise MlpMagicError(f"%mpirun: script {shown}: {problem}; nothing was run")
     else:   # the ranks' own file systems decide
         world = owner.idle_world(owner.ensure(spec, restart=args.restart, notice=notice))
-        args = dataclasses.replace(args, restart=False)
+        args = copy.copy(args)
+        args.restart = False
         _refuse_missing_on_ranks(world, chosen_ranks(args.ranks, world.np), path)
     code = f"{GENERATED_TAG}script\n" + _call("debugging.rank.script", "run_script", path,
                                               [args.script, *args.script_args])
@@ -74,23 +64,25 @@ def _hosts(world, ranks: list) -> str:
 
 
 # ------------------------------------------------------------------------------ inspections
-def _inspection_cell(owner, args: MpirunArgs, cell: str) -> tuple:
-    option = "%%mpirun --post-mortem" if args.post_mortem else "%mpirun --where"
+def inspection_cell(owner, args, cell: str | None) -> tuple:
+    """(the ranks it runs on, its code): ``--where`` (``cell`` None) or ``--post-mortem``."""
+    post_mortem = cell is not None
+    option = "%%mpirun --post-mortem" if post_mortem else "%mpirun --where"
     if owner.world is None:
         raise MlpMagicError(f"{option}: no World running, so no rank has a failure to inspect")
     world = owner.idle_world(owner.world)
     requested = parse_ranks(args.ranks, world.np) if args.ranks else None
-    frame = (args.frame or 0) if args.post_mortem else None
+    frame = (args.frame or 0) if post_mortem else None
     # every rank: to name those with one
     summaries = ask_ranks(world, list(range(world.np)), option, failure_summary)
     counts = {rank: None if summary is None else summary["frames"] for rank, summary in summaries.items()}
     ranks = choose_ranks(option, requested, counts, frame)
-    if args.post_mortem:
+    if post_mortem:
         _refuse_bad_syntax(option, cell)
         code = _call("debugging.rank.postmortem", "run_in_frame", cell, frame)
     else:
         code = _call("debugging.rank.postmortem", "print_where")
-    return dataclasses.replace(args, ranks=fold_ranks(ranks)), f"{INSPECT_TAG}\n{code}"
+    return fold_ranks(ranks), f"{INSPECT_TAG}\n{code}"
 
 
 def _refuse_bad_syntax(option: str, cell: str) -> None:

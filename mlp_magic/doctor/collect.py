@@ -21,7 +21,6 @@ from mlp_magic.core.local_names import stays_here, this_machine_names
 from mlp_magic.core.results import why_no_answer
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.ssh.underway import Underway, finish_all, follow_in_background
-from mlp_magic.doctor.options import DoctorOptions
 
 PROBE_SHARE = 0.7       # of the deadline, for the probe's own work; the rest is ssh and start-up
 CONNECT_SECONDS = 5.0
@@ -35,7 +34,7 @@ def probe_source() -> str:
         return handle.read()
 
 
-def probe_command(options: DoctorOptions, workdir: str | None = None) -> str:
+def probe_command(options, workdir: str | None = None) -> str:
     """The shell command every host runs: the probe's source under the host's Python."""
     args = ["--timeout", "%g" % (options.timeout * PROBE_SHARE), "--workdir", workdir or os.getcwd()]
     for name in options.packages:
@@ -78,7 +77,7 @@ class Answers:
         return {}
 
 
-def _start_runner(targets: list, command: str, options: DoctorOptions, env, local: bool,
+def _start_runner(targets: list, command: str, options, env, local: bool,
                   answers: Answers) -> Underway:
     from mlp_magic.ssh.spawn import Launch
 
@@ -101,7 +100,7 @@ def _start_runner(targets: list, command: str, options: DoctorOptions, env, loca
     return Underway(finish, pending.stop)
 
 
-def _start_via(names: list, command: str, options: DoctorOptions, transport, answers: Answers) -> Underway:
+def _start_via(names: list, command: str, options, transport, answers: Answers) -> Underway:
     """Through a live World's engines (one per host, no ssh): runs when the caller finishes."""
     def finish(deadline: float) -> dict:
         sent = time.time()
@@ -110,7 +109,7 @@ def _start_via(names: list, command: str, options: DoctorOptions, transport, ans
     return Underway(finish)
 
 
-def collect(hosts: Iterable, options: DoctorOptions, env: Mapping | None = None, transport_for=None):
+def collect(hosts: Iterable, options, env: Mapping | None = None, transport_for=None):
     """(hosts asked, Answers) for every host (names or topology Hosts); this machine once, under
     the first of its names. ``transport_for(names)``: allrun's transport through a live World
     that covers those hosts, or None (then ssh)."""

@@ -8,6 +8,7 @@ Exit status: 0 when no finding is an error, 1 when one is, 2 for bad input.
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -15,7 +16,6 @@ import time
 from collections.abc import Mapping
 
 from mlp_magic.doctor.collect import collect
-from mlp_magic.doctor.options import DoctorOptions
 
 
 def _expected_gpus(env: Mapping) -> int | None:
@@ -24,7 +24,7 @@ def _expected_gpus(env: Mapping) -> int | None:
     return int(text) if text.isdigit() and int(text) <= 64 else None
 
 
-def gather(options: DoctorOptions, env: Mapping | None = None, transport_for=None):
+def gather(options, env: Mapping | None = None, transport_for=None):
     """The report (``doctor/pure/report.Report``). ``transport_for``: a live World's transport (the
     magic's), used where it covers the hosts."""
     from mlp_magic.doctor.pure.checks import Context, check_hosts
@@ -32,6 +32,8 @@ def gather(options: DoctorOptions, env: Mapping | None = None, transport_for=Non
 
     env = os.environ if env is None else env
     started = time.monotonic()
+    options = copy.copy(options)
+    options.packages = tuple(dict.fromkeys(options.packages))   # each once, in the order asked
     topology = topology_from_environment(env, hostfile=options.hostfile, hosts=options.hosts)
     asked, answers = collect(topology.hosts, options, env, transport_for)
     context = Context(expected_gpus=_expected_gpus(env), asked_packages=options.packages,
@@ -66,7 +68,7 @@ def save_report(report, env: Mapping | None = None) -> None:
         pass
 
 
-def run_command(options: DoctorOptions) -> int:
+def run_command(options) -> int:
     """``mlp-magic doctor``: print the report (or its JSON); the exit status."""
     report = gather(options)
     if options.json:
@@ -74,3 +76,8 @@ def run_command(options: DoctorOptions) -> int:
     else:
         sys.stdout.write(report.text)
     return report.exit_status
+
+
+def in_notebook(context, options) -> None:
+    """``%mlp_doctor``: the report, through the live World's engines where it covers the hosts."""
+    context.show_report(gather(options, context.env, context.world_transport_for()), options.json)

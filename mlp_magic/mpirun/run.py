@@ -24,11 +24,16 @@ GPUS_AFTER_LONG_CELL_EVERY_S = 60.0
 LONG_CELL_S = 1.0
 
 
-def run_cell(owner, args, code: str, env, notice=print) -> MpirunResult:
-    """Run ``code`` on the ranks; the grouped output is shown; RankFailure if a rank failed."""
-    spec = wanted_spec(args, env, owner.world)
-    ranks = chosen_ranks(args.ranks, spec.np)
-    world = owner.idle_world(owner.ensure(spec, restart=args.restart, notice=notice))
+def run_cell(owner, args, code: str, env, notice=print, world=None) -> MpirunResult:
+    """Run ``code`` on the ranks; the grouped output is shown; RankFailure if a rank failed.
+    ``world``: the World to run on as it is (an inspection), else the one ``args`` plan."""
+    if world is None:
+        spec = wanted_spec(args, env, owner.world)
+        ranks = chosen_ranks(args.ranks, spec.np)   # a bad --ranks starts nothing
+        world = owner.ensure(spec, restart=args.restart, notice=notice)
+    else:
+        ranks = chosen_ranks(args.ranks, world.np)
+    world = owner.idle_world(world)
     with collector.cell_objects_only():
         result = _run_on(world, ranks, args, code)
     raise_for_failures(result)

@@ -1,29 +1,48 @@
-"""``%mpirun``'s line verbs on the running World: ``--status``, ``--stop``, ``--restart``, ``--stacks``."""
+"""``%%mpirun``'s verbs on the World: a cell, and the line forms ``--status``, ``--stop``,
+``--restart`` and ``--stacks`` (commands/table names them)."""
 from __future__ import annotations
 
-from mlp_magic.errors import MlpMagicError
+from mlp_magic.errors import MlpMagicError, RankFailure
 from mlp_magic.mpirun.plan import wanted_spec
+from mlp_magic.mpirun.run import run_cell
 from mlp_magic.output import logs
 from mlp_magic.stacks.snapshot import stack_snapshot
 
 
-def status(owner) -> str:
-    world = owner.world
-    return world.describe() if world else "no World running (the next %%mpirun cell starts one)"
+def cell(context, options) -> None:
+    run_and_keep(context, options, context.cell)
 
 
-def stop(owner) -> str:
-    world = owner.stop()
-    return f"stopped the World of {world.np} ranks" if world else "no World running"
+def run_and_keep(context, options, code: str, world=None) -> None:
+    """Run ``code`` as a cell; its result goes to ``-o NAME``, a failed one too."""
+    try:
+        result = run_cell(context.owner, options, code, context.env, notice=context.notice, world=world)
+    except RankFailure as failure:
+        context.store(options.out, failure.result)
+        raise
+    context.store(options.out, result)
 
 
-def restart(owner, args, env, notice=print) -> str:
-    return owner.ensure(wanted_spec(args, env, owner.world), restart=True, notice=notice).describe()
+def status(context, options) -> None:
+    world = context.owner.world
+    print(world.describe() if world else "no World running (the next %%mpirun cell starts one)")
 
 
-def stacks(owner, args) -> tuple:
-    """Every rank's Python stack, merged: (text, html)."""
-    world = owner.world
+def stop(context, options) -> None:
+    world = context.owner.stop()
+    print(f"stopped the World of {world.np} ranks" if world else "no World running")
+
+
+def restart(context, options) -> None:
+    owner = context.owner
+    print(owner.ensure(wanted_spec(options, context.env, owner.world), restart=True,
+                       notice=context.notice).describe())
+
+
+def stacks(context, options) -> None:
+    """Every rank's Python stack, merged into one tree."""
+    world = context.owner.world
     if world is None:
         raise MlpMagicError("%mpirun --stacks: no World running")
-    return stack_snapshot(world, [row.rank for row in world.layout], logs.new_cell_dir(args.log_dir))
+    text, html = stack_snapshot(world, [row.rank for row in world.layout], logs.new_cell_dir(options.log_dir))
+    context.show(text, html)

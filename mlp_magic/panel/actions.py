@@ -62,9 +62,9 @@ async def stacks(world: dict) -> dict:
     """The merged stack tree of every process on the World's hosts ({"text", "html"}, or "error")."""
     from mlp_magic.stacks import StacksFault
     from mlp_magic.stacks.command import gather
-    from mlp_magic.stacks.options import StacksOptions
+    from mlp_magic.commands.pure.table import STACKS, options_for
 
-    options = StacksOptions(hosts=",".join(_hosts_of(world)), timeout=STACKS_TIMEOUT_S)
+    options = options_for(STACKS, hosts=",".join(_hosts_of(world)), timeout=STACKS_TIMEOUT_S)
 
     def collect() -> dict:
         try:

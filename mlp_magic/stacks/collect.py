@@ -22,7 +22,6 @@ from mlp_magic.core.results import why_no_answer
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.ssh.underway import Underway, finish_all, follow_in_background
 from mlp_magic.stacks import scan
-from mlp_magic.stacks.options import StacksOptions
 
 # Each py-spy's own limit, as a share of the deadline: a wedged process comes back as that
 # process's fault before its host is given up.
@@ -35,7 +34,7 @@ AT_ONCE = 256
 MAX_ANSWER_BYTES = 64 << 20
 
 
-def scan_command(options: StacksOptions, python: str | None = None, pyspy: str | None = None) -> str:
+def scan_command(options, python: str | None = None, pyspy: str | None = None) -> str:
     """The shell command each remote host runs."""
     args = ["--timeout", "%g" % (options.timeout * DUMP_SHARE)]
     if options.pids:
@@ -53,7 +52,7 @@ def scan_command(options: StacksOptions, python: str | None = None, pyspy: str |
     return shlex.join([python or sys.executable, "-I", "-S", "-c", start, *args])
 
 
-def _start_local(names: list, options: StacksOptions) -> Underway:
+def _start_local(names: list, options) -> Underway:
     selection, dumps = scan.Selection(options.pids, options.match), scan.Dumps()
     pending = in_background(lambda: scan.scan(selection, options.native, options.timeout * DUMP_SHARE,
                                               dumps=dumps), "mlp-stacks-local")
@@ -72,7 +71,7 @@ def _start_local(names: list, options: StacksOptions) -> Underway:
     return Underway(finish, dumps.stop)
 
 
-def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) -> Underway:
+def _start_remote(targets: list, options, env: Mapping | None) -> Underway:
     """Every host's ssh starts now (before asyncio and the runner are imported, as the allrun
     command does: the handshakes overlap the rest of the start); the runner follows them. Over
     ``AT_ONCE`` hosts, the runner starts them, that many at a time."""
@@ -100,7 +99,7 @@ def _start_remote(targets: list, options: StacksOptions, env: Mapping | None) ->
     return Underway(finish, pending.stop)
 
 
-def _start_via(targets: list, options: StacksOptions, transport) -> Underway:
+def _start_via(targets: list, options, transport) -> Underway:
     """Through ``transport`` (a live World's engines, one per host: no ssh, a message round trip);
     it runs when the caller finishes, after this machine's own scan started."""
     command = scan_command(options, pyspy=scan.find_pyspy())
@@ -111,7 +110,7 @@ def _start_via(targets: list, options: StacksOptions, transport) -> Underway:
     return Underway(finish)
 
 
-def _scans_of(results: list, options: StacksOptions) -> dict:
+def _scans_of(results: list, options) -> dict:
     """{host: HostScan} of the hosts' answers (core/results.HostResult): a scan, or why none."""
     from mlp_magic.stacks.pure.jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)
 
@@ -123,7 +122,7 @@ def _scans_of(results: list, options: StacksOptions) -> dict:
     return found
 
 
-def collect(hosts: Iterable, options: StacksOptions, env: Mapping | None = None, transport_for=None) -> list:
+def collect(hosts: Iterable, options, env: Mapping | None = None, transport_for=None) -> list:
     """[HostScan] for every host (names, or topology Hosts), in the order given; this machine
     once, under the first of its names given (``-H localhost,$(hostname)``: one scan, not two
     copies of it counting each process twice). ``transport_for(names)``: a transport that reaches

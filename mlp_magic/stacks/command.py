@@ -20,13 +20,12 @@ from collections.abc import Mapping
 
 from mlp_magic.stacks import StacksFault
 from mlp_magic.stacks.collect import collect
-from mlp_magic.stacks.options import StacksOptions
 
 
 class StacksReport:
     """One collection: every host's scan, the merged sections, and what could not be shown."""
 
-    def __init__(self, scans: list, options: StacksOptions):
+    def __init__(self, scans: list, options):
         from mlp_magic.output.pure.grouping import fold_hosts_shown
         from mlp_magic.stacks.pure.jobs import problems, sections
 
@@ -74,7 +73,7 @@ class StacksReport:
         return self.text
 
 
-def gather(options: StacksOptions, env: Mapping | None = None, transport_for=None) -> StacksReport:
+def gather(options, env: Mapping | None = None, transport_for=None) -> StacksReport:
     """Collect and merge; StacksFault when nothing could be read for a reason with a known fix.
     ``transport_for``: see ``collect`` (the magic's live World)."""
     from mlp_magic.core.topology import topology_from_environment
@@ -94,7 +93,7 @@ def gather(options: StacksOptions, env: Mapping | None = None, transport_for=Non
     return report
 
 
-def run_command(options: StacksOptions) -> int:
+def run_command(options) -> int:
     """``mlp-magic stacks``: print the report (or its JSON); the exit status."""
     report = gather(options)
     if options.json:
@@ -102,3 +101,8 @@ def run_command(options: StacksOptions) -> int:
     else:
         sys.stdout.write(report.text)
     return 0 if report.complete else 1
+
+
+def in_notebook(context, options) -> None:
+    """``%mlp_stacks``: the report, through the live World's engines where it covers the hosts."""
+    context.show_report(gather(options, context.env, context.world_transport_for()), options.json)

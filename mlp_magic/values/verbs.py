@@ -4,20 +4,41 @@ from __future__ import annotations
 from mlp_magic import config
 from mlp_magic.core.ranges import parse_ranks
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.values import compare, transfer
+from mlp_magic.values import compare as comparing
+from mlp_magic.values import transfer
 
 
-def values_command(owner, args, user_ns, env):
-    """A Comparison, {rank: value}, or a line saying what was pushed."""
-    if args.compare is not None:
-        compare.check_expression(args.compare)   # a syntax error runs nothing
-    world = owner.world
+def _idle_world_and_ranks(context, options) -> tuple:
+    world = context.owner.world
     if world is None:
         raise MlpMagicError("%mpirun --compare/--pull/--push: no World running (a %%mpirun cell starts one)")
-    owner.idle_world(world)
-    ranks = parse_ranks(args.ranks, world.np) if args.ranks else list(range(world.np))
-    if args.compare is not None:
-        return compare.compare(world, args.compare, ranks, args.timeout)
-    if args.pull:
-        return transfer.pull(world, args.pull, ranks, config.pull_cap(env), args.timeout)
-    return transfer.push(world, args.push, user_ns, ranks, config.pull_cap(env), args.timeout)
+    context.owner.idle_world(world)
+    return world, parse_ranks(options.ranks, world.np) if options.ranks else list(range(world.np))
+
+
+def compare(context, options) -> None:
+    """The grouped comparison is printed; ``-o NAME`` keeps the Comparison."""
+    comparing.check_expression(options.expression)   # a syntax error runs nothing
+    world, ranks = _idle_world_and_ranks(context, options)
+    found = comparing.compare(world, options.expression, ranks, options.timeout)
+    context.store(options.out, found)
+    print(found.text)
+
+
+def pull(context, options):
+    """{rank: value} is the line's value (``d = %mpirun --pull x``), or goes to ``-o NAME``."""
+    world, ranks = _idle_world_and_ranks(context, options)
+    values = transfer.pull(world, options.name, ranks, config.pull_cap(context.env), options.timeout)
+    if not options.out:
+        return values
+    context.store(options.out, values)
+    print(f"{options.out} = {{rank: {options.name}}} from {len(values)} ranks")
+    return None
+
+
+def push(context, options) -> None:
+    world, ranks = _idle_world_and_ranks(context, options)
+    line = transfer.push(world, options.name, context.user_ns, ranks, config.pull_cap(context.env),
+                         options.timeout)
+    context.store(options.out, line)
+    print(line)
