@@ -63,7 +63,9 @@ class Options:
 
 
 # ---------------------------------------------------------------------------- kinds
-_DIGITS = re.compile(r"[0-9]+")   # ASCII only: str.isdigit() accepts '²', which int() refuses
+def _ascii_digits(value: str) -> bool:
+    """0-9 only: str.isdigit() accepts '²', which int() refuses."""
+    return bool(value) and value.isascii() and value.isdigit()
 
 
 def text(value: str) -> str:
@@ -74,7 +76,7 @@ def text(value: str) -> str:
 
 def positive_int(most: int = 10 ** 9):
     def parse(value: str) -> int:
-        digits = value.lstrip("0") if _DIGITS.fullmatch(value) else ""
+        digits = value.lstrip("0") if _ascii_digits(value) else ""
         if not digits or len(digits) > 18 or int(digits) > most:
             shown = f"{value[:20]!r}..." if len(value) > 20 else repr(value)
             limit = f" up to {most}" if most < 10 ** 9 else ""
@@ -110,7 +112,7 @@ def number_in(low: float, high: float, what: str):
 
 def whole_number(value: str) -> int:
     """0, 1, 2...: a frame number (0 is the innermost)."""
-    if not _DIGITS.fullmatch(value) or len(value.lstrip("0")) > 9:
+    if not _ascii_digits(value) or len(value.lstrip("0")) > 9:
         raise BadValue(f"expected a frame number (0 is the innermost), got {value[:20]!r}")
     return int(value)
 
@@ -132,10 +134,8 @@ def choice(*names: str):
 
 
 def matching(pattern: str, what: str):
-    compiled = re.compile(pattern)
-
     def parse(value: str) -> str:
-        if not compiled.fullmatch(value):
+        if not re.fullmatch(pattern, value):
             raise BadValue(f"not {what}: {value!r}")
         return value
     return parse
@@ -194,8 +194,8 @@ def split_line(line: str, prog: str) -> list:
 
 
 # ---------------------------------------------------------------------------- $NAME
-_VAR = re.compile(r"\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$\{")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VAR = r"\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$\{"   # compiled when first used
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
 def expand_vars(line: str, env: Mapping, user_ns: Mapping | None = None) -> str:
@@ -208,7 +208,7 @@ def expand_vars(line: str, env: Mapping, user_ns: Mapping | None = None) -> str:
         if match.group(0) == "${":
             raise MlpMagicError(f"unclosed '${{' in {line.strip()!r}")
         name = match.group(1) if match.group(1) is not None else match.group(2)
-        if not _NAME.match(name):
+        if not re.fullmatch(_NAME, name):
             raise MlpMagicError(f"bad variable reference {match.group(0)!r} in {line.strip()!r}")
         if name in env:
             return str(env[name])
@@ -217,7 +217,7 @@ def expand_vars(line: str, env: Mapping, user_ns: Mapping | None = None) -> str:
         raise MlpMagicError(f"unknown variable ${name} in {line.strip()!r} "
                             "(not in the environment nor the notebook)")
 
-    return _VAR.sub(replace, line)
+    return re.sub(_VAR, replace, line)
 
 
 def _as_text(name: str, value) -> str:

@@ -13,7 +13,7 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.nvml_probe import nvml_library_loads
 from mlp_magic.gpu.engines import collect_from_engines, collect_from_world, probe_targets
 from tests import worlds
-from mlp_magic.gpu import engines as gpus
+from mlp_magic.ranks import job as rank_job
 from mlp_magic.ranks.waiting import Requests
 from tests.timing import hang_bound
 from tests.unit.gpu.test_probe import install_smi
@@ -110,10 +110,10 @@ def test_a_busy_engine_is_reported_never_waited_on(world, tmp_path):
         targets = {"idle-host": (1, world.rank_to_engine[1]), "busy-host": (0, world.rank_to_engine[0])}
         started = time.monotonic()
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(gpus, "Requests", CountedRequests)
+            patch.setattr(rank_job, "Requests", CountedRequests)
             found = collect_from_engines(world, targets, timeout=1.0)
         took = time.monotonic() - started
-        # one wait on ranks/waiting.Requests, woken by the idle engine's answer and the deadline,
+        # one RankJob waiting on ranks/waiting.Requests, woken by the idle engine's answer and the deadline,
         # not by a clock (a 0.1 s poll would wake ten times)
         [requests] = CountedRequests.made
         assert requests.wakes <= 3, requests.wakes

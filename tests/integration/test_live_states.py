@@ -101,13 +101,13 @@ def test_each_rank_says_when_it_last_wrote(ip, world4):
 def test_waiting_wakes_on_events_not_on_a_clock(ip, world4):
     """A quiet 2 s cell: the old loop woke 20 times (every 0.1 s); this one when the ranks finish."""
     assert run(ip, "%%mpirun\nimport time\ntime.sleep(2)") is None
-    assert world4.busy_job.requests.wakes <= 4, world4.busy_job.requests.wakes
+    assert world4.busy_job.job.requests.wakes <= 4, world4.busy_job.job.requests.wakes
 
 
 def test_output_wakes_the_wait_and_is_shown_before_the_cell_ends(ip, world4, capsys):
     timer_cell = "%%mpirun\nimport time\nprint('first', rank, flush=True)\ntime.sleep(2)"
     assert run(ip, timer_cell) is None
-    requests = world4.busy_job.requests
+    requests = world4.busy_job.job.requests
     assert 1 <= requests.wakes <= 10   # woken by the output and the ends, not every 0.1 s
     out = capsys.readouterr().out
     assert 0 <= out.index("] first ") < out.index("ranks 0-3 (4)")   # live, before the summary

@@ -149,7 +149,7 @@ def test_match_never_dumps_the_stacks_command_or_its_scanner(tmp_path):
     this machine (both reached over ssh): neither is a process to dump. A Python process whose
     line merely names the scanner's module is one."""
     from mlp_magic.stacks.collect import scan_command
-    from mlp_magic.stacks.options import StacksOptions
+    from mlp_magic.commands.pure.table import STACKS, options_for
 
     sleep = "sleep 98.25"
     client = stand_in(tmp_path, "ssh", sleep)
@@ -158,7 +158,7 @@ def test_match_never_dumps_the_stacks_command_or_its_scanner(tmp_path):
     command = [*console_script(), "stacks", "-H", HOSTS, "--timeout", "60", "--match", pattern]
     waiting = subprocess.Popen(command, env=local_env(MLP_MAGIC_SSH=client), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
-    other = subprocess.Popen(scan_command(StacksOptions(pids=[waiting.pid], timeout=60.0), pyspy=stuck),
+    other = subprocess.Popen(scan_command(options_for(STACKS, pids=[waiting.pid], timeout=60.0), pyspy=stuck),
                              shell=True, stdout=subprocess.DEVNULL)
     named = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)  # mlp_magic.stacks.scan"])
     try:
@@ -166,7 +166,7 @@ def test_match_never_dumps_the_stacks_command_or_its_scanner(tmp_path):
         while not (len(processes_running(sleep)) == 2 and processes_running("sleep 98.5")):
             assert time.monotonic() < deadline, "the command and the other scanner did not start"
             time.sleep(0.01)
-        scanner = scan_command(StacksOptions(match=pattern, timeout=10.0))
+        scanner = scan_command(options_for(STACKS, match=pattern, timeout=10.0))
         done = subprocess.run(scanner, shell=True, capture_output=True, text=True, timeout=60)
     finally:
         waiting.send_signal(signal.SIGINT)

@@ -48,7 +48,7 @@ cells = ["%%mpirun -np 2\nprint('hello', rank)\nimport os\nos.system('echo below
          "%%mpirun\nx = 5"]
 for cell in cells:
     ip.run_cell(cell)
-from mlp_magic.world import logs
+from mlp_magic.output import logs
 logs.written()   # the last cell's summary is written in the background
 running = wide(skip=(".ipython",))
 logs = sorted(os.listdir(os.path.join(os.environ["HOME"], ".mlp_magic", "logs")))

@@ -233,8 +233,8 @@ def _child_kernel_with_a_world():
               "from IPython.testing.globalipapp import start_ipython\n"
               "ip = start_ipython(); ip.run_line_magic('load_ext', 'mlp_magic')\n"
               "ip.run_cell('%%mpirun -np 2\\npass')\n"
-              "from mlp_magic.world import command\n"
-              "w = worlds.current_world()\n"
+              "from mlp_magic.world.owner import owner_of\n"
+              "w = owner_of(ip).world\n"
               "print('PIDS', *[p.pid for p in w.processes], flush=True)\n"
               "time.sleep(120)\n")
     kernel = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

@@ -220,11 +220,15 @@ STDLIB_AT_IMPORT = {
 STDLIB_AT_START = STDLIB_AT_IMPORT | {"collections.abc", "errno", "math", "resource", "shlex"}
 OURS_AT_IMPORT = {"mlp_magic", "mlp_magic.errors", "mlp_magic.allrun", "mlp_magic.allrun.command",
                   "mlp_magic.ssh", "mlp_magic.ssh.interrupts"}
+# The options come from the one table of verbs and its parser (commands/pure, core/options):
+# pure, standard library only, loaded before the first ssh starts.
 OURS_AT_START = OURS_AT_IMPORT | {
+    "mlp_magic.commands", "mlp_magic.commands.pure", "mlp_magic.commands.pure.options",
+    "mlp_magic.commands.pure.parse", "mlp_magic.commands.pure.table", "mlp_magic.core.options",
     "mlp_magic.config", "mlp_magic.core", "mlp_magic.core.host_command", "mlp_magic.core.hostfile",
     "mlp_magic.core.local_names",
     "mlp_magic.core.ranges", "mlp_magic.core.records", "mlp_magic.core.results",
-    "mlp_magic.core.topology", "mlp_magic.allrun.options", "mlp_magic.allrun.plan",
+    "mlp_magic.core.topology", "mlp_magic.allrun.plan",
     "mlp_magic.ssh", "mlp_magic.ssh.argv", "mlp_magic.ssh.spawn",
 }
 AT_START = r"""

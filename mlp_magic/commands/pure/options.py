@@ -13,12 +13,12 @@ from mlp_magic.core.options import (OFF, BadValue, Option, choice, matching, num
 MAX_PIDS = 4096
 STACKS_MAX_TIMEOUT = 86400.0   # a day: beyond it, poll's and the thread waits' limits would be hit
 DOCTOR_MAX_TIMEOUT = 3600.0
-_PID = re.compile(r"[0-9]{1,10}")
+_PID = r"[0-9]{1,10}"
 
 
 def process_ids(value: str) -> list:
     pieces = [p.strip() for p in value.split(",")]
-    bad = next((p for p in pieces if not _PID.fullmatch(p) or int(p) == 0), None)
+    bad = next((p for p in pieces if not re.fullmatch(_PID, p) or int(p) == 0), None)
     if bad is not None:
         raise BadValue(f"expected process ids such as 1234,1240, got {value!r} ({bad!r} is not one)")
     if len(pieces) > MAX_PIDS:

@@ -74,22 +74,23 @@ def refuse_others(verb: Verb, given: dict, prog: str) -> None:
 # ---------------------------------------------------------------------------- --compare
 # --compare takes the rest of the line as a Python expression (no $NAME expansion, no shell
 # quoting: "x['a']" stays as written); the options that may follow it are taken off its end.
-_COMPARE = re.compile(r"(?:^|\s)--compare(?:=|\s+|$)")
+# (the patterns compile when first used: allrun's start-up never needs them)
+_COMPARE = r"(?:^|\s)--compare(?:=|\s+|$)"
 _OPTION = r"(?:--ranks|--targets|-o|--out|--timeout)(?:\s+|=)\S+"
-_AFTER_COMPARE = re.compile(rf"\s+{_OPTION}\s*$")
-_BEFORE_EXPR = re.compile(rf"^\s*{_OPTION}\s+(?=\S)")
+_AFTER_COMPARE = rf"\s+{_OPTION}\s*$"
+_BEFORE_EXPR = rf"^\s*{_OPTION}\s+(?=\S)"
 
 
 def split_expression(line: str, options) -> tuple:
     """"-o c --compare m.w[0] --ranks 1-3" -> ("-o c --ranks 1-3", "m.w[0]"); (line, None)
     without --compare, or when a script comes first (--compare is then the script's)."""
-    found = _COMPARE.search(line)
+    found = re.search(_COMPARE, line)
     if found is None or _script_before(line[:found.start()], options):
         return line, None
     head, expr, tail = line[:found.start()], " " + line[found.end():], ""
-    while (before := _BEFORE_EXPR.match(expr)) is not None:
+    while (before := re.match(_BEFORE_EXPR, expr)) is not None:
         expr, head = " " + expr[before.end():], f"{head} {before.group(0)}"
-    while (after := _AFTER_COMPARE.search(expr)) is not None:
+    while (after := re.search(_AFTER_COMPARE, expr)) is not None:
         expr, tail = expr[:after.start()], after.group(0) + tail
     expr = expr.strip()
     if expr[:1] in "'\"" and expr[-1:] == expr[:1] and len(expr) > 1 and expr[0] not in expr[1:-1]:
@@ -144,7 +145,8 @@ def choose_in_line(magic: str, line: str, cell: str | None, env, user_ns=None) -
     found = Options((*verb.options, *verb.magic_options), values, given)
     found.script, found.script_args = (script[0], tuple(script[1:])) if script else (None, ())
     found.expression = expression
-    found.name = parsed.values.get(verb.flag.dest) if verb.flag is not None and verb.flag.takes_value else None
+    valued = verb.flag is not None and verb.flag.takes_value
+    found.name = parsed.values.get(verb.flag.dest) if valued else None
     return Choice(verb, found)
 
 
