@@ -256,6 +256,8 @@ def parse(words, options, prog: str, expand=None) -> Parsed:
         if option is None:
             raise MlpMagicError(f"{prog}: unknown option {word!r}")
         _refuse_a_second_of_its_group(option, given, options, prog, name)
+        if option.dest in given and not option.repeat:
+            raise MlpMagicError(f"{prog}: {name} given twice")
         given[option.dest] = name
         value = _value(option, name, value, words, prog, expand)
         values[option.dest] = (*values.get(option.dest, ()), value) if option.repeat else value

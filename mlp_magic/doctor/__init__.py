@@ -1,2 +1,3 @@
 """``mlp-magic doctor`` / ``%mlp_doctor``: every host of a job checked at once, compared, the odd one
-named (options, the per-host probe, collecting over ssh or a World's engines, the link test)."""
+named: the per-host probe, collecting over ssh or a World's engines, the link test; its options are
+a verb of commands/pure/table."""

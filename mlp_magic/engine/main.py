@@ -1,34 +1,19 @@
 """The program every rank runs: ipyparallel's engine, registered under the rank's own number.
 
-Asking the controller for engine id = launcher rank makes a start readable before any engine
-has run a line of ours: which ranks are in, which are missing, on which hosts. Each log line
-carries the rank too, so a failed start can quote the missing ranks' own lines out of the
-launcher's shared log.
+Engine id = launcher rank makes a start readable before any engine has run a line of ours (which
+ranks are in, which are missing, on which hosts), and each log line carries the rank, so a failed
+start can quote the missing ranks' own lines out of the launcher's shared log.
 
-A rank's start is about half a second of CPU (imports, the IPython shell, registration). When a
-host starts more ranks than it has cores, all of them at once thrash: measured at 128 ranks on 2
-cores, each took 0.86 s of CPU instead of 0.45 s. So at most one rank per core goes through that
-phase at a time, the others wait on a per-host slot (an flock: released by the kernel even if the
-holder dies; engine/start_slots). Hosts with a core per rank never wait.
+A rank's start is CPU-bound; ranks that outnumber a host's cores thrash if they start at once, so
+at most one rank per core goes through it at a time (engine/start_slots: a per-core flock).
 
-A lean engine: what it does not load until something asks (ipykernel's debugger, numpy, sqlite3).
-
-Every module an engine holds costs memory, and time wherever Python walks ``sys.modules``:
-pickle finds an object's module that way (``pickle.whichmodule``), so pickling mpi4py datatypes
-took 1.0-2.7 ms in an engine of 780 modules against 0.04-0.19 ms under plain mpiexec. What a
-stock engine loaded beyond ipykernel, ipyparallel and mpi4py, and what happens to it here:
-- debugpy and pydevd (about 130 modules with what they pull of the standard library: xmlrpc,
-  http, email, pydoc...): ipykernel's kernel imports its ``debugger`` module, which imports
-  debugpy. An ipyparallel engine has no debugpy stream, so that debugger can never be reached.
-  ``keep_debugger_out`` imports ``ipykernel.debugger`` once with debugpy refused, which ipykernel
-  reads as "no debugpy" (``_is_debugpy_available = False``); debugpy stays importable by cells.
-- numpy (84 modules): ipyparallel's serializer imports it at its first reply, to recognise
-  arrays (``can_map['numpy.ndarray']``). ``can_arrays_once_numpy_loads`` takes that entry out
-  and puts it back, resolved, at the first reply after a cell (or anything) imported numpy.
-- sqlite3: IPython's history, kept in memory by ipyparallel anyway (``ENGINE_ARGS``); IPython
-  before 9.17 imports sqlite3 with its history module whatever the setting.
-Each step checks the private name it relies on and, where that is gone, leaves the engine as
-ipykernel and ipyparallel made it (tests/unit/engine/test_lean_engine.py holds the contract).
+A lean engine: every module it holds costs memory, and time wherever Python walks
+``sys.modules`` (pickle's ``whichmodule``, for mpi4py's handles). ipykernel's debugger (debugpy
+and pydevd: no debugpy stream can reach it on an engine), numpy (ipyparallel's serializer would
+import it at the first reply) and sqlite3 (IPython's history) load only when something asks.
+Each step checks the private name it relies on and, where it is gone, leaves the engine as
+ipykernel and ipyparallel made it (tests/unit/engine/test_lean_engine.py); the figures are in
+benchmarks/engine_weight.py and docs/performance.md.
 """
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ when ``MLP_MAGIC_NVML_REPLAY`` names captures (``gpu/replay``). Then:
   one, so an XID is seen as it happens, not polled; else it sleeps.
 
 Recording (``python -m mlp_magic.gpu.sampler --record FILE --seconds N``) writes the JSON
-lines that the replay reads: a session with a GPU can capture real series for the tests. It has
-run on a real H100 (driver 580.159.04, scripts/gpu_check): tests/fixtures/nvml/h100-matmul-recorded.jsonl.
+lines that the replay reads: a session with a GPU captures real series for the tests
+(tests/fixtures/nvml/h100-matmul-recorded.jsonl came from scripts/gpu_check on an H100).
 """
 from __future__ import annotations
 

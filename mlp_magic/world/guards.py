@@ -42,7 +42,7 @@ def plain_replies(world) -> None:
     """Every engine publishes as plain ipykernel does from now on; said once."""
     client = world.client
     asked = {eid: client[eid].apply_async(quiet.unquieten) for eid in client.ids}
-    world._gather(asked, "switching to plain replies", "switching to plain replies (engine/quiet)")
+    world.gather_at_start(asked, "switching to plain replies", "switching to plain replies (engine/quiet)")
     say_once(world.notice, PLAIN_REPLIES)
 
 

@@ -155,7 +155,8 @@ class World:
     def _map_ranks_and_bootstrap(self) -> None:
         identify, ip = engine_identity.identify, self.controller_ip
         asked = {eid: self.client[eid].apply_async(identify, ip) for eid in self.client.ids}
-        identities = self._gather(asked, "saying who they are", "identifying itself (engine/identity)")
+        identities = self.gather_at_start(asked, "saying who they are",
+                                          "identifying itself (engine/identity)")
         by_rank = {}
         for engine_id, identity in identities.items():
             rank = identity["rank"]
@@ -190,12 +191,12 @@ class World:
             engine = self.client[self.rank_to_engine[row.rank]]
             pending[row.rank] = engine.apply_async(with_missing, engine_bootstrap.bootstrap, variables, names,
                                                    self.mpi is not None, display_cap(self.spec.np), retention)
-        answers = self._gather(pending, "their set-up (variables, MPI_Init, hooks)",
-                               "the set-up (variables, MPI_Init, hooks)")
+        answers = self.gather_at_start(pending, "their set-up (variables, MPI_Init, hooks)",
+                                       "the set-up (variables, MPI_Init, hooks)")
         guards.report_missing(self, answers)
         self.master = (master_addr, master_port)
 
-    def _gather(self, pending: dict, what: str, step: str) -> dict:
+    def gather_at_start(self, pending: dict, what: str, step: str) -> dict:
         """{rank: AsyncResult} -> {rank: value} before the start's deadline, or one error line
         naming the ranks that failed or never answered (world/start/calls)."""
         return start_calls.gather(self, pending, what, self._start_deadline, step)
@@ -208,7 +209,7 @@ class World:
             return fallback
         rank0 = self.client[self.rank_to_engine[0]]
         asked = rank0.apply_async(engine_identity.port_is_free, wanted)
-        if self._gather({0: asked}, "checking $MASTER_PORT", "checking $MASTER_PORT")[0]:
+        if self.gather_at_start({0: asked}, "checking $MASTER_PORT", "checking $MASTER_PORT")[0]:
             return wanted
         self.notice(f"mlp_magic: MASTER_PORT {wanted} (from the environment) is already in use on "
                     f"{self.host_of(0)}; the ranks use the free port {fallback} instead")

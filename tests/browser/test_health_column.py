@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 HOST = "localhost"
 BROKEN = "mlp_broken_on_purpose"       # imports, then raises: an error finding
 MISSING = "mlp_no_such_package_here"   # installed nowhere: a warning finding
-MARKS = {"ok": "✔", "warning": "!", "error": "✘", "unknown": "–"}   # labextension/src/hosttable.ts
+MARKS = {"ok": "✔", "warning": "!", "error": "✘", "unknown": "–"}   # labextension/src/view/hosttable.ts
 HEALTH_CELL = f'{PANEL} tr[data-host="{HOST}"] td.jp-MlpCluster-health'
 READ_CELL = "cell => [cell.className.replace(/.*jp-MlpCluster-health-/, ''), cell.textContent, cell.title]"
 

@@ -311,16 +311,19 @@ def test_missing_ssh_client_is_bad_input():
 def test_magic_entry_point_returns_and_stores_results(capsys):
     from mlp_magic.core.results import AllrunResult
     from mlp_magic.errors import HostFailure
-    from mlp_magic.allrun.magic import allrun_magic, run_allrun_line
+    from mlp_magic.allrun.magic import allrun_in_notebook, run_allrun
+    from mlp_magic.commands.pure.parse import allrun_in_line
 
-    options, outcome = run_allrun_line("--timeout 20 echo from-line", None, {}, env=local_env())
+    env = local_env()
+    outcome = run_allrun(allrun_in_line("--timeout 20 echo from-line", None, env, {}), env)
     assert isinstance(outcome, AllrunResult) and outcome.ok and outcome.exit_status == 0
     assert outcome["localhost"].stdout == "from-line\n"
     assert "localhost (1)" in outcome.text and "from-line" in outcome.html
 
     namespace: dict = {}
     with pytest.raises(HostFailure, match="failed on localhost"):
-        allrun_magic("-o res", "echo from-cell\nexit 5\n", namespace, env=local_env())
+        options = allrun_in_line("-o res", "echo from-cell\nexit 5\n", env, namespace)
+        allrun_in_notebook(options, namespace, env=env)
     assert namespace["res"]["localhost"].exit_code == 5
     shown = capsys.readouterr().out
     assert "[localhost] from-cell" in shown            # the live line

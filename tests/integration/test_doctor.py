@@ -80,7 +80,9 @@ def test_bad_options_are_one_line_and_exit_2():
     for args in (["--timeout", "-1"], ["--package", "bad name!"], ["--fraction", "2"], ["--np", "1"]):
         done, _ = doctor(*args)
         assert done.returncode == 2 and done.stdout == ""
-        assert done.stderr.count("\n") == 1 and done.stderr.startswith("mlp-magic: argument "), done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith(f"mlp-magic doctor: {args[0]}: "), done.stderr   # the option named
+        assert repr(args[1]) in done.stderr, done.stderr                                   # and its value
 
 
 def test_text_report_errors_first_then_what_is_shared():

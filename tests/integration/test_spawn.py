@@ -1,4 +1,4 @@
-"""``fanout.ssh.spawn``: how allrun starts each host's process, with real children; both ways it
+"""``ssh/spawn``: how allrun starts each host's process, with real children; both ways it
 has (posix_spawn, and subprocess where posix_spawn cannot do it all) must behave alike."""
 from __future__ import annotations
 

@@ -189,4 +189,4 @@ def test_a_pushed_function_runs_on_the_ranks_and_comes_back(values_world):
 
 
 def test_the_cell_form_is_refused(values_world):
-    assert "line forms" in str(run(values_world, "%%mpirun --pull vec\npass"))
+    assert "--pull is a line form" in str(run(values_world, "%%mpirun --pull vec\npass"))

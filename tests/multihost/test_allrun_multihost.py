@@ -386,13 +386,16 @@ def test_pip_install_of_a_copied_wheel_lands_on_every_host(healthy_testbed, tmp_
 def test_allrun_magic_entry_point_on_the_hosts(healthy_testbed):
     """What %allrun / %%allrun call: options and a script cell, results stored with -o."""
     from mlp_magic.errors import HostFailure
-    from mlp_magic.allrun.magic import allrun_magic
+    from mlp_magic.allrun.magic import allrun_in_notebook
+    from mlp_magic.commands.pure.parse import allrun_in_line
 
     bed = healthy_testbed
     namespace: dict = {"hosts": HOSTS}
     script = 'echo "$(hostname) here"\n[ "$(hostname)" != worker3 ] || exit 7\n'
     with pytest.raises(HostFailure, match="failed on worker3"):
-        allrun_magic("-H $hosts --connect-timeout 5 -o out", script, namespace, env=allrun_env(bed))
+        env = allrun_env(bed)
+        options = allrun_in_line("-H $hosts --connect-timeout 5 -o out", script, env, namespace)
+        allrun_in_notebook(options, namespace, env=env)
     outcome = namespace["out"]
     assert [r.host for r in outcome] == [f"worker{i}" for i in range(4)]
     assert outcome["worker3"].exit_code == 7

@@ -87,7 +87,7 @@ def test_allrun():
     fast = _cell(nb, "via_engines")
     seconds = float(re.search(r"through the engines: ([0-9.]+) s", fast).group(1))
     assert seconds < 2.0, fast
-    assert '"status": "ok"' in _cell(nb, "fanout.command --json")
+    assert '"status": "ok"' in _cell(nb, "allrun.command --json")
     assert "removed" in _cell(nb, "pip uninstall")
 
 

@@ -110,7 +110,7 @@ def test_wheel_installed_without_node_lists_the_extension_ok(wheel_built_with_no
 
     servers = run_without_node(python, "-m", "jupyter_server.extension.serverextension", "list",
                                home=tmp_path)
-    assert re.search(r"mlp_magic\.server\s+enabled", servers), servers
+    assert re.search(r"mlp_magic\.panel\s+enabled", servers), servers
 
 
 def test_wheel_builds_without_node_and_says_the_panel_is_missing(tmp_path):

@@ -29,7 +29,7 @@ def mentions(message: str, *texts: str) -> bool:
         # Python's whitespace includes \x1c-\x1f, a shell's (shlex's) does not: split both ways
         pieces = (re.split(r"[\s=:@,#\[\]$'\"]+", text) + re.split(r"[\s,]+", text) + text.split()
                   + re.split(r"[ \t\n\r\f\v]+", text) + [text.strip(), text])
-        if not text.strip() and re.search(r"empty|no hosts|names no", message):
+        if not text.strip() and re.search(r"empty|no hosts|names no|no command", message):
             return True   # a blank value can only be named as such
         for piece in filter(None, pieces):
             head = piece[:10]

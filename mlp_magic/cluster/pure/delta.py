@@ -5,7 +5,7 @@ path, value]`` and ``["del", path]``, a path being the keys and list indices fro
 (``["worlds", 0, "ranks", 17, "state"]``). A list whose length changed is set whole (its items
 have no identity to follow), and so is a mapping most of whose keys changed (one operation says
 it shorter). Applying ``diff(old, new)`` to ``old`` gives ``new``; the panel's TypeScript does the
-same (labextension/src/ops.ts).
+same (labextension/src/model/ops.ts).
 """
 from __future__ import annotations
 

@@ -3,8 +3,9 @@
 ``cluster_state`` puts together a Topology, the hosts' ``HostGpus``, the Worlds kernels publish
 and reachability; ``ClusterState.to_json()`` is the one JSON document (``mlp-magic status
 --json`` prints it, the lab panel's ``GET /mlp-magic/cluster`` serves it). A new field on a host
-row goes in ``HostView`` and ``HostView.to_json`` here (and in the panel's ``api.ts``/``model.ts``
-if the panel shows it); the collector (``collect.py``) and the text/HTML faces follow.
+row goes in ``HostView`` and ``HostView.to_json`` here, and in the panel's
+``labextension/src/model/documents.ts`` (tests/unit/test_panel_samples.py ties the two); the
+collector (``collect.py``) and the text/HTML faces follow.
 """
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ def regular_expression(value: str) -> str:
 
 
 def link_ranks(value: str) -> int:
-    if not value.isdigit() or not 2 <= int(value) <= 4096:
+    if not (value.isascii() and value.isdigit() and len(value) <= 4) or not 2 <= int(value) <= 4096:
         raise BadValue(f"expected a number of ranks from 2 to 4096, got {value!r}")
     return int(value)
 

@@ -115,24 +115,29 @@ def _script_before(head: str, options) -> bool:
 # ---------------------------------------------------------------------------- a magic's line
 def choose_in_line(magic: str, line: str, cell: str | None, env, user_ns=None) -> Choice:
     """``%mpirun``-like magics (and %mlp_cluster, %mlp_stacks, %mlp_doctor): the whole line's
-    ``$NAME`` expanded, then its verb and options."""
-    form = LINE if cell is None else CELL
+    ``$NAME`` expanded, then its verb and options. An error names what the line became when
+    ``$NAME`` changed it (else "unrecognized argument '4'" is a riddle)."""
     prog = f"%{'%' if cell is not None else ''}{magic}"
     verbs = verbs_of_magic(magic)
-    options = family(verbs, form)
+    options = family(verbs, LINE if cell is None else CELL)
     line, expression = split_expression(line or "", options) if magic == "mpirun" else (line or "", None)
     try:
         expanded = expand_vars(line, env, user_ns)
     except MlpMagicError as err:
         raise MlpMagicError(f"{prog}: {err}") from None
     try:
-        words = words_of(expanded, prog)
-        parsed = parse(words, options, prog)
+        return _choose(verbs, options, expanded, expression, cell, prog)
     except MlpMagicError as err:
         if expanded == line:
             raise
         note = EXPANSION_NOTE.format(line=line.strip(), expanded=expanded.strip())
         raise MlpMagicError(f"{err}{note}") from None
+
+
+def _choose(verbs, options, line: str, expression, cell, prog: str) -> Choice:
+    form = LINE if cell is None else CELL
+    words = words_of(line, prog)
+    parsed = parse(words, options, prog)
     given = dict(parsed.given)
     if expression is not None:
         given["verb:compare"] = "--compare"
@@ -182,8 +187,16 @@ def allrun_in_line(line: str, cell: str | None, env, user_ns=None) -> Options:
 
     prog = "%%allrun" if cell is not None else "%allrun"
     options = (*ALLRUN.options, *ALLRUN.magic_options)
-    words = list(_lazy_words(line or "", prog))
-    parsed = _parse_allrun(words, options, prog, lambda text: expand_vars(text, env, user_ns))
+    line = line or ""
+
+    def expand(text: str) -> str:
+        try:
+            return expand_vars(text, env, user_ns)
+        except MlpMagicError as err:
+            raise MlpMagicError(f"{prog}: {err}") from None
+
+    # words one at a time: the command after the options is never split (it is the remote shell's)
+    parsed = _parse_allrun(_lazy_words(line, prog), options, prog, expand, line)
     found = Options(options, parsed.values, parsed.given)
     rest = line[parsed.rest:].strip() if parsed.rest is not None else ""
     if cell is not None and rest:
@@ -199,7 +212,8 @@ def allrun_argv(argv) -> Options:
     from mlp_magic.commands.pure.table import ALLRUN
 
     options = (*ALLRUN.options, *ALLRUN.command_options)
-    parsed = _parse_allrun([(word, index) for index, word in enumerate(argv)], options, "allrun", None)
+    words = [(word, index) for index, word in enumerate(argv)]
+    parsed = _parse_allrun(words, options, "allrun", None, list(argv))
     found = Options(options, parsed.values, parsed.given)
     found.command = " ".join(argv[parsed.rest:]) if parsed.rest is not None else ""
     return found if found.help else _checked_allrun(found, "allrun")
@@ -212,8 +226,9 @@ def _lazy_words(line: str, prog: str):
         raise MlpMagicError(f"{prog}: {err}") from None
 
 
-def _parse_allrun(words: list, options, prog: str, expand):
-    """The options; a command after ``--copy SRC [DEST]`` needs ``--`` (else it would be DEST)."""
+def _parse_allrun(words, options, prog: str, expand, source):
+    """The options; a command after ``--copy SRC [DEST]`` needs ``--`` (else it would be DEST).
+    ``source``: the line (words' positions are offsets) or the argv (indices)."""
     try:
         parsed = parse(words, options, prog, expand)
     except MlpMagicError as err:
@@ -221,7 +236,7 @@ def _parse_allrun(words: list, options, prog: str, expand):
             raise MlpMagicError(f"{err} (put -- before a command that starts with -)") from None
         raise
     if "copy" in parsed.values and parsed.rest is not None and not parsed.dashes:
-        word = next(word for word, position in words if position == parsed.rest)
+        word = source[parsed.rest:].split()[0] if isinstance(source, str) else source[parsed.rest]
         raise MlpMagicError(f"{prog}: after --copy SRC [DEST], put -- before the command ({word!r})")
     return parsed
 

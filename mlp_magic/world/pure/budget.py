@@ -1,24 +1,18 @@
 """How long a World may take to start or to answer an interrupt, and whether this machine can
 hold it (pure).
 
-Starting is CPU-bound on the busiest host: each rank's Python imports ipyparallel and ipykernel
-and builds an IPython shell, about 0.5 s of CPU. Measured on 2 cores, 128 oversubscribed ranks
-take about 0.4 s of wall time per rank, so the deadlines grow with the busiest host's rank count
-(hosts start in parallel) plus a little per rank for the one controller that registers them all.
-
-Two deadlines, both from the World's size:
+Starting is CPU-bound on the busiest host (each rank imports ipyparallel and ipykernel and builds
+a shell), so the deadlines grow with the busiest host's ranks (hosts start in parallel), plus a
+little per rank for the one controller that registers them all:
 - ``stall_s``: no new engine registered for this long means the start is stuck (counted from
   the first registration: before it come the launcher's fan-out and every rank's imports);
-- ``total_s``: the whole start (registration, identification, set-up), however steady its progress.
-ipyparallel's own patience (the controller's registration window, the engines' wait for its
-reply and their heartbeat tolerance) is set to ``total_s``: during a start the kernel decides,
-with one deadline it can explain, instead of a controller quietly dropping a starved engine.
+- ``total_s``: the whole start (registration, identification, set-up), however steady.
+ipyparallel's own patience is set to ``total_s``: the kernel decides, with one deadline it can
+explain, instead of a controller quietly dropping a starved engine.
 
-An interrupt's grace (how long to wait while ranks keep stopping after a SIGINT): Python code
-stops at once, a rank stuck in C never will; but each interrupted rank then builds IPython's
-traceback (the first time, importing what that needs: ~0.1 s of CPU), so 128 ranks on 2 cores
-take seconds to answer, all at about the same time. The grace grows with the ranks each core
-of the busiest host must serve.
+An interrupt's grace (how long to wait while ranks keep stopping after a SIGINT) grows with the
+ranks each core of the busiest host serves: every interrupted rank builds IPython's traceback,
+and many ranks on few cores answer late but together.
 """
 from __future__ import annotations
 
@@ -31,9 +25,8 @@ STALL_PER_BUSIEST_RANK_S = 1.0
 TOTAL_BASE_S = 60.0
 TOTAL_PER_BUSIEST_RANK_S = 2.0
 TOTAL_PER_RANK_S = 0.05          # the controller registers every rank, whatever its host
-# Memory of one rank right after start (engine with ipykernel and mpi4py, no nanny), measured by
-# benchmarks/scale.py on this project's CI machine: 47 MiB proportional set size (its own pages
-# plus its share of the libraries all ranks map), 77 MiB RSS. User code adds to it (torch: ~300 MiB).
+# One rank right after start, in proportional set size, with some room (benchmarks/engine_weight.py
+# measures it); user code adds to it.
 RANK_MEMORY_BYTES = 60 * 2**20
 MEMORY_HEADROOM = 0.8            # leave a fifth of what is available to the user's own code
 INTERRUPT_GRACE_S = 1.0

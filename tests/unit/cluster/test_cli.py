@@ -88,10 +88,14 @@ def test_malformed_saved_file_exits_2_with_one_line(capsys, tmp_path):
 @pytest.mark.parametrize("argv, expected", [
     (["topo", "--from-file", "/nonexistent/topo.txt"], "mlp-magic: cannot read /nonexistent/topo.txt: "
                                                        "No such file or directory\n"),
-    (["topo", "--bogus"], "mlp-magic: unrecognized arguments: --bogus (see mlp-magic --help)\n"),
-    (["topo", "--timeout", "soon"], "mlp-magic: argument --timeout: invalid float value: 'soon'"),
-    (["topo", "--timeout", "0"], "mlp-magic: topo --timeout must be positive, got 0\n"),
-    ([], "mlp-magic: the following arguments are required"),
+    (["topo", "--bogus"], "mlp-magic topo: unknown option '--bogus' (see mlp-magic topo --help)\n"),
+    (["topo", "--timeout", "soon"], "mlp-magic topo: --timeout: expected a positive number of seconds, "
+                                    "got 'soon' (see mlp-magic topo --help)\n"),
+    (["topo", "--timeout", "0"], "mlp-magic topo: --timeout: expected a positive number of seconds, got '0'"),
+    (["topo", "--from-file"], "mlp-magic topo: --from-file needs a value (see mlp-magic topo --help)\n"),
+    (["topo", "extra"], "mlp-magic topo: unexpected argument 'extra' (see mlp-magic topo --help)\n"),
+    ([], "mlp-magic: give a command: topo, status, stacks, top, doctor (see mlp-magic --help)\n"),
+    (["status", "--hostfile", "h", "-H", "a"], "mlp-magic status: give either --hostfile or -H, not both"),
     (["status", "--hostfile", "/nonexistent/hosts"], "mlp-magic: "),
     (["status", "-H", "bad host;rm"], "mlp-magic: "),
 ])

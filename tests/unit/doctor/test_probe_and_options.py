@@ -1,5 +1,6 @@
-"""doctor/probe (the per-host probe: standard library only, its answer, imports in a child) and
-doctor/options (one parser for the command and the magic; bad input is one MlpMagicError)."""
+"""doctor/probe: the per-host probe (standard library only, its answer, imports in a child) and the
+answers read back. The doctor's options, one table for the command and the magic, are tested with
+the other verbs' (tests/unit/commands/pure/test_parse_others.py)."""
 from __future__ import annotations
 
 import ast
@@ -8,14 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
+from mlp_magic.commands.pure.table import DOCTOR, options_for
 from mlp_magic.doctor import probe
 from mlp_magic.doctor.collect import parse_answer, probe_command
-from mlp_magic.doctor.options import DoctorOptions, parse_doctor_line
-from mlp_magic.errors import MlpMagicError
 
 STDLIB = frozenset(sys.stdlib_module_names)
 
@@ -29,7 +25,7 @@ def test_the_probe_imports_the_standard_library_only_at_its_top():
 
 
 def test_the_probe_runs_from_its_source_alone_and_answers_json(tmp_path):
-    command = probe_command(DoctorOptions(timeout=20, no_import=True), str(tmp_path))
+    command = probe_command(options_for(DOCTOR, timeout=20, no_import=True), str(tmp_path))
     done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60, cwd="/")
     facts = parse_answer(done.stdout)
     assert isinstance(facts, dict), (facts, done.stderr)
@@ -53,26 +49,6 @@ def test_answers_that_are_not_the_probes():
     assert parse_answer("").startswith("bad answer: no JSON")
     assert parse_answer('{"probe": 1').startswith("bad answer: ")
     assert parse_answer('{"other": 1}') == "bad answer: not the probe's"
-
-
-def test_the_magic_line():
-    options = parse_doctor_line("-H worker[0-1] --package pip --package pip --links --np 4 --json", {})
-    assert (options.hosts, options.packages, options.links, options.np, options.json) == (
-        "worker[0-1]", ("pip",), True, 4, True)
-    with pytest.raises(MlpMagicError, match=r"^%mlp_doctor: .*--fraction.*usage: %mlp_doctor"):
-        parse_doctor_line("--fraction 0", {})
-    assert parse_doctor_line("--links", {}).links_backend == "auto"
-    assert parse_doctor_line("--links --links-backend mpi", {}).links_backend == "mpi"
-    with pytest.raises(MlpMagicError, match=r"^%mlp_doctor: .*--links-backend.*'nccl'"):
-        parse_doctor_line("--links-backend nccl", {})
-
-
-@given(st.text(max_size=60))
-def test_any_line_parses_or_is_one_clear_error(line):
-    try:
-        parse_doctor_line(line, {"HOME": "/root"})
-    except MlpMagicError as error:
-        assert str(error).startswith("%mlp_doctor") and "\n" not in str(error)
 
 
 def test_the_probe_answer_is_plain_json(tmp_path):

@@ -7,8 +7,8 @@ import json
 import os
 import subprocess
 
+from mlp_magic.commands.pure.table import STACKS, options_for
 from mlp_magic.stacks.collect import scan_command
-from mlp_magic.stacks.options import StacksOptions
 
 # What the scanner must not load: runpy (-m), concurrent.futures and logging (a thread pool),
 # site (-S), and the heavier parts of mlp_magic's own command side.
@@ -19,7 +19,7 @@ HEAVY = {"runpy", "concurrent.futures", "logging", "site", "argparse", "asyncio"
 def test_the_scanner_answers_and_loads_nothing_heavy(tmp_path):
     target = subprocess.Popen(["sleep", "30"])
     try:
-        command = scan_command(StacksOptions(pids=[target.pid], timeout=4.0))
+        command = scan_command(options_for(STACKS, pids=[target.pid], timeout=4.0))
         assert "sys.exit(main())" in command
         probe = command.replace("sys.exit(main())",
                                 "code = main(); print(*sorted(sys.modules), file=sys.stderr); sys.exit(code)")
