@@ -18,6 +18,7 @@ from mlp_magic import config
 from mlp_magic.gpu.pure.history import CSV_HEADER
 from mlp_magic.agent.rank import start as agent_start
 from tests.timing import hang_bound
+from tests import worlds
 
 
 pytestmark = pytest.mark.timeout(120)
@@ -37,7 +38,10 @@ def world_record(pid: int, **extra) -> dict:
 
 @pytest.fixture
 def agent(monkeypatch, tmp_path):
-    """An agent started as a World's engine starts it (this process stands in for the engine)."""
+    """An agent started as a World's engine starts it (this process stands in for the engine).
+    A World an earlier test left running in this process would publish its own record, with
+    this process's pid, beside the test's: none may be there."""
+    worlds.stop_world()
     monkeypatch.setenv(config.NVML_REPLAY, str(CAPTURE))
     key = secrets.token_hex(32)
     answer = agent_start.start_agent(key, "127.0.0.1", {}, str(tmp_path / "logs"))
