@@ -59,6 +59,7 @@ class RankJob:
         self.ranks = list(ranks)
         self.async_results = list(async_results)
         self.futures = [child for result in self.async_results for child in children(result)]
+        self._index = {rank: i for i, rank in enumerate(self.ranks)}
         self.started = time.monotonic()
         self._settled = _Settled(self.futures, kind.give_up_after_failure_s) \
             if kind.give_up_after_failure_s else None
@@ -118,7 +119,7 @@ class RankJob:
         return [rank for rank, future in zip(self.ranks, self.futures) if not future.done()]
 
     def msg_id(self, rank: int) -> str:
-        return self.futures[self.ranks.index(rank)].msg_id
+        return self.futures[self._index[rank]].msg_id
 
     # ------------------------------------------------------------------ stopping
     def interrupt(self, grace: float | None = None) -> bool:
@@ -164,7 +165,7 @@ class RankJob:
     # ------------------------------------------------------------------ answers
     def error(self, rank: int):
         """The exception rank's request ended with, or None."""
-        return remote_error(self.futures[self.ranks.index(rank)])
+        return remote_error(self.futures[self._index[rank]])
 
     def answers(self) -> dict:
         """{rank: value} of the finished ranks; a rank whose call raised, or could not be

@@ -1,8 +1,8 @@
 """The one loop that waits on ranks: requests of ours in flight, woken by events, never by a clock.
 
-Every wait of the kernel on its ranks goes through ``Requests``: a cell (mpirun/cell_run), a call
-(ranks/rank_calls: --compare, --pull...), ``%allrun`` through the engines (allrun/via_engines) and
-the World's own start (identify, bootstrap: world/world). A request on a rank is one or more
+Every wait of the kernel on its ranks goes through ``Requests``, held by the RankJob that sent the
+requests (ranks/job: a cell, a call, ``%allrun`` through the engines, the World's start, its
+chores). A request on a rank is one or more
 futures of ipyparallel's client (its reply, and for cells its output, complete on the rank's
 'idle'). Their callbacks run on the client's IO thread: they count the request down, note that a
 rank wrote, and wake the waiter; the World's lifeline (world/lifeline) wakes it when the
