@@ -12,6 +12,8 @@ import sys
 from typing import Optional
 
 from mlp_magic.core.local_names import is_this_machine
+from mlp_magic.core.user_files import read_text
+from mlp_magic.gpu.pure.smi_topo import MAX_TOPO_BYTES
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu import HostGpus, parse_topo_matrix, probe_local
 from mlp_magic.cluster.collect import CollectOptions, StateCollector
@@ -26,10 +28,12 @@ class HostProbeFailed(Exception):
 # ------------------------------------------------------------------------------------ topo
 
 def _read_saved(path: str, host: Optional[str]) -> HostGpus:
-    try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8", errors="replace").read()
-    except OSError as exc:
-        raise MlpMagicError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    if path == "-":
+        text = sys.stdin.read(MAX_TOPO_BYTES + 1)
+        if len(text) > MAX_TOPO_BYTES:
+            raise MlpMagicError("--from-file -: stdin holds more than 1 MiB: not a saved topology")
+    else:
+        text = read_text(path, "--from-file", MAX_TOPO_BYTES)
     name = host or ("stdin" if path == "-" else os.path.splitext(os.path.basename(path))[0])
     return parse_topo_matrix(text, host=name, source=path)
 

@@ -235,11 +235,10 @@ def _inventory(host: Optional[str], value: Any) -> HostGpus:
         return HostGpus.from_dict(dict(value.to_dict(), host=host or value.host))
     if isinstance(value, (str, os.PathLike)) and host:
         path = os.fspath(value)
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError as exc:
-            raise MlpMagicError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+        from mlp_magic.core.user_files import read_text
+        from mlp_magic.gpu.pure.smi_topo import MAX_TOPO_BYTES
+
+        text = read_text(path, f"{host}'s saved topology", MAX_TOPO_BYTES)
         return parse_topo_matrix(text, host=host, source=path)
     raise MlpMagicError("gpus: expected {host: HostGpus or saved `nvidia-smi topo -m` file} or a "
                         "list of HostGpus, got %r for %r" % (type(value).__name__, host))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
 
+from mlp_magic.core.user_files import read_text
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.core.hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, expand_names,
                                      parse_count, parse_host_list, parse_hostfile, reject_duplicates,
@@ -139,9 +139,11 @@ def _from_options(hostfile, hosts, read_text) -> tuple | None:
     return None
 
 
-def _read(path: str, read_text: Callable, what: str) -> str:
+def _read(path: str, reader: Callable, what: str) -> str:
+    if reader is _read_text_file:
+        return _read_text_file(path, what)   # its own errors name the option and the path
     try:
-        return read_text(path)
+        return reader(path)
     except FileNotFoundError:
         raise MlpMagicError(f"{what}: no such file {quote(path)}") from None
     except IsADirectoryError:
@@ -289,20 +291,9 @@ def count_local_gpus() -> int:
 MAX_HOSTFILE_BYTES = 64 << 20   # ~1M hosts' lines: more is not a hostfile
 
 
-def _read_text_file(path: str) -> str:
-    """A hostfile's text; a pipe or a device (``/dev/zero``) is refused before it is opened
-    (opening a FIFO would wait for a writer; reading a device would never end)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        mode = stat.S_IFREG   # open() below names what is wrong
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        raise ValueError("not a regular file (a pipe or a device)")
-    with open(path, "rb") as handle:
-        data = handle.read(MAX_HOSTFILE_BYTES + 1)
-    if len(data) > MAX_HOSTFILE_BYTES:
-        raise ValueError(f"larger than {MAX_HOSTFILE_BYTES >> 20} MiB")
-    return data.decode("utf-8")
+def _read_text_file(path: str, what: str = "hostfile") -> str:
+    """A hostfile's text: core/user_files' bounded read (no device, pipe or folder)."""
+    return read_text(path, what, MAX_HOSTFILE_BYTES)
 
 
 def topology_from_environment(

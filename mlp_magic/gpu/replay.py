@@ -24,6 +24,7 @@ import time
 from types import SimpleNamespace
 
 from mlp_magic.core.records import Record
+from mlp_magic.core.user_files import read_bytes
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.pure.smi_table import parse_smi_tables
 
@@ -134,12 +135,11 @@ def _recording_frames(numbered: list, name: str) -> tuple:
     return static, header["static"].get("driver"), frames
 
 
+MAX_CAPTURE_BYTES = 64 << 20   # an hour of 8 GPUs sampled each second is a few MiB
+
+
 def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            return file.read()
-    except OSError as error:
-        raise MlpMagicError(f"NVML replay: cannot read {path}: {error.strerror or error}") from None
+    return read_bytes(path, "NVML replay", MAX_CAPTURE_BYTES).decode("utf-8", errors="replace")
 
 
 def load_capture(paths) -> Capture:

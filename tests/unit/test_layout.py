@@ -228,7 +228,7 @@ OURS_AT_START = OURS_AT_IMPORT | {
     "mlp_magic.config", "mlp_magic.core", "mlp_magic.core.host_command", "mlp_magic.core.hostfile",
     "mlp_magic.core.local_names",
     "mlp_magic.core.ranges", "mlp_magic.core.records", "mlp_magic.core.results",
-    "mlp_magic.core.topology", "mlp_magic.allrun.plan",
+    "mlp_magic.core.topology", "mlp_magic.core.user_files", "mlp_magic.allrun.plan",
     "mlp_magic.ssh", "mlp_magic.ssh.argv", "mlp_magic.ssh.spawn",
 }
 AT_START = r"""

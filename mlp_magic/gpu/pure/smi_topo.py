@@ -27,11 +27,16 @@ _COLUMN_GAP = re.compile(r"\t|\s{2,}")
 _MISSING = ("", "N/A", "[N/A]", "[Not Supported]", "[Unknown Error]")
 
 LINK_TYPES_HELP = "X, NV#, PIX, PXB, PHB, NODE, SYS or SOC"
+MAX_TOPO_BYTES = 1 << 20   # the matrix of the largest machines is a few kB: more is another file
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _fail(source: str, lineno: int, what: str, line: str) -> MlpMagicError:
-    shown = line if len(line) <= 120 else line[:117] + "..."
-    return MlpMagicError("%s, line %d: %s: %r" % (source, lineno, what, shown))
+    """One line: where, what, and the line quoted short (a wrong file must not be repeated)."""
+    return MlpMagicError("%s, line %d: %s: %r" % (source, lineno, _short(what, 160), _short(line, 80)))
 
 
 def _split_cells(line: str) -> List[str]:

@@ -86,8 +86,10 @@ def test_malformed_saved_file_exits_2_with_one_line(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["topo", "--from-file", "/nonexistent/topo.txt"], "mlp-magic: cannot read /nonexistent/topo.txt: "
-                                                       "No such file or directory\n"),
+    (["topo", "--from-file", "/nonexistent/topo.txt"], "mlp-magic: --from-file '/nonexistent/topo.txt': "
+                                                       "no such file\n"),
+    # a device is refused before a byte is read (it was read whole: 23 GiB, then the OOM killer)
+    (["topo", "--from-file", "/dev/zero"], "mlp-magic: --from-file '/dev/zero': a device, not a file\n"),
     (["topo", "--bogus"], "mlp-magic topo: unknown option '--bogus' (see mlp-magic topo --help)\n"),
     (["topo", "--timeout", "soon"], "mlp-magic topo: --timeout: expected a positive number of seconds, "
                                     "got 'soon' (see mlp-magic topo --help)\n"),
@@ -223,4 +225,13 @@ def test_real_process_prints_json(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mlp_magic.cli", "topo", "--from-file", str(tmp_path)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == "mlp-magic: cannot read %s: Is a directory\n" % tmp_path
+    assert done.stderr == "mlp-magic: --from-file '%s': a folder, not a file\n" % tmp_path
+
+
+def test_a_wrong_file_is_not_repeated_back(capsys, tmp_path):
+    """/etc/passwd-like text: one short line naming the file and the line, not the file."""
+    wrong = tmp_path / "accounts"
+    wrong.write_text("".join(f"user{i}:x:{i}:{i}:user{i}:/home/user{i}:/bin/sh\n" for i in range(200)))
+    code, out, err = run(capsys, "topo", "--from-file", str(wrong))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"mlp-magic: {wrong}, line 1: ") and len(err) < 400 and "user150" not in err
