@@ -1,6 +1,8 @@
 """Debugging on real ranks: sys.argv in cells, %mpirun script.py, post-mortem and --where."""
 import json
 import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -134,6 +136,19 @@ def test_script_exit_statuses(ip, tmp_path):
     assert shown == f"ScriptExit: {tmp_path / 'strict.py'} exited with status 2"
 
 
+def test_a_script_that_does_not_compile_is_one_syntax_error_as_python_shows_it(ip, tmp_path):
+    """The file, the line, the caret: none of the frames that ran it, nor the generated call."""
+    broken = tmp_path / "broken.py"
+    broken.write_text("x = 1\nif x >\n    print(x)\n")
+    assert isinstance(run(ip, f"%mpirun -np 2 -o broken {broken}"), RankFailure)
+    expected = subprocess.run([sys.executable, str(broken)], capture_output=True, text=True).stderr
+    shown = ip.user_ns["broken"][0].error
+    assert shown.strip().splitlines() == expected.strip().splitlines()[-4:]   # python's, less its header
+    assert "__import__" not in shown and "script.py" not in shown and str(broken) in shown
+    assert isinstance(run(ip, "%mpirun -o passwd /etc/passwd"), RankFailure)
+    assert ip.user_ns["passwd"][0].error.strip().splitlines()[-1].startswith("SyntaxError: ")
+
+
 def test_a_missing_script_is_named_and_nothing_runs(ip, tmp_path, mlp_home):
     logs = os.path.join(mlp_home, "logs")
     before = set(os.listdir(logs)) if os.path.isdir(logs) else set()
@@ -141,6 +156,7 @@ def test_a_missing_script_is_named_and_nothing_runs(ip, tmp_path, mlp_home):
     assert error_line(error) == f"%mpirun: script {tmp_path}/nowhere.py: no such file; nothing was run"
     error = run(ip, f"%mpirun {tmp_path}")
     assert "is a folder, not a script" in error_line(error)
+    assert "is a pipe or a device, not a script" in error_line(run(ip, "%mpirun /dev/zero"))
     assert (set(os.listdir(logs)) if os.path.isdir(logs) else set()) == before   # no cell ran
 
 

@@ -16,10 +16,13 @@ Python does before it exits (their output is the script's, not the next cell's).
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import threading
+import traceback
 
 from mlp_magic.core.source_files import is_user_code
+from mlp_magic.core.user_files import read_bytes
 from mlp_magic.engine.bootstrap import engine_shell
 
 _SCRIPT_FOLDERS: list = []     # every folder a script ran from on this rank, in order
@@ -34,14 +37,37 @@ class ScriptExit(Exception):
         return [f"{type(self).__name__}: {self}"]
 
 
+class ScriptSyntaxError(Exception):
+    """The script does not compile: shown as Python shows it, the file, the line and the caret,
+    with none of the frames that ran it."""
+
+    def __init__(self, error: SyntaxError):
+        super().__init__(str(error))
+        self.lines = traceback.format_exception_only(type(error), error)
+
+    def _render_traceback_(self):
+        return [line.rstrip("\n") for line in self.lines]
+
+
+MAX_SCRIPT_BYTES = 64 << 20
+
+
 def script_problem(path: str) -> str:
     """Why ``path`` cannot be run on this rank ("" when it can)."""
-    if not os.path.exists(path):
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
         return "no such file"
-    if os.path.isdir(path):
+    except (OSError, ValueError) as err:
+        return f"cannot be read ({getattr(err, 'strerror', None) or err})"
+    if stat.S_ISDIR(mode):
         return "is a folder, not a script"
+    if not stat.S_ISREG(mode):
+        return "is a pipe or a device, not a script"
     if not os.access(path, os.R_OK):
         return "cannot be read"
+    if os.path.getsize(path) > MAX_SCRIPT_BYTES:
+        return f"is larger than {MAX_SCRIPT_BYTES >> 20} MiB: not a script"
     return ""
 
 
@@ -49,8 +75,7 @@ def run_script(path: str, argv: list) -> None:
     """``path``: absolute; ``argv``: sys.argv as the script should see it (argv[0] as typed)."""
     __tracebackhide__ = True  # noqa: F841 - IPython's traceback leaves this frame out
     namespace = engine_shell().user_ns
-    with open(path, "rb") as handle:
-        code = compile(handle.read(), path, "exec", dont_inherit=True)
+    code = _compiled(path)
     folder = os.path.dirname(os.path.realpath(path))
     if folder not in _SCRIPT_FOLDERS:
         _SCRIPT_FOLDERS.append(folder)
@@ -74,6 +99,18 @@ def run_script(path: str, argv: list) -> None:
         else:
             namespace["__file__"] = saved_file
         _change_back(saved_cwd)
+
+
+def _compiled(path: str):
+    """The script's code, read within a bound; a syntax error as Python shows it, in the file."""
+    __tracebackhide__ = True  # noqa: F841
+    source = read_bytes(path, "script", MAX_SCRIPT_BYTES)
+    try:
+        return compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as err:
+        raise ScriptSyntaxError(err) from None
+    except ValueError as err:   # a NUL byte: Python's own words for it, and the file
+        raise ScriptSyntaxError(SyntaxError(f"{err} ({path})")) from None
 
 
 def _run(code, namespace: dict, name: str) -> None:
