@@ -1,10 +1,11 @@
 """``python -m mlp_magic.agent``: the per-host agent's process.
 
 Served (the World's, started by ``agent/rank/start``): the first line on stdin is the setup,
-``{"key": hex, "bind": address, "ranks": {rank: {"pid", "create_time"}}, "log_root": path}``
+``{"key": hex, "bind": address, "ranks": {rank: {"pid", "create_time", "sid"}}, "log_root": path}``
 (on stdin, never on argv: ``ps`` shows argv); the first line on stdout is the answer,
 ``{"port": N, "pid": P}`` or ``{"error": "..."}``. It then serves ``agent/server`` until its
-stdin closes or its parent ends (the rank that started it died), and exits at once.
+stdin closes or its parent ends (the rank that started it died); then it stops what the host's
+ranks that have ended left in their sessions (agent/leftovers), and exits.
 
 ``--stdio`` (``mlp-magic top`` over ssh, where no World runs): the subscribe stream on stdout,
 no key (ssh authenticated the caller), until stdin closes or stdout's reader leaves.
@@ -18,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from mlp_magic import config
 from mlp_magic.errors import MlpMagicError
@@ -32,7 +34,8 @@ def _setup(line: bytes) -> dict:
     try:
         setup = json.loads(line.decode("utf-8"))
         key = key_bytes(setup["key"])
-        ranks = {int(rank): {"pid": int(info["pid"]), "create_time": float(info["create_time"])}
+        ranks = {int(rank): {"pid": int(info["pid"]), "create_time": float(info["create_time"]),
+                             "sid": None if info.get("sid") is None else int(info["sid"])}
                  for rank, info in dict(setup.get("ranks") or {}).items()}
         bind = str(setup.get("bind") or "127.0.0.1")
         log_root = str(setup.get("log_root") or config.log_root())
@@ -114,7 +117,25 @@ def serve() -> int:
     _start_thread(server.serve_forever)
     _say({"port": server.port, "pid": os.getpid()})
     stop.wait()
+    _end_leftovers(list(setup["ranks"].values()))
     return 0
+
+
+RANKS_ENDING_S = 5.0   # after the agent's own rank: how long the host's other ranks have to end
+
+
+def _end_leftovers(ranks: list) -> None:
+    """What the host's ranks left in their sessions, once they ended (a World stopping ends them
+    all; a rank still running afterwards is not stopping, and keeps what it made)."""
+    from mlp_magic.agent.leftovers import end_sessions, own_sessions
+    from mlp_magic.core.deadline import until
+
+    def ended(rank: dict) -> bool:
+        return not os.path.exists(f"/proc/{rank['pid']}")   # (a reused pid: own_sessions tells)
+
+    # a rank's end announces nothing to us (not our child; no pidfd kept): looked at again
+    until(lambda: all(ended(rank) for rank in ranks), time.monotonic() + RANKS_ENDING_S, longest_s=0.2)
+    end_sessions(own_sessions([rank for rank in ranks if ended(rank)]))
 
 
 def stream_to_stdout() -> int:

@@ -34,8 +34,7 @@ def _address(world, rank: int) -> str:
 
 
 def _host_ranks(world, host: str) -> dict:
-    return {row.rank: {"pid": world.identities[row.rank].get("pid"),
-                       "create_time": world.identities[row.rank].get("create_time")}
+    return {row.rank: {name: world.identities[row.rank].get(name) for name in ("pid", "create_time", "sid")}
             for row in world.layout if row.host == host}
 
 

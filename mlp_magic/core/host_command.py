@@ -92,3 +92,10 @@ def caller_folder(getcwd) -> str:
         return getcwd()
     except OSError:
         return ""
+
+
+# A command ended, but a process it left in the background holds its output open: how long its
+# output is still read, whatever reaches the host, and what the host's stderr then says.
+BACKGROUND_GRACE_S = 2.0
+LEFT_IN_THE_BACKGROUND = ("allrun: the command ended, a process it left in the background still holds its "
+                          "output: not waited for\n")

@@ -20,6 +20,13 @@ def parse_stat(data: bytes) -> tuple | None:
     return fields[0].decode("ascii", "replace"), int(fields[19])
 
 
+def session_of(data: bytes) -> int | None:
+    """The session id in a ``/proc/PID/stat`` text (its 6th field), or None."""
+    end = data.rfind(b")")
+    fields = data[end + 2:].split() if end >= 0 else []
+    return int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else None
+
+
 def parse_boot_time(data: bytes) -> float | None:
     """The boot time (epoch seconds) in a ``/proc/stat`` text, or None."""
     for line in data.splitlines():

@@ -27,6 +27,7 @@ LONG_CELL_S = 1.0
 def run_cell(owner, args, code: str, env, notice=print, world=None) -> MpirunResult:
     """Run ``code`` on the ranks; the grouped output is shown; RankFailure if a rank failed.
     ``world``: the World to run on as it is (an inspection), else the one ``args`` plan."""
+    logs.check_root(args.log_dir)   # before anything starts: nothing changes on a bad one
     if world is None:
         spec = wanted_spec(args, env, owner.world)
         ranks = chosen_ranks(args.ranks, spec.np)   # a bad --ranks starts nothing

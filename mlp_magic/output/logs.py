@@ -22,7 +22,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from mlp_magic import config
+from mlp_magic.core.user_files import shown
 from mlp_magic.engine.private_files import open_private, private_dirs
+from mlp_magic.errors import MlpMagicError
 from mlp_magic.output.rank.retention import prune
 
 _pruned_roots: set = set()
@@ -33,9 +35,27 @@ _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlp-magic-logs")
 atexit.register(_writer.shutdown, wait=True)
 
 
+def check_root(root: str | None) -> None:
+    """``--log-dir``: a folder this user can write, made if missing; else one line naming it,
+    before anything runs (the ranks would put the logs elsewhere, and the footer lie)."""
+    if root is None:
+        return
+    path = os.path.abspath(os.path.expanduser(root))
+    try:
+        private_dirs(path)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable by this user")
+    except (OSError, ValueError) as err:   # ValueError: a NUL byte
+        why = getattr(err, "strerror", None) or str(err)
+        if isinstance(err, (FileExistsError, NotADirectoryError)) or os.path.isfile(path):
+            why = "a file, not a folder" if os.path.isfile(path) else "a file is in the way"
+        raise MlpMagicError(f"--log-dir {shown(root)}: cannot keep the logs there: {why}") from None
+
+
 def new_cell_dir(root: str | None = None) -> str:
     """A fresh cell directory's path; it is created by whoever writes in it first. The first
     call of this kernel also has old cells removed from the log root (in the background)."""
+    check_root(root)
     days = config.log_keep_days()
     default_root = config.log_root()
     if default_root not in _pruned_roots:
@@ -43,7 +63,7 @@ def new_cell_dir(root: str | None = None) -> str:
         if days:
             _writer.submit(prune, default_root, days)
     name = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_cell_numbers):04d}"
-    return os.path.abspath(os.path.join(config.log_root(root), name))
+    return os.path.abspath(os.path.join(config.log_root(root and os.path.expanduser(root)), name))
 
 
 def written(timeout: float = 30.0) -> None:

@@ -28,6 +28,7 @@ from mlp_magic.ssh.argv import KILLER, Target, as_targets, destination, remote_c
 from mlp_magic.ssh.spawn import Launch, gated
 from mlp_magic.ssh.names import Gate, check_names
 from mlp_magic.ssh.spawn import raise_nofile_limit, signal_group
+from mlp_magic.core.host_command import BACKGROUND_GRACE_S, LEFT_IN_THE_BACKGROUND
 from mlp_magic.ssh.streams import Child, Stream, pump, reap_bounded, wait_bounded
 
 DEFAULT_MAX_BYTES = 8 << 20       # output kept in memory per stream per host (--outdir keeps all)
@@ -245,8 +246,19 @@ class HostRunner:
 
     @staticmethod
     async def _drain(proc: Child, out: Stream, err: Stream) -> int:
-        await asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err))
-        return await proc.wait()
+        """The process's exit status once its output is in. A process the command left in the
+        background may hold the output open long after (``sh -c 'sleep 100 & echo bg'``, as a
+        terminal does not wait for it): its output is read for ``BACKGROUND_GRACE_S`` more, then
+        left, and the host's stderr says so."""
+        pumps = asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err))
+        code = await proc.wait()
+        await wait_bounded(pumps, BACKGROUND_GRACE_S)
+        if not pumps.done():
+            pumps.cancel()
+            proc.close_pipes()
+            await asyncio.gather(pumps, return_exceptions=True)
+            err._keep(LEFT_IN_THE_BACKGROUND.encode())
+        return code
 
     async def _kill(self, target: Target, proc, err: Stream, drained: asyncio.Future) -> None:
         """Stop a host's command for real (TERM, then KILL after a grace period), keeping the

@@ -19,6 +19,7 @@ import time
 
 import psutil
 
+from mlp_magic.agent.leftovers import end_sessions, own_sessions
 from mlp_magic.core.deadline import until
 from mlp_magic.engine.main import PROGRAM as ENGINE_PROGRAM
 from mlp_magic.engine.private_files import open_private
@@ -268,7 +269,24 @@ def stop_recorded(record: dict) -> int:
     the ranks are not filtered by host (a hostfile may name this machine by an address), and a
     rank elsewhere that matched both here would be one of this World's own processes, started in
     the same instant. How many were signalled."""
-    return kill_trees(published.recorded_processes(record) + list(published.recorded_ranks(record).values()))
+    ranks = published.recorded_ranks(record)
+    killed = kill_trees(published.recorded_processes(record) + list(ranks.values()))
+    sids = published.recorded_sessions(record)
+    return killed + len(end_leftovers([{"pid": pid, "create_time": started, "sid": sids.get(rank)}
+                                       for rank, (pid, started) in ranks.items()]))
+
+
+def stop_ranks(ranks: list) -> int:
+    """Stop ranks on this machine ({pid, create_time, sid}: what engine/identity reported) that
+    outlived their launcher, and whatever they left in their sessions. How many were signalled."""
+    killed = kill_trees([(rank.get("pid"), rank.get("create_time")) for rank in ranks if rank.get("pid")])
+    return killed + len(end_leftovers(ranks))
+
+
+def end_leftovers(ranks: list) -> list:
+    """The processes the ranks left in their sessions (a child made with ``os.fork``: init's now,
+    deaf to SIGTERM), stopped; their pids."""
+    return end_sessions(own_sessions(ranks))
 
 
 def reap_orphans(notice=print) -> None:

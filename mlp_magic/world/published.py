@@ -114,6 +114,13 @@ def recorded_ranks(record: dict) -> dict:
             if str(rank).isdigit() and isinstance(value, list) and len(value) >= 2}
 
 
+def recorded_sessions(record: dict) -> dict:
+    """{rank: session id} of the ranks the record's private part names (agent/leftovers)."""
+    sessions = private_part(record).get("sessions")
+    entries = sessions.items() if isinstance(sessions, dict) else ()
+    return {int(rank): sid for rank, sid in entries if str(rank).isdigit() and isinstance(sid, int)}
+
+
 def recorded_processes(record: dict) -> list:
     """[(pid, process start time)] of the World's own processes (controller, launcher)."""
     processes = record.get("processes")

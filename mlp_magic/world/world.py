@@ -37,7 +37,7 @@ from mlp_magic.world.lifeline import Lifeline, wait_for_ends
 from mlp_magic.agent.launch import start_agents
 from mlp_magic.world.live import LiveWorld
 from mlp_magic.world.start.mpi import MpiInfo
-from mlp_magic.world.processes import kill_trees, reap_orphans, wait_for_file
+from mlp_magic.world.processes import reap_orphans, stop_ranks, wait_for_file
 from mlp_magic.ranks.quiet_replies import complete_quiet_outputs
 from mlp_magic.world.start.registration import Waiting, wait_for_engines
 
@@ -296,7 +296,9 @@ class World:
             # For the server's actions only (never served): which process each rank is.
             "agents": self.agents,
             "private": {"ranks": {rank: [i.get("pid"), i.get("create_time")]
-                                  for rank, i in self.identities.items()}, "agent_key": self.agent_key},
+                                  for rank, i in self.identities.items()},
+                        "sessions": {rank: i.get("sid") for rank, i in self.identities.items()},
+                        "agent_key": self.agent_key},
         }
 
     def refresh_gpus(self, timeout: float = 3.0, at_most_every: float = 0.0) -> None:
@@ -357,12 +359,10 @@ class World:
 
     def _stop_orphaned_ranks(self) -> None:
         """The ranks on this machine that outlived their launcher (killed, or the OOM killer's
-        pick): OpenMPI starts each in a session of its own, so they are nobody's children any
-        more and the launcher's stop misses them. Each checked by pid and start time; a rank
-        already gone costs one failed lookup."""
+        pick: in sessions of their own, nobody's children any more), and whatever they left in
+        their sessions (a cell's ``os.fork``). Each checked by pid and start time."""
         here = socket.gethostname()
-        kill_trees([(i.get("pid"), i.get("create_time")) for i in self.identities.values()
-                    if i.get("host") == here and i.get("pid")])
+        stop_ranks([i for i in self.identities.values() if i.get("host") == here])
 
     def _wait_for_launcher(self, seconds: float) -> None:
         wait_for_ends(self.processes[1:], seconds)   # on their pid file descriptors

@@ -1,4 +1,6 @@
 """%allrun through a live World's engines (one per host, no ssh), and its fallback."""
+import os
+import signal
 import time
 
 import psutil
@@ -43,6 +45,21 @@ def test_allrun_cell_script_and_exit_status(world_up, capsys):
     assert (result.status, result.exit_code, result.stdout) == ("failed", 3, "step one\n")
     assert script.exit_status == 3
     assert "exit 3" in capsys.readouterr().out
+
+
+def test_a_process_left_in_the_background_is_not_waited_for_on_the_engines(world_up):
+    """It held the notebook for the whole sleep, saying nothing of what it waited for."""
+    ip = world_up
+    started = time.monotonic()
+    error = run(ip, "%allrun -o bg sh -c 'sleep 120 & echo $!'")
+    took = time.monotonic() - started
+    result = ip.user_ns["bg"].results[0]
+    background = int(result.stdout.split()[0])
+    try:
+        assert error is None and took < hang_bound(2.0), took
+        assert "a process it left in the background still holds its output" in result.stderr
+    finally:
+        os.kill(background, signal.SIGKILL)
 
 
 def test_allrun_timeout_kills_the_command_on_the_engine_host(world_up):

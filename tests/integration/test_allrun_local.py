@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from mlp_magic.errors import MlpMagicError
@@ -48,6 +49,20 @@ def test_local_machine_runs_without_ssh():
     assert entry["host"] == "localhost"
     assert (entry["status"], entry["exit_code"]) == ("failed", 4)
     assert (entry["stdout"], entry["stderr"]) == ("out\n", "err\n")
+
+
+def test_a_process_left_in_the_background_is_not_waited_for():
+    """As a terminal: the command's end is the end (it held allrun for the whole sleep)."""
+    started = time.monotonic()
+    done = allrun("--", "sh -c 'sleep 120 & echo $!'")
+    took = time.monotonic() - started
+    background = int(done.stdout.split("\n")[1])   # the pid it printed, under the host's header
+    try:
+        assert done.returncode == 0 and took < hang_bound(2.0), (took, done.stdout, done.stderr)
+        assert "a process it left in the background still holds its output: not waited for" in done.stdout
+        assert psutil.pid_exists(background)   # left running, as a terminal leaves it
+    finally:
+        os.kill(background, signal.SIGKILL)
 
 
 def test_grouped_summary_and_footer():

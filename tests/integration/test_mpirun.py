@@ -156,6 +156,18 @@ def test_bad_np_changes_nothing(ip, capsys):
     assert worlds.current_world() is world and world.alive()
 
 
+@pytest.mark.parametrize("where, why", [("/proc/nope", "No such file or directory"),
+                                        ("/etc/passwd", "a file, not a folder")])
+def test_a_log_dir_that_cannot_hold_the_logs_is_refused_before_anything_runs(ip, where, why):
+    """It was ignored in silence: the logs went to the default root, the footer named a folder that
+    did not exist, and summary.json was written nowhere."""
+    world = worlds.current_world()
+    error = run(ip, f"%%mpirun --log-dir {where}\nprint('never')")
+    assert isinstance(error, MlpMagicError) and "\n" not in str(error)
+    assert str(error) == f"--log-dir '{where}': cannot keep the logs there: {why}"
+    assert worlds.current_world() is world   # nothing started, nothing stopped
+
+
 def test_unknown_variable_is_named(ip):
     error = run(ip, "%%mpirun -np $MLP_NO_SUCH_VARIABLE\npass")
     assert "$MLP_NO_SUCH_VARIABLE" in str(error)

@@ -202,6 +202,36 @@ def test_output_below_python_is_capped_and_logged_too(fresh_world):
     assert flood[0].stdout == "done\n"
 
 
+FORK_DEAF_TO_SIGTERM = """%%mpirun -o forked
+import os, signal, time
+child = os.fork()
+if child == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)   # as a fork of an engine whose handlers it keeps
+    time.sleep(300)
+    os._exit(0)
+print(child)
+"""
+
+
+def test_a_stop_ends_what_a_cell_forked(fresh_world):
+    """A child made with os.fork() outlived --stop, re-parented to init and deaf to SIGTERM (4
+    of 4 runs): the stop now ends every process in the ranks' sessions."""
+    ip = fresh_world
+    assert run(ip, FORK_DEAF_TO_SIGTERM) is None
+    children = [int(result.stdout) for result in ip.user_ns["forked"]]
+    assert all(psutil.pid_exists(pid) for pid in children)
+    run(ip, "%mpirun --stop")
+    assert wait_until(lambda: not any(_running(pid) for pid in children), hang_bound(2.0)), children
+    run(ip, "%%mpirun -np 4\npass")   # for the fixture's own stop
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def test_stacks_of_an_idle_world_on_demand(fresh_world, capsys):
     world = worlds.current_world()
     text, html = stacks.stack_snapshot(world, list(range(4)))

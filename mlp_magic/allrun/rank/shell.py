@@ -14,7 +14,8 @@ import sys
 import threading
 import time
 
-from mlp_magic.core.host_command import shell_argv, without_rank_variables
+from mlp_magic.core.host_command import (BACKGROUND_GRACE_S, LEFT_IN_THE_BACKGROUND, shell_argv,
+                                         without_rank_variables)
 
 
 def _kill_group(proc) -> None:
@@ -34,8 +35,12 @@ def run_shell(command: str, timeout: float | None = None, folder: str = "",
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
                             start_new_session=True, env=without_rank_variables(os.environ))
 
+    done = threading.Event()   # after it, what a background process still prints is dropped
+
     def pump(source, sink):
         for line in source:
+            if done.is_set():
+                continue
             sink.write(line)
             sink.flush()
 
@@ -53,9 +58,20 @@ def run_shell(command: str, timeout: float | None = None, folder: str = "",
         raise
     if timed_out:
         _kill_group(proc)
-    for thread in pumps:
-        thread.join(5)
-    for pipe in (proc.stdout, proc.stderr):  # a background child holding them must not print later
-        pipe.close()
+    _finish_output(pumps, done)
     return {"exit_code": None if timed_out else proc.returncode, "timed_out": timed_out,
             "seconds": time.monotonic() - started}
+
+
+def _finish_output(pumps: list, done: threading.Event) -> None:
+    """The output still coming for ``BACKGROUND_GRACE_S``; a process the command left in the
+    background may hold the pipes for long (``sh -c 'sleep 100 & echo bg'``): not waited for,
+    said in one line, and what it prints later is dropped (never shown in a later cell). The
+    pumps are not closed under a read: closing a reader another thread reads waits for that read."""
+    deadline = time.monotonic() + BACKGROUND_GRACE_S
+    for thread in pumps:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    done.set()
+    if any(thread.is_alive() for thread in pumps):
+        sys.stderr.write(LEFT_IN_THE_BACKGROUND)
+        sys.stderr.flush()
