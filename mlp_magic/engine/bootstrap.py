@@ -108,7 +108,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     # own command line (its connection file, its options).
     sys.argv = ["-c"]
     shell = engine_shell()
-    shell.user_ns.update(names)
+    shell.user_ns.update(names, input=no_stdin_input)
     if init_mpi:
         # Initialise here, on every rank together: a later `from mpi4py import MPI` inside
         # `if rank == 0:` would otherwise hang waiting for ranks that never call MPI_Init.
@@ -122,6 +122,14 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     install_failure_hook(shell)
     _register_stack_dump()
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}
+
+
+def no_stdin_input(prompt: object = "") -> str:
+    """``input()`` in a cell, as under mpiexec, whose ranks read an empty stdin: EOFError, with
+    the user's line and not ipykernel's frames (a rank has no stdin to forward)."""
+    __tracebackhide__ = True  # noqa: F841 - IPython's traceback leaves this frame out
+    print(prompt, end="", flush=True)
+    raise EOFError("EOF when reading a line: a rank has no stdin (%mpirun --push NAME sends it a value)")
 
 
 def initialised_mpi():

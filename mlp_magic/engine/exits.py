@@ -1,5 +1,6 @@
 """``sys.exit()`` in a cell, as under ``mpiexec python -c``: status 0 (or none) ends the cell
-well, without a word; another status is the rank's failure, shown in one line.
+well, without a word; another status is the rank's failure, shown in one line
+(``SystemExit: 2``; a message given instead of a status goes to stderr, as Python prints it).
 
 IPython treats every SystemExit in a cell as an error: it shows "SystemExit: 0" and a warning
 ("To exit: use 'exit', 'quit', or Ctrl-D.", meant for a terminal), and the reply says error, so a
@@ -29,8 +30,12 @@ def install_exit_status(shell) -> None:
 
     @functools.wraps(show)
     def showtraceback(*args, **kwargs):
-        if ends_well(sys.exc_info()[1]):
+        error = sys.exc_info()[1]
+        if ends_well(error):
             return None   # Python says nothing when a program exits with status 0
+        if isinstance(error, SystemExit):   # one line, not IPython's "An exception has occurred..."
+            kwargs["exception_only"] = False
+            error._render_traceback_ = functools.partial(_one_line, error)
         return show(*args, **kwargs)
 
     shell.showtraceback = showtraceback
@@ -42,3 +47,11 @@ def install_exit_status(shell) -> None:
 def _succeeded_if_it_ended_well(result) -> None:
     if result is not None and ends_well(result.error_in_exec):
         result.error_in_exec = None   # the reply then says ok
+
+
+def _one_line(error: SystemExit) -> list:
+    """``sys.exit(2)`` as Python ends: its status; ``sys.exit("message")``: the message, status 1."""
+    if isinstance(error.code, int):
+        return [f"SystemExit: {error.code}"]
+    print(error.code, file=sys.stderr)
+    return ["SystemExit: 1"]

@@ -91,6 +91,7 @@ class World:
         self.live = LiveWorld([row.host for row in self.layout], self.publish)   # rank states
         self.waiters = weakref.WeakSet()   # the Requests in flight, woken when a process of ours ends
         self.lifeline: Lifeline | None = None
+        self.reach = None                  # the other hosts' ssh, checked while the start runs
         self._gpus_refreshed_at = float("-inf")
         self._start_deadline = float("inf")
 
@@ -103,8 +104,8 @@ class World:
         try:
             self.publish()   # the panel shows the ranks starting
             launched = start_processes(self.spec, self.workdir, self.budget, self.notice,
-                                       self.processes)
-            self.mpi, self.controller_ip = launched.mpi, launched.controller_ip
+                                       self.processes, wake=lambda: [w.wake() for w in list(self.waiters)])
+            self.mpi, self.controller_ip, self.reach = launched.mpi, launched.controller_ip, launched.reach
             self.client_file = launched.client_file
             self.lifeline = Lifeline(self.processes, self._lost_process)
             self._connect()
@@ -135,9 +136,10 @@ class World:
         quiet_replies = complete_quiet_outputs(self.client)
         _quiet_ipyparallel()
         waiting = Waiting([row.host for row in self.layout], self.processes, self.launcher_log,
-                          self._advice(), self.workdir)
+                          self._advice(), self.workdir, self.reach)
         self.waiters.add(waiting)   # the lifeline wakes it when a process of ours ends
         wait_for_engines(self.client, waiting, self.budget, self.progress)
+        self.reach.stop()   # every rank registered: every host is reached
         if not quiet_replies:
             guards.plain_replies(self)   # before any request that waits on its output
 
@@ -339,6 +341,8 @@ class World:
         to end on its own, then stop whatever is left, and remove this World's files."""
         client, self.client = self.client, None
         clean = client is not None and self.started_at is not None
+        if self.reach is not None:
+            self.reach.stop()
         if self.lifeline is not None:
             self.lifeline.close()   # what ends now ends on purpose
         self.live.close()

@@ -63,8 +63,22 @@ def test_sys_exit_in_a_cell_is_read_as_python_reads_it(ip):
     assert [r.status for r in ended] == ["ok", "ok", "error", "ok"]
     assert outputs(ip, "ended") == ["before\n"] * 4
     assert all("To exit" not in r.stderr and "SystemExit" not in r.stderr for r in ended)
-    assert "SystemExit: 3" in ended[2].error
+    assert ended[2].error.strip() == "SystemExit: 3"   # one line, not IPython's "An exception has..."
     assert run(ip, "%%mpirun -o fine\nimport sys\nsys.exit(0)") is None   # every rank: no failure
+    assert isinstance(run(ip, "%%mpirun -o said\nimport sys\nsys.exit('cannot go on')"), RankFailure)
+    said = ip.user_ns["said"]
+    assert said[0].error.strip() == "SystemExit: 1" and said[0].stderr == "cannot go on\n"   # as Python
+
+
+def test_input_on_a_rank_is_the_end_of_an_empty_stdin_as_under_mpiexec(ip):
+    """It was ipykernel's StdinNotImplementedError and all its frames."""
+    assert isinstance(run(ip, "%%mpirun -o asked\nanswer = input('lr? ')"), RankFailure)
+    asked = ip.user_ns["asked"]
+    assert all(r.stdout == "lr? " for r in asked)
+    error = asked[0].error
+    assert error.strip().splitlines()[-1] == ("EOFError: EOF when reading a line: a rank has no stdin "
+                                              "(%mpirun --push NAME sends it a value)")
+    assert "ipykernel" not in error and "StdinNotImplemented" not in error and "answer = input" in error
 
 
 def test_mpi4py_helloworld_runs_in_a_cell(ip):

@@ -17,6 +17,7 @@ from mlp_magic.core.topology import count_local_gpus
 from mlp_magic.engine.private_files import open_private
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world.start.addresses import controller_ip
+from mlp_magic.world.start.reach import ReachCheck, refuse_unknown_names
 from mlp_magic.world.start.mpi import (FAST_LOCAL_OMPI, OPENMPI, LaunchPlan, MpiInfo, detect_flavour,
                                        find_mpiexec, hostfile_text, mpiexec_argv, names_to_forward)
 from mlp_magic.world.processes import (ManagedProcess, engine_command, relay_when_complete, start_controller,
@@ -24,17 +25,20 @@ from mlp_magic.world.processes import (ManagedProcess, engine_command, relay_whe
 
 
 class Launched:
-    """What the start found out: the MPI used, where the controller listens, the client's file."""
+    """What the start found out: the MPI used, where the controller listens, the client's file,
+    and whether ssh reaches the other hosts (world/start/reach, asked meanwhile)."""
 
-    def __init__(self, mpi: MpiInfo | None, controller_ip: str, client_file: str):
-        self.mpi, self.controller_ip, self.client_file = mpi, controller_ip, client_file
+    def __init__(self, mpi: MpiInfo | None, controller_ip: str, client_file: str, reach: ReachCheck):
+        self.mpi, self.controller_ip, self.client_file, self.reach = mpi, controller_ip, client_file, reach
 
 
-def start_processes(spec, workdir: str, budget, notice, processes: list) -> Launched:
+def start_processes(spec, workdir: str, budget, notice, processes: list, wake=lambda: None) -> Launched:
     """The controller first (``processes[0]``), then the engines; returns at once, without
-    waiting for the engines to register."""
+    waiting for the engines to register. ``wake``: called when the hosts' ssh check is over."""
     topology = spec.topology
     local = topology.is_local
+    if not local:
+        refuse_unknown_names(topology.host_names())   # before the controller's address is looked for
     path = find_mpiexec()
     mpi = detect_flavour(path) if path else None
     ip = LOOPBACK if local else controller_ip(topology.host_names(), config.ssh_command(default=None))
@@ -57,7 +61,7 @@ def start_processes(spec, workdir: str, budget, notice, processes: list) -> Laun
         info = wait_for_file(engine_file, controller, budget.stall_s)
         processes.append(_mpiexec(spec, mpi, workdir, engine_command(None, budget.total_s),
                                   _engine_env(spec, info)))
-    return Launched(mpi, ip, client_file)
+    return Launched(mpi, ip, client_file, ReachCheck([] if local else topology.host_names(), wake))
 
 
 def _engine_env(spec, connection_info: dict | None) -> dict:

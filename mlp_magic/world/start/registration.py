@@ -22,15 +22,18 @@ from mlp_magic.engine.pure.versions import refusal_error
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.ranks.ipp_private import on_registration
 from mlp_magic.ranks.remote_errors import grouped_causes
+from mlp_magic.world.start.reach import unreachable_error
 
 FALLBACK_S = 0.05   # only where the client tells no registrations: ask its ids this often
+REACH_SETTLE_S = 3.0   # a launcher that died: how long the hosts' ssh check still has to say why
 
 
 class Waiting:
     """What the wait needs to know about the World being started."""
 
     def __init__(self, hosts_by_rank: Sequence[str], processes: list, launcher_log: Callable[[], str],
-                 advice: Sequence[str], workdir: str):
+                 advice: Sequence[str], workdir: str, reach=None):
+        self.reach = reach   # world/start/reach: hosts ssh cannot reach fail the start at once
         self.hosts_by_rank = list(hosts_by_rank)
         self.processes = processes
         self.launcher_log = launcher_log
@@ -93,6 +96,11 @@ def _next_look(started: float, last_change, budget: StartBudget, progress, heard
 
 def _check_processes(waiting: Waiting, ids: set) -> None:
     dead = next((p for p in waiting.processes if not p.running()), None)
+    unreachable = waiting.reach.unreachable() if waiting.reach is not None else {}
+    if dead is not None and waiting.reach is not None and not unreachable:
+        unreachable = waiting.reach.settle(REACH_SETTLE_S)   # ssh's own words, when it is the cause
+    if unreachable:
+        raise unreachable_error(unreachable)
     if dead is None:
         return
     if dead is waiting.processes[0]:   # the controller: its own log says why
