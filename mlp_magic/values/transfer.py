@@ -10,6 +10,7 @@ value to every rank (the controller fans it out). Both use ipyparallel's seriali
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from mlp_magic.values.pure.compare import size_text
@@ -20,11 +21,15 @@ from mlp_magic.ranks.job import call
 from mlp_magic.ranks.remote_errors import Failed
 
 
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")   # where each rank's object lives: differs for no reason
+
+
 def _grouped(problems: dict) -> str:
-    """{rank: message} -> 'ranks 1,3: message; rank 2: other'."""
+    """{rank: message} -> 'ranks 1,3: message; rank 2: other'; messages that differ only in an
+    object's address (``<function <lambda> at 0x7f...>``) are one."""
     by_message: dict = {}
     for rank, message in sorted(problems.items()):
-        by_message.setdefault(message, []).append(rank)
+        by_message.setdefault(_ADDRESS.sub("0x...", message), []).append(rank)
     return "; ".join(f"{rank_words(ranks)}: {message}" for message, ranks in by_message.items())
 
 
