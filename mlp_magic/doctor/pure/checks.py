@@ -93,8 +93,8 @@ def _broken(report: Report, name: str, facts: dict) -> None:
 def _missing_everywhere(report: Report, name: str, facts: dict, context: Context) -> bool:
     if any((f.get("packages") or {}).get(name, {}).get("installed") for f in facts.values()):
         return False
-    if name in context.asked_packages:
-        report.add(Finding(WARNING, "software", f"package {name}", tuple(facts),
+    if name in context.asked_packages:   # a note on the request (a misspelt name?), not the hosts' health
+        report.add(Finding(INFO, "software", f"package {name}", tuple(facts),
                            f"{name} is not installed on any host (is the name right? it is looked up as the "
                            f"import name {name.replace('-', '_')!r} and the distribution {name!r})",
                            "check the spelling, or install it: %allrun pip install " + name))

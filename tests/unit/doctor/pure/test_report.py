@@ -6,7 +6,8 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlp_magic.doctor.pure.report import ERROR, INFO, WARNING, Finding, Report, Shared, compare, render_html
+from mlp_magic.doctor.pure.report import (ERROR, INFO, WARNING, Finding, Report, Shared, compare,
+                                          health_by_host, render_html)
 from mlp_magic.doctor.pure.checks import Context, check_hosts
 
 HOSTS = [f"worker{i}" for i in range(4)]
@@ -117,7 +118,9 @@ def test_bad_input_becomes_findings():
     assert "ssh-keygen -R" in found["unreachable"].fix
     assert found["ssh failed"].hosts == ("g",) and "run again" in found["ssh failed"].fix
     nosuch = found["package nosuch"]
-    assert nosuch.severity == WARNING and "is the name right?" in nosuch.detail
+    assert nosuch.severity == INFO and "is the name right?" in nosuch.detail
+    health = health_by_host(dict(report.to_json(), checked_at=1.0))
+    assert "package nosuch" not in health["a"]["findings"]   # a note on the request, not on host a
 
 
 def test_host_limits_clock_and_disk():
