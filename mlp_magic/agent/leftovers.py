@@ -18,7 +18,7 @@ import signal
 import time
 
 from mlp_magic.core.deadline import until
-from mlp_magic.core.proc_stat import create_time, session_of
+from mlp_magic.core.proc_stat import create_time, parse_stat, session_of
 
 PROC = "/proc"
 
@@ -60,7 +60,8 @@ def members(sessions: set, skip: frozenset = frozenset()) -> list:
                 continue
         except OSError:
             continue
-        if session_of(_read(f"{PROC}/{name}/stat")) in sessions:
+        stat = _read(f"{PROC}/{name}/stat")
+        if session_of(stat) in sessions and (parse_stat(stat) or ("Z",))[0] not in "ZX":   # not a corpse
             found.append(int(name))
     return found
 
@@ -75,6 +76,7 @@ def end_sessions(sessions: set, grace: float = 2.0, skip: frozenset = frozenset(
     # a process's end announces nothing to a non-parent (no pidfd here: it may not be ours)
     until(lambda: not members(sessions, skip), time.monotonic() + grace, longest_s=0.1)
     _signal(members(sessions, skip), signal.SIGKILL)
+    until(lambda: not members(sessions, skip), time.monotonic() + grace, longest_s=0.1)
     return pids
 
 

@@ -25,8 +25,10 @@ _NODE_FORBIDDEN = re.compile(r"[\[\],\s]")
 
 
 def quote(text: str, limit: int = 80) -> str:
-    """The user's text for a message: repr, shortened when very long."""
-    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+    """The user's text for a message: repr'd (one line, whatever it holds), at most ``limit``
+    characters with its ellipsis."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[:limit - 4] + "...'"
 
 
 # ---------------------------------------------------------------- ranks

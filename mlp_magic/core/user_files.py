@@ -11,16 +11,15 @@ from __future__ import annotations
 import os
 import stat
 
+from mlp_magic.core.ranges import quote
 from mlp_magic.errors import MlpMagicError
 
 QUOTED = 80   # characters of a path (or anything else of the user's) an error shows
 
 
 def shown(text: str, limit: int = QUOTED) -> str:
-    """``text`` as a message shows it: repr'd, one line, at most ``limit`` characters and an
-    ellipsis."""
-    quoted = repr(text)
-    return quoted if len(quoted) <= limit else quoted[:limit - 4] + "...'"
+    """``text`` as a message shows it (core/ranges.quote: repr'd, one short line)."""
+    return quote(text, limit)
 
 
 def _kind(mode: int) -> str:

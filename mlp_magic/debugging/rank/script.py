@@ -108,7 +108,15 @@ def _compiled(path: str):
     try:
         return compile(source, path, "exec", dont_inherit=True)
     except SyntaxError as err:
+        if err.filename is None:   # a NUL byte, say: which file, and the line it is on
+            err.filename = path
+            err.lineno = err.lineno or source[:max(0, source.find(b"\0"))].count(b"\n") + 1
         raise ScriptSyntaxError(err) from None
+    except UnicodeDecodeError as err:   # in Python's own words
+        line = source[:err.start].count(b"\n") + 1
+        raise ScriptSyntaxError(SyntaxError(
+            f"Non-UTF-8 code starting with {source[err.start:err.start + 1]!r:.7} in file {path} on line "
+            f"{line}, but no encoding declared; see https://peps.python.org/pep-0263/ for details")) from None
     except ValueError as err:   # a NUL byte: Python's own words for it, and the file
         raise ScriptSyntaxError(SyntaxError(f"{err} ({path})")) from None
 
