@@ -62,3 +62,37 @@ def test_actions_reach_the_ranks_of_other_hosts_through_their_agents(world_on_tw
     # the World is the same and answers
     assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\nprint(rank)").success
     assert worlds.current_world() is world
+
+
+FORK_DEAF_TO_SIGTERM = """%%mpirun --hostfile {hostfile} -np 4 -o forked
+import os, signal, time
+child = os.fork()
+if child == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(300)
+    os._exit(0)
+print(child)
+"""
+
+
+def test_a_stop_ends_what_ranks_forked_on_other_hosts_through_their_agents(world_on_two_hosts):
+    """The children of os.fork() in a cell, on hosts the kernel is not on: each host's agent stops
+    what its ranks left in their sessions once they ended (the hosts share this pid space)."""
+    import psutil
+
+    ip, hostfile, _ = world_on_two_hosts
+    assert ip.run_cell(FORK_DEAF_TO_SIGTERM.format(hostfile=hostfile)).success
+    children = [int(result.stdout) for result in ip.user_ns["forked"]]
+
+    def running(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    assert all(running(pid) for pid in children)
+    ip.run_line_magic("mpirun", "--stop")
+    deadline = time.monotonic() + 30   # the agents give the ranks 5 s to end, then a TERM-KILL round
+    while any(running(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(running(pid) for pid in children), [pid for pid in children if running(pid)]

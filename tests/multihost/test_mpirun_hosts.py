@@ -91,7 +91,8 @@ def test_a_host_without_sshd_gives_one_clear_error_and_leaves_nothing(two_hosts)
         elapsed = time.monotonic() - started
     assert elapsed < 60, elapsed   # already a hang guard (a refused ssh fails at once)
     error = str(result.error_in_exec)
-    assert "the engines did not start" in error and "mpiexec exited" in error
+    # ssh's own words, from the check beside the launch (world/start/reach), not mpiexec's exit
+    assert error.startswith("the World did not start: ssh cannot reach worker1: ") and "refused" in error
     assert worlds.current_world() is None
 
     def new_processes():  # ours: not the test bed's sshd that host_down restarted on exit
@@ -191,3 +192,21 @@ def test_a_script_across_hosts_and_a_post_mortem(two_hosts, tmp_path):
         f"worker{r // 2} 0.5 ['--lr', '0.5']\n" for r in range(4)]
     assert ip.run_cell("%%mpirun --post-mortem -o pm\nprint(socket.gethostname(), lr)").success
     assert [(r.rank, r.stdout) for r in ip.user_ns["pm"]] == [(3, "worker1 0.5\n")]
+
+
+def test_host_mistakes_are_named_before_the_launcher_hangs(two_hosts):
+    """An unknown name was "cannot find a local address that reaches ...; set $MLP_HOST"; a host
+    with no route cost 68 s and "rank 0 ... logged nothing", ssh's own words nowhere."""
+    import time
+
+    ip, _, bed = two_hosts
+    error = ip.run_cell("%%mpirun -H worker0,nosuchhost-mlpt -np 2\nprint('never')").error_in_exec
+    assert str(error).startswith("unknown host 'nosuchhost-mlpt'") and "cannot resolve it" in str(error)
+    assert worlds.current_world() is None
+    nowhere = bed.hosts[-1].address.rsplit(".", 1)[0] + ".250"   # on the bed's network, nobody's
+    started = time.monotonic()
+    error = ip.run_cell(f"%%mpirun -H worker0:1,{nowhere}:1 -np 2\nprint('never')").error_in_exec
+    took = time.monotonic() - started
+    assert str(error).startswith(f"the World did not start: ssh cannot reach {nowhere}: "), error
+    assert took < hang_bound(15.0), took   # ssh's ConnectTimeout (10 s) at most, not the TCP timeout
+    assert worlds.current_world() is None
