@@ -1,11 +1,11 @@
 """``python -m mlp_magic.agent``: the per-host agent's process.
 
 Served (the World's, started by ``agent/rank/start``): the first line on stdin is the setup,
-``{"key": hex, "bind": address, "ranks": {rank: {"pid", "create_time", "sid"}}, "log_root": path}``
+``{"key": hex, "bind": address, "ranks": {rank: {"pid", "create_time", "pgid", "sid"}}, "log_root": path}``
 (on stdin, never on argv: ``ps`` shows argv); the first line on stdout is the answer,
 ``{"port": N, "pid": P}`` or ``{"error": "..."}``. It then serves ``agent/server`` until its
 stdin closes or its parent ends (the rank that started it died); then it stops what the host's
-ranks that have ended left in their sessions (agent/leftovers), and exits.
+ranks that have ended left in their groups (agent/leftovers), and exits.
 
 ``--stdio`` (``mlp-magic top`` over ssh, where no World runs): the subscribe stream on stdout,
 no key (ssh authenticated the caller), until stdin closes or stdout's reader leaves.
@@ -35,7 +35,7 @@ def _setup(line: bytes) -> dict:
         setup = json.loads(line.decode("utf-8"))
         key = key_bytes(setup["key"])
         ranks = {int(rank): {"pid": int(info["pid"]), "create_time": float(info["create_time"]),
-                             "sid": None if info.get("sid") is None else int(info["sid"])}
+                             **{key: int(info[key]) for key in ("pgid", "sid") if info.get(key) is not None}}
                  for rank, info in dict(setup.get("ranks") or {}).items()}
         bind = str(setup.get("bind") or "127.0.0.1")
         log_root = str(setup.get("log_root") or config.log_root())
@@ -125,17 +125,17 @@ RANKS_ENDING_S = 5.0   # after the agent's own rank: how long the host's other r
 
 
 def _end_leftovers(ranks: list) -> None:
-    """What the host's ranks left in their sessions, once they ended (a World stopping ends them
+    """What the host's ranks left in their groups, once they ended (a World stopping ends them
     all; a rank still running afterwards is not stopping, and keeps what it made)."""
-    from mlp_magic.agent.leftovers import end_sessions, own_sessions
+    from mlp_magic.agent.leftovers import end_groups, own_groups
     from mlp_magic.core.deadline import until
 
     def ended(rank: dict) -> bool:
-        return not os.path.exists(f"/proc/{rank['pid']}")   # (a reused pid: own_sessions tells)
+        return not os.path.exists(f"/proc/{rank['pid']}")   # (a reused pid: own_groups tells)
 
     # a rank's end announces nothing to us (not our child; no pidfd kept): looked at again
     until(lambda: all(ended(rank) for rank in ranks), time.monotonic() + RANKS_ENDING_S, longest_s=0.2)
-    end_sessions(own_sessions([rank for rank in ranks if ended(rank)]))
+    end_groups(own_groups([rank for rank in ranks if ended(rank)]))
 
 
 def stream_to_stdout() -> int:

@@ -34,7 +34,8 @@ def _address(world, rank: int) -> str:
 
 
 def _host_ranks(world, host: str) -> dict:
-    return {row.rank: {name: world.identities[row.rank].get(name) for name in ("pid", "create_time", "sid")}
+    names = ("pid", "create_time", "pgid", "sid")
+    return {row.rank: {name: world.identities[row.rank].get(name) for name in names}
             for row in world.layout if row.host == host}
 
 

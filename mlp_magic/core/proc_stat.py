@@ -20,11 +20,13 @@ def parse_stat(data: bytes) -> tuple | None:
     return fields[0].decode("ascii", "replace"), int(fields[19])
 
 
-def session_of(data: bytes) -> int | None:
-    """The session id in a ``/proc/PID/stat`` text (its 6th field), or None."""
+def groups_of(data: bytes) -> tuple | None:
+    """(process group, session) in a ``/proc/PID/stat`` text (its 5th and 6th fields), or None."""
     end = data.rfind(b")")
     fields = data[end + 2:].split() if end >= 0 else []
-    return int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else None
+    if len(fields) > 3 and fields[2].isdigit() and fields[3].isdigit():
+        return int(fields[2]), int(fields[3])
+    return None
 
 
 def parse_boot_time(data: bytes) -> float | None:

@@ -34,6 +34,8 @@ def install_exit_status(shell) -> None:
         if ends_well(error):
             return None   # Python says nothing when a program exits with status 0
         if isinstance(error, SystemExit):   # one line, not IPython's "An exception has occurred..."
+            if not isinstance(error.code, int):
+                print(error.code, file=sys.stderr)   # sys.exit("message"): Python prints it, status 1
             kwargs["exception_only"] = False
             error._render_traceback_ = functools.partial(_one_line, error)
         return show(*args, **kwargs)
@@ -50,8 +52,5 @@ def _succeeded_if_it_ended_well(result) -> None:
 
 
 def _one_line(error: SystemExit) -> list:
-    """``sys.exit(2)`` as Python ends: its status; ``sys.exit("message")``: the message, status 1."""
-    if isinstance(error.code, int):
-        return [f"SystemExit: {error.code}"]
-    print(error.code, file=sys.stderr)
-    return ["SystemExit: 1"]
+    """``sys.exit(2)`` as Python ends: its status (a message given instead: status 1)."""
+    return [f"SystemExit: {error.code if isinstance(error.code, int) else 1}"]

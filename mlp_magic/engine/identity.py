@@ -45,7 +45,7 @@ def identify(controller_ip: str = "127.0.0.1") -> dict:
         "launcher_local_rank": _first_number(LOCAL_RANK_VARIABLES),
         "host": socket.gethostname(),
         "pid": os.getpid(),
-        "sid": os.getsid(0),   # its session: what it forks keeps it (agent/leftovers)
+        "pgid": os.getpgrp(), "sid": os.getsid(0),   # what it forks keeps them (agent/leftovers)
         "free_port": free_port(),
         "addr": route_source_ip(controller_ip) or socket.gethostname(),
         "stacks_path": stacks_path(),

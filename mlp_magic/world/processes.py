@@ -19,7 +19,7 @@ import time
 
 import psutil
 
-from mlp_magic.agent.leftovers import end_sessions, own_sessions
+from mlp_magic.agent.leftovers import end_groups, own_groups
 from mlp_magic.core.deadline import until
 from mlp_magic.engine.main import PROGRAM as ENGINE_PROGRAM
 from mlp_magic.engine.private_files import open_private
@@ -271,22 +271,22 @@ def stop_recorded(record: dict) -> int:
     the same instant. How many were signalled."""
     ranks = published.recorded_ranks(record)
     killed = kill_trees(published.recorded_processes(record) + list(ranks.values()))
-    sids = published.recorded_sessions(record)
-    return killed + len(end_leftovers([{"pid": pid, "create_time": started, "sid": sids.get(rank)}
+    groups = published.recorded_groups(record)
+    return killed + len(end_leftovers([dict(groups.get(rank, {}), pid=pid, create_time=started)
                                        for rank, (pid, started) in ranks.items()]))
 
 
 def stop_ranks(ranks: list) -> int:
-    """Stop ranks on this machine ({pid, create_time, sid}: what engine/identity reported) that
-    outlived their launcher, and whatever they left in their sessions. How many were signalled."""
+    """Stop ranks on this machine ({pid, create_time, pgid, sid}: what engine/identity reported)
+    that outlived their launcher, and whatever they left in their groups. How many were signalled."""
     killed = kill_trees([(rank.get("pid"), rank.get("create_time")) for rank in ranks if rank.get("pid")])
     return killed + len(end_leftovers(ranks))
 
 
 def end_leftovers(ranks: list) -> list:
-    """The processes the ranks left in their sessions (a child made with ``os.fork``: init's now,
+    """The processes the ranks left in their groups (a child made with ``os.fork``: init's now,
     deaf to SIGTERM), stopped; their pids."""
-    return end_sessions(own_sessions(ranks))
+    return end_groups(own_groups(ranks))
 
 
 def reap_orphans(notice=print) -> None:

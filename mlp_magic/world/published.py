@@ -114,11 +114,13 @@ def recorded_ranks(record: dict) -> dict:
             if str(rank).isdigit() and isinstance(value, list) and len(value) >= 2}
 
 
-def recorded_sessions(record: dict) -> dict:
-    """{rank: session id} of the ranks the record's private part names (agent/leftovers)."""
-    sessions = private_part(record).get("sessions")
-    entries = sessions.items() if isinstance(sessions, dict) else ()
-    return {int(rank): sid for rank, sid in entries if str(rank).isdigit() and isinstance(sid, int)}
+def recorded_groups(record: dict) -> dict:
+    """{rank: {"pgid", "sid"}} of the ranks the record's private part names (agent/leftovers)."""
+    groups = private_part(record).get("groups")
+    entries = groups.items() if isinstance(groups, dict) else ()
+    return {int(rank): {"pgid": ids[0], "sid": ids[1]} for rank, ids in entries
+            if str(rank).isdigit() and isinstance(ids, list) and len(ids) == 2
+            and all(isinstance(i, int) for i in ids)}
 
 
 def recorded_processes(record: dict) -> list:

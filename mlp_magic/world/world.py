@@ -299,7 +299,7 @@ class World:
             "agents": self.agents,
             "private": {"ranks": {rank: [i.get("pid"), i.get("create_time")]
                                   for rank, i in self.identities.items()},
-                        "sessions": {rank: i.get("sid") for rank, i in self.identities.items()},
+                        "groups": {r: [i.get("pgid"), i.get("sid")] for r, i in self.identities.items()},
                         "agent_key": self.agent_key},
         }
 
@@ -364,7 +364,7 @@ class World:
     def _stop_orphaned_ranks(self) -> None:
         """The ranks on this machine that outlived their launcher (killed, or the OOM killer's
         pick: in sessions of their own, nobody's children any more), and whatever they left in
-        their sessions (a cell's ``os.fork``). Each checked by pid and start time."""
+        their groups (a cell's ``os.fork``). Each checked by pid and start time."""
         here = socket.gethostname()
         stop_ranks([i for i in self.identities.values() if i.get("host") == here])
 

@@ -107,8 +107,8 @@ def _spawn(setup: bytes, timeout: float) -> tuple:
 
 def start_agent(key_hex: str, bind_addr: str, ranks: dict, log_root: str, timeout: float = 10.0) -> dict:
     """This host's agent, started once per engine: {"port", "pid"}. ``ranks``: {rank: {"pid",
-    "create_time", "sid"}} of this host's engines (the ones it may interrupt, and whose sessions
-    it empties when they end); ``log_root``: the only
+    "create_time", "pgid", "sid"}} of this host's engines (the ones it may interrupt, and whose
+    groups it empties when they end); ``log_root``: the only
     folder whose cell logs it may read. A start that fails: one MlpMagicError."""
     with _lock:
         running = _agent.get("process")
@@ -116,7 +116,8 @@ def start_agent(key_hex: str, bind_addr: str, ranks: dict, log_root: str, timeou
             return dict(_agent["answer"])
         setup = {"key": key_hex, "bind": bind_addr, "log_root": log_root,
                  "ranks": {str(rank): {"pid": info["pid"], "create_time": info["create_time"],
-                                       "sid": info.get("sid")} for rank, info in ranks.items()}}
+                                       "pgid": info.get("pgid"), "sid": info.get("sid")}
+                           for rank, info in ranks.items()}}
         process, answer = _spawn(json.dumps(setup).encode() + b"\n", timeout)
         _agent.update(process=process, answer=answer)
         return dict(answer)

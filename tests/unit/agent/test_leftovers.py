@@ -1,5 +1,5 @@
-"""agent/leftovers: what a rank left in its session is found and stopped, a SIGTERM-deaf child
-included, and nothing of another session is touched (real processes, this machine's /proc)."""
+"""agent/leftovers: what a rank left in its group is found and stopped, a SIGTERM-deaf child
+included, and nothing of another group is touched (real processes, this machine's /proc)."""
 from __future__ import annotations
 
 import os
@@ -9,8 +9,8 @@ import time
 
 import psutil
 
-from mlp_magic.agent.leftovers import end_sessions, members, own_sessions
-from mlp_magic.core.proc_stat import session_of
+from mlp_magic.agent.leftovers import GROUP, SESSION, end_groups, members, own_groups
+from mlp_magic.core.proc_stat import groups_of
 
 # A "rank": the leader of a session of its own, which forks a child deaf to SIGTERM (as an
 # engine's fork inherits its handlers), reports both pids and exits, as a stopped rank does.
@@ -33,7 +33,7 @@ def start_rank(how: str = "exit") -> tuple:
     process = subprocess.Popen([sys.executable, "-c", RANK, how], stdout=subprocess.PIPE, text=True,
                                start_new_session=True)
     pid, child = (int(word) for word in process.stdout.readline().split())
-    rank = {"pid": pid, "sid": pid, "create_time": psutil.Process(pid).create_time()}
+    rank = {"pid": pid, "pgid": pid, "sid": pid, "create_time": psutil.Process(pid).create_time()}
     if how == "exit":
         process.wait(10)
     return rank, child, process
@@ -46,20 +46,20 @@ def alive(pid: int) -> bool:
         return False
 
 
-def test_the_session_field_of_a_stat_line():
+def test_the_group_fields_of_a_stat_line():
     with open(f"/proc/{os.getpid()}/stat", "rb") as handle:
-        assert session_of(handle.read()) == os.getsid(0)
-    assert session_of(b"12 (a) b) S 1 12 34 0") == 34 and session_of(b"garbage") is None
+        assert groups_of(handle.read()) == (os.getpgrp(), os.getsid(0))
+    assert groups_of(b"12 (a) b) S 1 12 34 0") == (12, 34) and groups_of(b"garbage") is None
 
 
 def test_a_forked_child_of_an_ended_rank_is_stopped_though_deaf_to_sigterm():
     rank, child, _ = start_rank("exit")
     try:
         assert alive(child) and psutil.Process(child).ppid() != rank["pid"]   # init's now
-        assert own_sessions([rank]) == {rank["pid"]}
-        assert members({rank["pid"]}) == [child]
+        assert own_groups([rank]) == {(GROUP, rank["pid"])}
+        assert members({(GROUP, rank["pid"])}) == [child]
         started = time.monotonic()
-        assert end_sessions(own_sessions([rank]), grace=0.5) == [child]
+        assert end_groups(own_groups([rank]), grace=0.5) == [child]
         assert not alive(child) and time.monotonic() - started < 10
     finally:
         if alive(child):
@@ -69,7 +69,7 @@ def test_a_forked_child_of_an_ended_rank_is_stopped_though_deaf_to_sigterm():
 def test_a_live_rank_and_its_children_go_too_when_the_world_stops():
     rank, child, process = start_rank("stay")
     try:
-        assert sorted(end_sessions(own_sessions([rank]), grace=0.5)) == sorted([rank["pid"], child])
+        assert sorted(end_groups(own_groups([rank]), grace=0.5)) == sorted([rank["pid"], child])
         process.wait(10)
         assert not alive(child)
     finally:
@@ -81,14 +81,16 @@ def test_a_live_rank_and_its_children_go_too_when_the_world_stops():
 def test_other_sessions_and_reused_numbers_are_left_alone():
     rank, child, _ = start_rank("exit")
     try:
-        # not the leader of its session (a launcher that does not setsid): its session is not its own
-        assert own_sessions([dict(rank, sid=os.getsid(0))]) == set()
+        # the leader of neither its group nor its session (its launcher's): nothing there is its own
+        assert own_groups([dict(rank, pgid=os.getpgrp(), sid=os.getsid(0))]) == set()
+        # the leader of its session only (a plain engine started with setsid, then grouped)
+        assert own_groups([dict(rank, pgid=os.getpgrp())]) == {(SESSION, rank["pid"])}
         # a leader gone: its members hold its number, whatever time it was recorded with
-        assert own_sessions([dict(rank, create_time=rank["create_time"] - 100)]) == {rank["pid"]}
-        # a leader alive with another start time: the number was given anew, not the rank's session
-        me = {"pid": os.getpid(), "sid": os.getpid(), "create_time": psutil.Process().create_time() - 5}
-        assert own_sessions([me]) == set()
-        assert os.getpid() not in members({os.getsid(0)}, frozenset({os.getpid()}))
+        assert own_groups([dict(rank, create_time=rank["create_time"] - 100)]) == {(GROUP, rank["pid"])}
+        # a leader alive with another start time: the number was given anew, not the rank's group
+        me = {"pid": os.getpid(), "pgid": os.getpid(), "create_time": psutil.Process().create_time() - 5}
+        assert own_groups([me]) == set()
+        assert os.getpid() not in members({(SESSION, os.getsid(0))}, frozenset({os.getpid()}))
         assert alive(child)
     finally:
         os.kill(child, 9)
