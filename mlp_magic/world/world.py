@@ -87,6 +87,7 @@ class World:
         self.agent_key = None
         self.busy_job = None           # the last job sent: later cells must not queue behind it
         self.id = f"{socket.gethostname()}-{os.getpid()}-{next(_counter)}"   # the panel's name for it
+        self.state_dir = config.state_dir()   # its record is written and withdrawn there, come what may
         self.as_root = os.geteuid() == 0   # said in every description: each rank may change anything
         self.live = LiveWorld([row.host for row in self.layout], self.publish)   # rank states
         self.waiters = weakref.WeakSet()   # the Requests in flight, woken when a process of ours ends
@@ -321,7 +322,7 @@ class World:
 
     def publish(self) -> None:
         try:
-            published.publish(self.state())
+            published.publish(self.state(), self.state_dir)
         except OSError:
             pass  # the panel is a nicety; never fail a cell over it
 
@@ -358,7 +359,7 @@ class World:
             process.stop()
         self.processes = []
         self._stop_orphaned_ranks()
-        published.withdraw()
+        published.withdraw(directory=self.state_dir)
         self._remove_files(keep_logs=not clean)
 
     def _stop_orphaned_ranks(self) -> None:

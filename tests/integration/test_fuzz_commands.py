@@ -17,6 +17,8 @@ from tests.integration.test_allrun_local import local_env
 from tests.timing import hang_bound
 from tests.unit.fuzz_checks import JUNK
 
+# A process's arguments cannot hold a NUL byte (execve refuses them before any program runs).
+WORDS = JUNK.filter(lambda word: "\x00" not in word)
 EXAMPLES = settings(max_examples=int(os.environ.get("MLP_FUZZ_COMMANDS", "25")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 HOSTS = st.sampled_from(["localhost", "nosuchhost-mlpt", "local host", "-H", "", "'", "a;b", "w[0-", "$(id)"])
@@ -24,7 +26,7 @@ SECONDS = st.sampled_from(["0.5", "3", "0", "-1", "nan", "inf", "1e400", "x", ""
 FILES = st.sampled_from(["/dev/zero", "/etc/passwd", "/nonexistent", "/tmp", "-", ""])
 COMMON = [st.just(["--json"]), st.tuples(st.just("--timeout"), SECONDS).map(list),
           st.tuples(st.just("-H"), HOSTS).map(list), st.tuples(st.just("--hostfile"), FILES).map(list),
-          JUNK.map(lambda word: [word])]
+          WORDS.map(lambda word: [word])]
 VERBS = {
     "topo": [st.tuples(st.just("--host"), HOSTS).map(list),
              st.tuples(st.just("--from-file"), FILES).map(list)],
@@ -57,7 +59,7 @@ ALLRUN_OPTIONS = [st.tuples(st.just("-H"), HOSTS).map(list), st.tuples(st.just("
                   st.tuples(st.just("--copy"), NOT_FILES).map(list), st.just(["--json"]),
                   st.just(["--no-group"]),
                   st.tuples(st.just("--outdir"), st.sampled_from(["/proc/nope", "/etc/passwd"])).map(list),
-                  JUNK.map(lambda word: ["--" + word])]
+                  WORDS.filter(bool).map(lambda word: ["--" + word])]   # a bare "--" starts the command
 COMMANDS = st.sampled_from(["true", "echo hi", "exit 3", "sh -c 'sleep 60 & echo bg'", "printf '\\x00\\xff'",
                            ""])
 

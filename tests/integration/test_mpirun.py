@@ -256,6 +256,21 @@ def test_world_publishes_its_state_and_gpus_for_the_panel(ip):
     assert state["processes"] and all(p["pid"] and p["create_time"] for p in state["processes"])
 
 
+def test_a_world_withdraws_its_record_where_it_wrote_it(ip, monkeypatch, tmp_path):
+    """The state folder changed under a running World (a test, a user's %env): its stop still
+    removes its record, or the panel would show its engines as long as the kernel lives."""
+    from mlp_magic.world import published as world_state
+
+    first, later = tmp_path / "first", tmp_path / "later"
+    run(ip, "%mpirun --stop")
+    monkeypatch.setenv("MLP_MAGIC_STATE_DIR", str(first))
+    assert run(ip, "%%mpirun -np 2\npass") is None
+    assert [w["pid"] for w in world_state.read_worlds(str(first))] == [os.getpid()]
+    monkeypatch.setenv("MLP_MAGIC_STATE_DIR", str(later))
+    assert run(ip, "%mpirun --stop") is None
+    assert world_state.read_worlds(str(first)) == [] and world_state.read_worlds(str(later)) == []
+
+
 def test_a_master_port_already_taken_is_replaced_with_a_notice(ip, monkeypatch, capsys):
     import socket
 
