@@ -169,14 +169,12 @@ class CellCapture:
                     handle.write("".join(traceback.format_exception(type(error), error, error.__traceback__)))
         for tee, stream in zip(tees, saved):
             tee.close_log()
-            where = (f"full text in {socket.gethostname()}:{tee.log_path}" if not tee.log_error
-                     else f"and the log could not be written ({tee.log_error})")
-            note = (f"\n[mlp_magic: {tee.capped:,} more characters not shown; {where}]\n" if tee.capped
-                    else f"\n[mlp_magic: this rank's output was not logged ({tee.log_error})]\n"
-                    if tee.log_error else "")
-            if note:  # flush only then: ipykernel's flush waits on its IOPub thread, every cell
-                stream.write(note)
-                stream.flush()
+            if not (tee.capped or tee.log_error):
+                continue   # the common case: no note, no flush (ipykernel's waits on its IOPub thread)
+            from mlp_magic.output.pure.capped import cap_note   # rarely needed: not in every engine
+
+            stream.write(cap_note(tee.capped, socket.gethostname(), tee.log_path, tee.log_error))
+            stream.flush()
 
 
 def _fd_route(stream, index: int):

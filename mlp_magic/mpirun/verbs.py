@@ -5,6 +5,7 @@ from __future__ import annotations
 from mlp_magic.errors import MlpMagicError, RankFailure
 from mlp_magic.mpirun.plan import wanted_spec
 from mlp_magic.mpirun.run import run_cell
+from mlp_magic.mpirun.whole_output import keep_whole_output
 from mlp_magic.output import logs
 from mlp_magic.stacks.snapshot import stack_snapshot
 
@@ -14,13 +15,20 @@ def cell(context, options) -> None:
 
 
 def run_and_keep(context, options, code: str, world=None) -> None:
-    """Run ``code`` as a cell; its result goes to ``-o NAME``, a failed one too."""
+    """Run ``code`` as a cell; its result goes to ``-o NAME``, a failed one too, with every
+    rank's whole output (what the notebook showed was capped)."""
     try:
         result = run_cell(context.owner, options, code, context.env, notice=context.notice, world=world)
     except RankFailure as failure:
-        context.store(options.out, failure.result)
+        _keep(context, options, failure.result)
         raise
-    context.store(options.out, result)
+    _keep(context, options, result)
+
+
+def _keep(context, options, result) -> None:
+    if options.out:
+        keep_whole_output(context.owner.world, result, options.out, context.notice)
+        context.store(options.out, result)
 
 
 def status(context, options) -> None:

@@ -171,7 +171,7 @@ def run_flood(ip, cell: str) -> None:
     assert growth < 100 * 2**20, f"kernel grew {growth / 2**20:.0f} MB"
 
 
-def test_a_flooding_rank_keeps_the_kernel_small(fresh_world):
+def test_a_flooding_rank_keeps_the_kernel_small(fresh_world, capsys):
     ip = fresh_world
     run_flood(ip, "%%mpirun -o flood\nif rank == 1:\n    line = 'y' * 999 + '\\n'\n"
                   "    for _ in range(200_000):\n        print(line, end='')\nprint('done')")
@@ -181,13 +181,32 @@ def test_a_flooding_rank_keeps_the_kernel_small(fresh_world):
     with open(path) as handle:
         handle.seek(os.path.getsize(path) - 5)
         assert handle.read() == "done\n"
+    # -o keeps whole outputs up to what one rank may send (64 MB): this one stays as shown, said once
     assert len(flood[1].stdout) < 1_100_000 and "more characters not shown" in flood[1].stdout
+    assert ("-o flood keeps only the start of some ranks' output shown above (their logs hold all): "
+            f"rank 1 on localhost: its log {path} holds 200,000,005 bytes, over the 67,108,864 one rank "
+            "may send (MLP_MAGIC_PULL_CAP)") in capsys.readouterr().out
 
 
-def test_output_below_python_is_capped_and_logged_too(fresh_world):
+def test_o_keeps_every_ranks_whole_output_the_notebook_showed_capped(fresh_world, capsys):
+    ip = fresh_world
+    assert run(ip, "%%mpirun -o flood\nimport sys\nif rank == 0:\n    for i in range(500_000):\n"
+                   "        print(f'{i:9d}')\n        print(f'e{i:8d}', file=sys.stderr)\n"
+                   "print('done')") is None
+    flood = ip.user_ns["flood"]
+    expected = "".join(f"{i:9d}\n" for i in range(500_000)) + "done\n"
+    assert flood[0].stdout == expected   # 5 MB: every character, from the rank's log
+    assert flood[0].stderr == "".join(f"e{i:8d}\n" for i in range(500_000))
+    assert [r.stdout for r in flood][1:] == ["done\n"] * 3
+    shown = capsys.readouterr().out
+    assert "more characters not shown" in shown and len(shown) < 2_500_000   # the notebook: capped
+
+
+def test_output_below_python_is_capped_and_logged_too(fresh_world, monkeypatch):
     """What C code and child processes write to fd 1 (NCCL's logs, `!pip ...`) reaches the
     notebook through ipykernel's fd watcher: it must be capped and logged like print()."""
     ip = fresh_world
+    monkeypatch.setenv("MLP_MAGIC_PULL_CAP", "1M")   # -o keeps what was shown: the kernel stays small
     assert run(ip, "%mpirun --restart") is None
     run_flood(ip, "%%mpirun -o flood\nimport os\nif rank == 2:\n"
                   "    os.system('yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 60000000')\n"
