@@ -80,6 +80,11 @@ def names_on_engine() -> list:
     return sorted(sys.modules)
 
 
+# ipyparallel sends a function by value only when its module's name starts with "__" (else the
+# engine imports the module, and no engine can import this script when scale.py imports it).
+on_engine.__module__ = names_on_engine.__module__ = "__main__"
+
+
 def rank_processes(world) -> dict:
     """rank -> psutil.Process of each rank (the pids the engines reported)."""
     return {rank: psutil.Process(identity["pid"]) for rank, identity in world.identities.items()}
