@@ -34,8 +34,8 @@ def cap_note(left_out: int, host: str, log_path: str, log_error: str) -> str:
 
 def capped_stream(text: str) -> CappedStream | None:
     """The stream's parts when it ends with a note naming its log, else None."""
-    found = _NOTE.search(text)
+    start = text.rfind("\n[mlp_magic: ") if text.endswith("]\n") else -1   # no scan of a long text
+    found = _NOTE.match(text, start) if start >= 0 else None
     if found is None:
         return None
-    left_out = int(found.group(1).replace(",", ""))
-    return CappedStream(text[:found.start()], left_out, found.group(2), found.group(3))
+    return CappedStream(text[:start], int(found.group(1).replace(",", "")), found.group(2), found.group(3))
