@@ -13,8 +13,9 @@ machine. One shell, one working folder rule, one environment (README, "`%allrun`
   every host), plus the host's place in the command's host list: ``ALLRUN_HOST`` (its name as
   listed), ``ALLRUN_HOST_INDEX`` (0, 1, ...) and ``ALLRUN_HOST_COUNT``.
 
-``RUN_SCRIPT`` does the folder, the variables and the shell in ``sh``; every transport runs it
-(ssh behind its marker, ``ssh/argv``). Pure: the caller hands it the environment.
+``RUN_SCRIPT`` does the folder, the variables and the shell in ``sh``; this machine and the
+engines run it, ssh runs ``run_script_then``'s form of it behind its markers (``ssh/argv``).
+Pure: the caller hands it the environment.
 """
 from __future__ import annotations
 
@@ -37,14 +38,29 @@ RANK_NAMES = frozenset({
 RANK_PREFIXES = ("OMPI_COMM_WORLD_", "OMPI_WORLD_", "OMPI_MCA_ess_base_", "PMIX_", "PMI_", "PRTE_",
                  "HYDRA_", "HYDI_", "IPP_", "TORCHELASTIC_")
 
-# sh; $1 the folder, $2 the command, then NAME=value words to export. Only execs at the end:
-# the process (and its group) stays the one the transport started.
-RUN_SCRIPT = (
+# sh; $1 the folder, $2 the command, then NAME=value words to export.
+_PREPARE = (
     'cd -- "$1" 2>/dev/null || cd; __mlp_command=$2; shift 2; '
     'for __mlp_word do export "$__mlp_word"; done; unset __mlp_word; '
+)
+# Only execs at the end: the process (and its group) stays the one the transport started.
+RUN_SCRIPT = _PREPARE + (
     'if command -v bash >/dev/null 2>&1; then exec bash -c "$__mlp_command"; fi; '
     'exec sh -c "$__mlp_command"'
 )
+
+
+def run_script_then(report: str) -> str:
+    """``RUN_SCRIPT``, but the command runs as the script's child (in its process group) and
+    ``report`` (sh, with the command's exit status in ``$__mlp_status``) runs once it ended; the
+    script then exits with that status. For ssh, which returns only when every process holding
+    the channel has ended: the report says the command's own end."""
+    return _PREPARE + (
+        '__mlp_shell=sh; if command -v bash >/dev/null 2>&1; then __mlp_shell=bash; fi; '
+        '"$__mlp_shell" -c "$__mlp_command"; __mlp_status=$?; ' + report + '; exit "$__mlp_status"'
+    )
+
+
 NAME = "allrun"   # $0 of RUN_SCRIPT's own sh (never seen by the command: bash's $0 is "bash")
 
 

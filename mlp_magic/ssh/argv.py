@@ -4,14 +4,19 @@ On the remote side the command runs under a small ``sh`` wrapper that
 - prints a marker line (``__mlp_allrun_started_<token>_<pid>__``) on stderr first: it is removed
   from the output, tells "ssh could not connect" (exit 255, no marker: unreachable) apart from
   a command that itself exited 255, and names the remote process group (sshd makes the
-  command a session leader, and the wrapper only ``exec``s), so that a timed-out or
+  command a session leader; the command runs in its group), so that a timed-out or
   interrupted command is really killed, whole group, through a second ssh: closing an ssh
   channel does not stop a remote process that has no terminal;
 - when its stdin is free (all but a ``--copy``), waits for a "go" line on stdin first: allrun
   writes it once the marker arrived (and the host names were found good, when that check runs
   alongside), so a host given up before that runs nothing, even if its session starts later;
-- then runs ``core/host_command.RUN_SCRIPT``: the caller's folder (else $HOME), the forwarded and
-  host variables, and the command with bash (sh where there is no bash), as every transport does.
+- then runs the command as ``core/host_command.RUN_SCRIPT`` does: the caller's folder (else
+  $HOME), the forwarded and host variables, and the command with bash (sh where there is no
+  bash), as every transport does, but as the wrapper's child, not exec'd;
+- prints a second marker once the command ended (``__mlp_allrun_ended_<token>_<status>__``):
+  ssh returns only when the channel closes, which a process the command left in the background
+  may hold open for hours; allrun gives its output the same grace as on this machine, then
+  closes the channel (``ssh/streams``, ``ssh/runner``).
 The local machine (the embedded default) runs the same script with a local ``sh``, no ssh.
 
 Pure but for ``control_dir`` (makes the directory), ``find_program`` and ``check_copy_source``
@@ -26,7 +31,7 @@ import shlex
 import stat
 
 from mlp_magic import config
-from mlp_magic.core.host_command import RUN_SCRIPT
+from mlp_magic.core.host_command import run_script_then
 from mlp_magic.core.hostfile import reject_duplicates
 from mlp_magic.core.local_names import is_this_machine
 from mlp_magic.errors import MlpMagicError
@@ -38,9 +43,13 @@ _SAFE_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 # Runs as the remote login shell's command, exec'd, so $$ stays the session leader's pid (its
 # process group). $1 = token, then RUN_SCRIPT's arguments (core/host_command.script_arguments).
-# Only execs: no process is added. A marker that cannot be written (the channel closed: allrun
-# gave up on this host) runs nothing, even where SIGPIPE is ignored.
-WRAPPER = 'echo "__mlp_allrun_started_$1_$$__" >&2 || exit 141; shift; ' + RUN_SCRIPT
+# A marker that cannot be written (the channel closed: allrun gave up on this host) runs nothing,
+# even where SIGPIPE is ignored. The command is the wrapper's child, in its group, and a second
+# marker says its end and exit status: a process it left in the background holds the channel
+# (ssh waits for it) long after.
+STARTED, ENDED = "__mlp_allrun_started_", "__mlp_allrun_ended_"
+WRAPPER = (f'echo "{STARTED}$1_$$__" >&2 || exit 141; __mlp_token=$1; shift; '
+           + run_script_then(f'echo "{ENDED}${{__mlp_token}}_${{__mlp_status}}__" >&2'))
 # The same, but the command waits for a "go" line on stdin; end of input instead means "abort":
 # nothing runs.
 GO_WRAPPER = WRAPPER.replace('exit 141; ', 'exit 141; IFS= read -r go && [ "$go" = go ] || exit 0; ', 1)

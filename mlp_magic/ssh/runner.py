@@ -148,7 +148,8 @@ class HostRunner:
                 return  # stays "interrupted", never started (one started ahead is stopped below)
             start = self.launch.started_at.get(index) or time.monotonic()
             out = self._stream(target.name, "stdout", None)
-            err = self._stream(target.name, "stderr", self.launch.marker(index))
+            err = self._stream(target.name, "stderr", self.launch.marker(index),
+                               self.launch.end_marker(index))
             status, code = INTERRUPTED, None
             try:
                 status, code = await self._execute(index, out, err)
@@ -163,9 +164,9 @@ class HostRunner:
                 self.results[index] = HostResult(target.name, status, code, out.text(), stderr,
                                                  time.monotonic() - start)
 
-    def _stream(self, host: str, name: str, marker: bytes | None) -> Stream:
+    def _stream(self, host: str, name: str, marker: bytes | None, end_marker: bytes | None = None) -> Stream:
         path = os.path.join(self.outdir, f"{host}.{name}") if self.outdir else None
-        return Stream(host, name, self.on_output, self.max_bytes, path, marker)
+        return Stream(host, name, self.on_output, self.max_bytes, path, marker, end_marker)
 
     async def _execute(self, index: int, out: Stream, err: Stream) -> tuple[str, int | None]:
         target = self.targets[index]
@@ -246,19 +247,31 @@ class HostRunner:
 
     @staticmethod
     async def _drain(proc: Child, out: Stream, err: Stream) -> int:
-        """The process's exit status once its output is in. A process the command left in the
+        """The command's exit status once its output is in. A process the command left in the
         background may hold the output open long after (``sh -c 'sleep 100 & echo bg'``, as a
-        terminal does not wait for it): its output is read for ``BACKGROUND_GRACE_S`` more, then
-        left, and the host's stderr says so."""
+        terminal does not wait for it): once the command ended (its process exited, or, over
+        ssh, the wrapper's end marker came: ssh itself waits for the channel), its output is
+        read for ``BACKGROUND_GRACE_S`` more, then left, and the host's stderr says so."""
         pumps = asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err))
-        code = await proc.wait()
-        await wait_bounded(pumps, BACKGROUND_GRACE_S)
-        if not pumps.done():
-            pumps.cancel()
-            proc.close_pipes()
-            await asyncio.gather(pumps, return_exceptions=True)
+        exited = asyncio.ensure_future(proc.wait())
+        ended = asyncio.ensure_future(err.ended.wait())
+        try:
+            await asyncio.wait({exited, ended}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({exited, pumps}, timeout=BACKGROUND_GRACE_S)
+            held = not (exited.done() and pumps.done())
+            if not exited.done():   # ssh, waiting for the channel the background process holds
+                proc.kill()
+                await wait_bounded(exited, 1.0)
+            if not pumps.done():
+                pumps.cancel()
+                proc.close_pipes()
+                await asyncio.gather(pumps, return_exceptions=True)
+        finally:
+            ended.cancel()
+            exited.cancel()
+        if held:
             err._keep(LEFT_IN_THE_BACKGROUND.encode())
-        return code
+        return err.end_status if err.end_status is not None else exited.result()
 
     async def _kill(self, target: Target, proc, err: Stream, drained: asyncio.Future) -> None:
         """Stop a host's command for real (TERM, then KILL after a grace period), keeping the

@@ -20,8 +20,8 @@ from mlp_magic import config
 from mlp_magic.core.host_command import (caller_folder, host_variables, script_arguments, shell_argv,
                                          without_rank_variables)
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ssh.argv import (GO_WRAPPER, NO_REUSE, WRAPPER, as_targets, control_dir, destination,
-                                find_program, remote_command, ssh_options)
+from mlp_magic.ssh.argv import (ENDED, GO_WRAPPER, NO_REUSE, STARTED, WRAPPER, as_targets, control_dir,
+                                destination, find_program, remote_command, ssh_options)
 
 
 class Spawned:
@@ -219,7 +219,12 @@ class Launch:
         self._closed = False
 
     def marker(self, index: int) -> bytes | None:
-        return None if self.local else f"__mlp_allrun_started_{self.token}{index}_".encode()
+        """How host ``index``'s start marker begins (None: no wrapper, this machine)."""
+        return None if self.local else f"{STARTED}{self.token}{index}_".encode()
+
+    def end_marker(self, index: int) -> bytes | None:
+        """How the marker of its command's end begins (None: no wrapper, this machine)."""
+        return None if self.local else f"{ENDED}{self.token}{index}_".encode()
 
     def argv(self, index: int) -> list[str]:
         variables = host_variables(os.environ, self.targets[index].name, index, len(self.targets))

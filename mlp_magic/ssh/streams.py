@@ -2,14 +2,16 @@
 
 ``Stream``: one host's stdout or stderr, split in lines for the live display (when one is
 shown), kept in memory up to a cap, written whole to ``--outdir``; the remote wrapper's marker
-line is taken out on the way. ``Child``: a process started by ``launch.Launch``, followed on the
-running loop (pipes as StreamReaders, its end through a pidfd: no thread per child).
+lines (its command's start and end, ``ssh/pure/markers``) are taken out on the way. ``Child``:
+a process started by ``launch.Launch``, followed on the running loop (pipes as StreamReaders,
+its end through a pidfd: no thread per child).
 """
 from __future__ import annotations
 
 import asyncio
 import os
 
+from mlp_magic.ssh.pure.markers import cut_end_marker, started_pid
 from mlp_magic.ssh.spawn import signal_group
 
 CHUNK = 65536
@@ -19,18 +21,30 @@ class Stream:
     """One host's stdout or stderr: live lines out, a capped copy in memory, all to a file."""
 
     def __init__(self, host: str, name: str, on_output, max_bytes: int, path: str | None,
-                 marker: bytes | None = None):
+                 marker: bytes | None = None, end_marker: bytes | None = None):
         self.host, self.name, self.on_output = host, name, on_output
-        self.max_bytes, self.marker = max_bytes, marker
+        self.max_bytes, self.marker, self.end_marker = max_bytes, marker, end_marker
         self.kept = bytearray()   # one buffer, not an object per line (floods are many lines)
         self.dropped = 0
         self.partial = b""
+        self.held = b""   # what may be the start of the end marker, until the next chunk says
         self.saw_marker = False
         self.remote_pid: int | None = None   # the remote command's process group
         self.started = asyncio.Event()  # set when the marker arrives: the remote command runs
+        self.end_status: int | None = None   # the remote command's exit status, once it ended
+        self.ended = asyncio.Event()    # set when the end marker arrives
         self.file = open(path, "wb") if path else None
 
     def feed(self, data: bytes) -> None:
+        if self.end_marker is not None and self.end_status is None:
+            data, self.held, status = cut_end_marker(self.held + data, self.end_marker)
+            if status is not None:
+                self.end_status = status
+                self.ended.set()
+        if data:
+            self._take(data)
+
+    def _take(self, data: bytes) -> None:
         if self.on_output is None and (self.marker is None or self.saw_marker):
             # Nothing needs lines (no live display, no marker to find): keep the bytes as
             # they come, so a flood costs no per-line work.
@@ -44,6 +58,9 @@ class Stream:
             self._line(line, b"\n")
 
     def close(self) -> None:
+        if self.held:   # the output ended inside what looked like the end marker: it was output
+            held, self.held = self.held, b""
+            self._take(held)
         if self.partial:
             self._line(self.partial, b"")
             self.partial = b""
@@ -58,10 +75,10 @@ class Stream:
         return out
 
     def _line(self, line: bytes, end: bytes) -> None:
-        if self.marker is not None and not self.saw_marker and line.startswith(self.marker):
-            pid = line[len(self.marker):-2]
-            if line.endswith(b"__") and pid.isdigit():
-                self.saw_marker, self.remote_pid = True, int(pid)
+        if self.marker is not None and not self.saw_marker:
+            pid = started_pid(line, self.marker)
+            if pid is not None:
+                self.saw_marker, self.remote_pid = True, pid
                 self.started.set()
                 return
         self._keep(line + end)

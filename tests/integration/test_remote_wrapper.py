@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -28,8 +29,32 @@ def run_wrapper(wrapper: str, command: str, *, stdin=subprocess.DEVNULL, stderr=
 def test_the_marker_comes_first_and_names_the_commands_process_group(tmp_path):
     proc, out, err = run_wrapper(WRAPPER, "echo out; echo err >&2; ps -o pgid= -p $$")
     lines = err.decode().splitlines()
-    assert lines == [f"__mlp_allrun_started_tok3_{proc.pid}__", "err"]
+    assert lines == [f"__mlp_allrun_started_tok3_{proc.pid}__", "err", "__mlp_allrun_ended_tok3_0__"]
     assert out.decode().split() == ["out", str(proc.pid)]   # the command runs in that group
+
+
+@pytest.mark.parametrize("command, status", [("exit 7", 7), ("true", 0), ("kill -9 $$", 137)])
+def test_the_end_marker_says_the_commands_exit_status_and_the_wrapper_exits_with_it(command, status):
+    proc, _, err = run_wrapper(WRAPPER, command)
+    assert err.decode().splitlines()[-1] == f"__mlp_allrun_ended_tok3_{status}__"
+    assert proc.returncode == status
+
+
+def test_the_end_marker_comes_when_the_command_ends_not_when_its_background_process_does():
+    """ssh returns once the channel closes, which the ``sleep`` holds: the marker is what says
+    the command itself ended."""
+    remote = remote_command(WRAPPER, "mlp_allrun", "tok3",
+                            *script_arguments(os.getcwd(), "sleep 30 & echo $! >&2", {}))
+    proc = subprocess.Popen(["sh", "-c", remote], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        started = time.monotonic()
+        lines = [proc.stderr.readline() for _ in range(3)]
+        assert lines[2] == b"__mlp_allrun_ended_tok3_0__\n" and time.monotonic() - started < 10
+        assert proc.wait(timeout=10) == 0   # the wrapper is done; the sleep holds stderr
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)   # the sleep is in the wrapper's group
+        proc.stderr.close()
 
 
 @pytest.mark.parametrize("ignore_sigpipe", [False, True])
@@ -52,6 +77,7 @@ def test_the_go_wrapper_runs_on_go_only(tmp_path, given, runs):
     ran = tmp_path / "ran"
     proc, _, err = run_wrapper(GO_WRAPPER, f"touch {ran}", stdin=subprocess.PIPE, input_bytes=given)
     assert err.decode().startswith("__mlp_allrun_started_tok3_")
+    assert err.decode().endswith("__mlp_allrun_ended_tok3_0__\n") == runs
     assert ran.exists() == runs
     assert proc.returncode == 0
 

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from mlp_magic.core.host_command import BACKGROUND_GRACE_S, LEFT_IN_THE_BACKGROUND
 from tests.timing import HANG_FLOOR_S, hang_bound
 
 HOSTS = "worker[0-3]"
@@ -136,6 +137,31 @@ def test_timeout_kills_the_remote_command_on_every_host(healthy_testbed):
     for entry in by_host(done).values():
         assert (entry["status"], entry["stdout"]) == ("timeout", "started\n")
     assert wait_gone(bed, "sleep 100") == []
+
+
+@pytest.mark.parametrize("connection", ["shared", "own"])
+def test_a_process_left_in_the_background_is_not_waited_for(healthy_testbed, connection):
+    """As a terminal, and as allrun on this machine: the command's end is the end. ssh itself
+    waits for the channel, which the ``sleep`` holds; the wrapper's end marker says the command
+    ended, with its status. Through a ControlMaster, and through an ssh of its own."""
+    bed = healthy_testbed
+    env = allrun_env(bed)
+    if connection == "own":   # ssh keeps the first of options given twice: these win
+        env["MLP_MAGIC_SSH"] += " -o ControlMaster=no -o ControlPath=none"
+    try:
+        done = allrun(bed, "--json", "-H", HOSTS, "--", "sleep 106 & echo bg-$(hostname); exit 3",
+                      env=env, timeout=40)
+        assert done.seconds < hang_bound(BACKGROUND_GRACE_S + STARTUP_S), done.stderr
+        assert done.returncode == 3, done.stderr
+        for name, entry in by_host(done).items():
+            assert (entry["status"], entry["exit_code"], entry["stdout"]) == ("failed", 3, f"bg-{name}\n")
+            assert entry["stderr"] == LEFT_IN_THE_BACKGROUND
+        assert len(leftover(bed, "sleep 106")) == 4   # left running, as a terminal leaves it
+    finally:
+        for index in range(len(bed.hosts)):
+            for pid, line in bed.processes_on(index):
+                if line == "sleep 106":
+                    os.kill(pid, signal.SIGKILL)
 
 
 def test_timeout_kills_a_command_that_ignores_sigterm(healthy_testbed):
