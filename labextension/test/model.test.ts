@@ -9,6 +9,7 @@ import {
   interruptText,
   rankList,
   shortAge,
+  unblockText,
   unfoldRanks
 } from '../src/model/format';
 import { healthOf, hostRow, rankStatesOf } from '../src/model/hosts';
@@ -69,6 +70,16 @@ test("the Interrupt button reads the server's answer: ranks folded, or a list", 
   assert.equal(interruptText({ message: 'done' }), 'done');
   assert.equal(interruptText({}), 'Interrupt sent.');
   assert.equal(interruptText(null), 'Interrupt sent.');
+  assert.equal(
+    unblockText({ signalled: '0-2', problems: {} }),
+    'Unblock sent to ranks 0-2. Their hung collectives fail, every process keeps its state; the next ' +
+      '%%mpirun cell makes the default process group again.'
+  );
+  assert.equal(unblockText({ signalled: '', problems: {} }), 'No rank was busy: nothing to unblock.');
+  assert.equal(
+    unblockText({ signalled: '', problems: { w1: 'no agent' } }),
+    'No rank was busy: nothing to unblock. Not reached: w1 (no agent).'
+  );
 });
 
 test('rank lists stop after six ranges and count the rest', () => {

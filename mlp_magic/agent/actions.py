@@ -1,10 +1,11 @@
-"""What the agent's ops do to this host: SIGINT to its ranks, the tail of a rank's log.
+"""What the agent's ops do to this host: SIGINT or the unblock signal to its ranks, the tail of a
+rank's log.
 
 Both are careful with what a request names, as a network peer wrote it (an authenticated one,
 but a mistake costs a stranger's process or a private file):
-- ``interrupt_ranks`` signals only the ranks the agent was started with, and each only while
-  its pid still belongs to the process it was given: the same start time (``create_time``, as
-  ``psutil.Process(pid).create_time()`` gives it, read here from /proc), so a pid the kernel
+- ``interrupt_ranks`` and ``unblock_ranks`` signal only the ranks the agent was started with,
+  and each only while its pid still belongs to the process it was given: the same start time
+  (``create_time``, as ``psutil.Process(pid).create_time()`` gives it, from /proc), so a pid the kernel
   reused for another process is never signalled.
 - ``tail_log`` reads only ``rank<N>.stdout`` or ``rank<N>.stderr`` inside a cell's log folder
   that lies, links resolved, under the agent's log root, at most 1 MiB, from the end.
@@ -19,6 +20,7 @@ import stat
 
 from mlp_magic.core import proc_stat
 from mlp_magic.agent.protocol import RequestError
+from mlp_magic.unblock.pure.procfs import UNBLOCK_SIGNAL, catches
 
 STREAMS = ("stdout", "stderr")
 DEFAULT_TAIL = 64 * 1024
@@ -57,21 +59,44 @@ def _rank_list(value, known: dict) -> list:
 def interrupt_ranks(ranks: dict, wanted=None, proc_root: str = "/proc", kill=os.kill) -> dict:
     """SIGINT the ranks (``{rank: {"pid", "create_time"}}``, the agent's; ``wanted``: a subset)
     whose process still runs: {"signalled": [ranks], "gone": [ranks]}."""
-    signalled, gone = [], []
+    return signal_ranks(ranks, wanted, signal.SIGINT, proc_root, kill)
+
+
+def unblock_ranks(ranks: dict, wanted=None, proc_root: str = "/proc", kill=os.kill) -> dict:
+    """``UNBLOCK_SIGNAL`` to the ranks that catch it (unblock/rank/side: one that does not would
+    die of it): {"signalled", "gone", "deaf": [ranks without the unblock thread]}."""
+    return signal_ranks(ranks, wanted, UNBLOCK_SIGNAL, proc_root, kill)
+
+
+def signal_ranks(ranks: dict, wanted, signum: int, proc_root: str = "/proc", kill=os.kill) -> dict:
+    """``signum`` to the ranks whose process still runs (checked by start time); a signal other
+    than SIGINT only where the process catches it."""
+    answer: dict = {"signalled": [], "gone": []}
     for rank in _rank_list(wanted, ranks):
         pid, created = ranks[rank]["pid"], ranks[rank]["create_time"]
         started, state = start_time(pid, proc_root)
         if started is None or state in ("Z", "X") or abs(started - created) > SAME_START_S:
-            gone.append(rank)
+            answer["gone"].append(rank)
+            continue
+        if signum != signal.SIGINT and not catches(_read_status(pid, proc_root), signum):
+            answer.setdefault("deaf", []).append(rank)
             continue
         try:
-            kill(pid, signal.SIGINT)
-            signalled.append(rank)
+            kill(pid, signum)
+            answer["signalled"].append(rank)
         except ProcessLookupError:
-            gone.append(rank)
+            answer["gone"].append(rank)
         except PermissionError:
             raise RequestError(f"not allowed to signal rank {rank} (pid {pid})") from None
-    return {"signalled": signalled, "gone": gone}
+    return answer
+
+
+def _read_status(pid: int, proc_root: str) -> str:
+    try:
+        with open(os.path.join(proc_root, str(pid), "status")) as file:
+            return file.read()
+    except OSError:
+        return ""
 
 
 def _tail_arguments(request: dict) -> tuple:

@@ -1,7 +1,7 @@
 """The agent's wire format: JSON lines over TCP, one request per connection, HMAC-authenticated.
 
     agent -> client   {"agent": 1, "nonce": "<32 hex digits>"}
-    client -> agent   {"auth": hmac_sha256(key, nonce), "op": "subscribe" | "interrupt" | "tail", ...}
+    client -> agent   {"auth": hmac_sha256(key, nonce), "op": one of OPS, ...}
     agent -> client   the answer: one line ({"signalled": [...]}, {"text": ...}), or for
                       "subscribe" a stream: {"type": "static"}, {"type": "history"}, then one
                       {"type": "sample"} a second; or one {"error": "..."} line, then it closes.
@@ -20,7 +20,7 @@ import secrets
 VERSION = 1
 LINE_LIMIT = 64 * 1024          # a request line; answers may be longer (a 1 MiB tail)
 ANSWER_LIMIT = 4 * 1024 * 1024  # what a client reads in one line
-OPS = ("subscribe", "interrupt", "tail")
+OPS = ("subscribe", "interrupt", "unblock", "tail")
 
 
 class RequestError(Exception):

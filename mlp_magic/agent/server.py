@@ -11,8 +11,8 @@ import threading
 
 from mlp_magic.agent import actions
 from mlp_magic.agent.feed import Feed
-from mlp_magic.agent.protocol import (LINE_LIMIT, VERSION, RequestError, authentic, decode_request, encode,
-                                      new_nonce)
+from mlp_magic.agent.protocol import (LINE_LIMIT, OPS, VERSION, RequestError, authentic, decode_request,
+                                      encode, new_nonce)
 
 REQUEST_TIMEOUT_S = 10.0
 SEND_TIMEOUT_S = 30.0      # a subscriber that reads nothing for this long is dropped
@@ -84,9 +84,11 @@ class AgentServer:
         op = request.get("op")
         if op == "interrupt":
             return actions.interrupt_ranks(self.ranks, request.get("ranks"))
+        if op == "unblock":
+            return actions.unblock_ranks(self.ranks, request.get("ranks"))
         if op == "tail":
             return actions.tail_log(self.log_root, request)
-        raise RequestError(f"unknown op {str(op)[:40]!r} (known: subscribe, interrupt, tail)")
+        raise RequestError(f"unknown op {str(op)[:40]!r} (known: {', '.join(OPS)})")
 
     def _stream(self, connection: socket.socket) -> None:
         connection.settimeout(SEND_TIMEOUT_S)

@@ -1,6 +1,7 @@
-"""SIGINT to a World's ranks as processes, not through ipyparallel: the panel's Interrupt
-(panel/actions, from the World's record, while the kernel may be stuck) and the World's own
-interrupt where the client cannot send ipykernel's interrupt_request (ranks/ipp_private).
+"""Signals to a World's ranks as processes, not through ipyparallel: SIGINT for the panel's
+Interrupt (panel/actions, from the World's record, while the kernel may be stuck) and the World's
+own interrupt where the client cannot send ipykernel's interrupt_request (ranks/ipp_private);
+the unblock signal for ``%mpirun --unblock`` (unblock/verbs), whose ranks are busy by definition.
 
 ipyparallel's public ``send_signal`` is no fallback: it asks each engine's nanny, and our engines
 run without one. So the ranks are signalled on this machine directly, elsewhere through the host's
@@ -13,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from mlp_magic.agent.actions import interrupt_ranks
+from mlp_magic.agent.actions import interrupt_ranks, unblock_ranks
 from mlp_magic.agent.protocol import RequestError
 from mlp_magic.core.local_names import stays_here
+from mlp_magic.core.ranges import fold_ranks
 
 AGENT_TIMEOUT_S = 5.0
 
@@ -38,8 +40,9 @@ class Targets:
                    here=(lambda host: True) if local else stays_here)
 
 
-async def signal_all(targets: Targets) -> tuple:
-    """(ranks signalled, {host: why not}) for every host at once."""
+async def signal_all(targets: Targets, op: str = "interrupt") -> tuple:
+    """(ranks signalled, {host: why not}) for every host at once; ``op``: "interrupt" (SIGINT)
+    or "unblock" (unblock/rank/side's signal, only to ranks that catch it)."""
     signalled: list = []
     problems: dict = {}
     remote = {}
@@ -48,36 +51,55 @@ async def signal_all(targets: Targets) -> tuple:
             known = {r: {"pid": targets.processes[r][0], "create_time": targets.processes[r][1]}
                      for r in ranks if (targets.processes.get(r) or (None,))[0]}
             try:
-                signalled += interrupt_ranks(known)["signalled"] if known else []
+                answer = _LOCAL[op](known) if known else {}
             except RequestError as refused:
                 problems[host] = str(refused)
+                continue
         else:
-            remote[host] = _through_agent(targets, host, ranks)
+            remote[host] = _through_agent(targets, host, ranks, op)
+            continue
+        signalled += _taken(answer, host, problems)
     for host, answer in zip(remote, await asyncio.gather(*remote.values(), return_exceptions=True)):
         if isinstance(answer, BaseException):
             problems[host] = str(answer) or type(answer).__name__
         else:
-            signalled += answer
+            signalled += _taken(answer, host, problems)
     return signalled, problems
 
 
-async def _through_agent(targets: Targets, host: str, ranks: list) -> list:
+_LOCAL = {"interrupt": interrupt_ranks, "unblock": unblock_ranks}
+
+
+def _taken(answer: dict, host: str, problems: dict) -> list:
+    """The ranks an answer says were signalled; its deaf ones (no unblock thread) as a problem."""
+    if answer.get("deaf"):
+        problems[host] = (f"ranks {fold_ranks(answer['deaf'])} have no unblock thread (an engine "
+                          "mlp_magic did not set up): not signalled")
+    return list(answer.get("signalled") or [])
+
+
+async def _through_agent(targets: Targets, host: str, ranks: list, op: str) -> dict:
     agent = targets.agents.get(host) or {}
     if "port" not in agent or not targets.key:
         raise RequestError(f"no agent on {host} for this World (it started without one)")
     from mlp_magic.agent.client import call
 
-    answer = await call(agent["addr"], agent["port"], targets.key, "interrupt", timeout=AGENT_TIMEOUT_S,
-                        ranks=ranks)
-    return list(answer.get("signalled") or [])
+    return await call(agent["addr"], agent["port"], targets.key, op, timeout=AGENT_TIMEOUT_S, ranks=ranks)
 
 
 def interrupt(world, ranks: list) -> bool:
     """SIGINT ``ranks`` of a live World, from the kernel (whose thread may run an event loop:
     this runs its own, in a thread); True when every one was signalled."""
+    signalled, _ = send(world, ranks, "interrupt")
+    return set(ranks) <= set(signalled)
+
+
+def send(world, ranks: list, op: str) -> tuple:
+    """``op`` ("interrupt", "unblock") to ``ranks`` of a live World from the kernel, in a thread
+    of its own (the kernel's may run an event loop): (ranks signalled, {host: why not})."""
     found: list = []
     targets = Targets.of_world(world, ranks)
-    worker = threading.Thread(target=lambda: found.extend(asyncio.run(signal_all(targets))[0]), daemon=True)
+    worker = threading.Thread(target=lambda: found.append(asyncio.run(signal_all(targets, op))), daemon=True)
     worker.start()
     worker.join(AGENT_TIMEOUT_S + 1)
-    return set(ranks) <= set(found)
+    return found[0] if found else ([], {"": f"no answer within {AGENT_TIMEOUT_S + 1:g} s"})

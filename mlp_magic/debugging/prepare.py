@@ -38,7 +38,7 @@ def script_cell(owner, args, env, notice) -> tuple:
             shown = args.script if path == args.script else f"{args.script} ({path})"
             raise MlpMagicError(f"%mpirun: script {shown}: {problem}; nothing was run")
     else:   # the ranks' own file systems decide
-        world = owner.idle_world(owner.ensure(spec, restart=args.restart, notice=notice))
+        world = owner.idle_world(owner.ensure(spec, restart=args.restart, notice=notice), notice)
         args = copy.copy(args)
         args.restart = False
         _refuse_missing_on_ranks(world, chosen_ranks(args.ranks, world.np), path)

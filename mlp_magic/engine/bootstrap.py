@@ -1,5 +1,5 @@
 """Make a fresh engine a rank: its variables, its names, sys.argv, MPI, the cell hooks, stack
-dumps, SIGINT only inside cells, ``sys.exit(0)`` a success.
+dumps, the unblock thread, SIGINT only inside cells, ``sys.exit(0)`` a success.
 
 Runs in each engine, before any user code, once per World start (the kernel sends
 ``bootstrap`` to every engine at once).
@@ -17,6 +17,7 @@ from mlp_magic.engine.capture import install_capture, own_log_root
 from mlp_magic.engine.exits import install_exit_status
 from mlp_magic.engine.identity import stacks_path
 from mlp_magic.engine.sigint import install_sigint_gate
+from mlp_magic.unblock.rank import side as unblock_side
 
 _stacks_file: list = []   # the open file faulthandler writes to (kept for the engine's life)
 # Post-mortem's part in every rank: a ``post_run_cell`` hook keeps the exception of a cell that
@@ -121,6 +122,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     # debugging/rank/postmortem, which reads it, loads when a failure is inspected
     install_failure_hook(shell)
     _register_stack_dump()
+    unblock_side.install()   # %mpirun --unblock's thread: ends a hung collective, the process stays
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}
 
 

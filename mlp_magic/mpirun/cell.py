@@ -47,6 +47,7 @@ class Cell:
         self._seen = {rank: {"stdout": 0, "stderr": 0} for rank in self.ranks}
         self.outcome: Outcome | None = None   # None while it runs
         self.still_running: list[int] = []    # ranks still running after the interrupt (stuck in C)
+        self.ended_badly = False              # a rank failed, or still runs: unblocked, maybe
         self.death_note = ""                  # which rank died first, and how (Outcome.DIED)
 
     # ------------------------------------------------------------------ what the World asks a busy job
@@ -55,6 +56,9 @@ class Cell:
 
     def settle(self) -> None:
         self.job.settle()
+
+    def wait_for(self, ranks: list, until: float) -> bool:
+        return self.job.wait_for(ranks, until)
 
     def release(self) -> None:
         """Let the client forget the finished cell (else memory grows cell after cell: 64 ranks

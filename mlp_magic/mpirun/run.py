@@ -34,7 +34,7 @@ def run_cell(owner, args, code: str, env, notice=print, world=None) -> MpirunRes
         world = owner.ensure(spec, restart=args.restart, notice=notice)
     else:
         ranks = chosen_ranks(args.ranks, world.np)
-    world = owner.idle_world(world)
+    world = owner.idle_world(world, notice)
     with collector.cell_objects_only():
         result = _run_on(world, ranks, args, code)
     raise_for_failures(result)
@@ -50,6 +50,7 @@ def _run_on(world, ranks: list, args, code: str) -> MpirunResult:
     live.add(cell.new_output(every_rank=True))
     stacks = stack_snapshot(world, cell.ranks, cell_dir) if cell.outcome is Outcome.TIMEOUT else None
     results = _finish(cell)
+    cell.ended_badly = bool(cell.still_running) or any(r.status != status.OK for r in results)
     if cell.job.done():
         world.live.cell_ended(cell_dir)
     _after_the_cell(cell, world, results)

@@ -12,6 +12,7 @@ from mlp_magic.core.results import MpirunResult
 from mlp_magic.errors import RankFailure
 from mlp_magic.mpirun.cell import Cell, Outcome
 from mlp_magic.output import display, logs
+from mlp_magic.unblock.pure.report import HUNG_HINT
 
 
 def show(cell: Cell, code: str, results: list, args, live: display.LiveOutput, stacks) -> MpirunResult:
@@ -35,7 +36,7 @@ def outcome_note(cell: Cell) -> str:
     what = "timed out" if cell.outcome is Outcome.TIMEOUT else "interrupted"
     if cell.still_running:
         return (f"{what}: ranks {fold_ranks(cell.still_running)} did not stop on SIGINT (blocked in a C "
-                "call?); `%mpirun --restart` restarts the World")
+                f"call?); {HUNG_HINT}")
     return f"{what}: the running ranks were interrupted; the World is still usable"
 
 

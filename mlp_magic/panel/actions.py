@@ -43,11 +43,26 @@ async def _agent_call(world: dict, host: str, op: str, **args) -> dict:
 async def interrupt(world: dict) -> dict:
     """SIGINT every rank of the World (ranks between cells ignore it); what was done, host by host
     (agent/signals, as the World's own interrupt does without ipyparallel's)."""
-    names = this_machine_names()
-    targets = Targets(_hosts_of(world), recorded_ranks(world), world.get("agents") or {},
-                      private_part(world).get("agent_key"), here=lambda host: is_this_machine(host, names))
-    signalled, problems = await signal_all(targets)
+    signalled, problems = await signal_all(_targets(world, _hosts_of(world)))
     return {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
+
+
+async def unblock(world: dict) -> dict:
+    """The unblock signal to the World's busy ranks (unblock/rank/side): their hung
+    torch.distributed collectives fail, every process stays; the kernel makes the default process
+    group again at its next use of the World (unblock/after). No busy rank: nothing is sent."""
+    by_host: Dict[str, List[int]] = {}
+    for row in world.get("ranks") or []:
+        if row.get("state") == "busy":
+            by_host.setdefault(row["host"], []).append(row["rank"])
+    signalled, problems = await signal_all(_targets(world, by_host), "unblock") if by_host else ([], {})
+    return {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
+
+
+def _targets(world: dict, by_host: Dict[str, List[int]]) -> Targets:
+    names = this_machine_names()
+    return Targets(by_host, recorded_ranks(world), world.get("agents") or {},
+                   private_part(world).get("agent_key"), here=lambda host: is_this_machine(host, names))
 
 
 async def stop(world: dict) -> dict:

@@ -79,6 +79,15 @@ class InterruptHandler(_LiveHandler):
         self.write_json(await actions.interrupt(self.world_record(world_id)))
 
 
+class UnblockHandler(_LiveHandler):
+    """POST: end the hung torch.distributed collectives of the World's busy ranks, keeping them."""
+
+    @web.authenticated
+    @authorized("execute", resource=AUTH_RESOURCE)
+    async def post(self, world_id: str) -> None:
+        self.write_json(await actions.unblock(self.world_record(world_id)))
+
+
 class RestartHandler(_LiveHandler):
     """POST: stop the World's processes (its next %%mpirun cell starts a fresh one)."""
 
@@ -151,6 +160,7 @@ def setup_handlers(web_app, live: LiveCluster, cache_seconds: float = 4.0) -> li
         (route("cluster", "refresh"), RefreshHandler, shared),
         (route("live"), LiveSocket, {"live": live}),
         (route("worlds", WORLD_ID, "interrupt"), InterruptHandler, shared),
+        (route("worlds", WORLD_ID, "unblock"), UnblockHandler, shared),
         (route("worlds", WORLD_ID, "restart"), RestartHandler, shared),
         (route("worlds", WORLD_ID, "stacks"), StacksHandler, shared),
         (route("worlds", WORLD_ID, "ranks", r"(?P<rank>[0-9]{1,7})", "log"), LogHandler, shared),

@@ -30,6 +30,7 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.ranks.ipp_private import children, forget_results, remote_error
 from mlp_magic.ranks.remote_errors import Failed, one_line
 from mlp_magic.ranks.waiting import Requests
+from mlp_magic.unblock.pure.report import HUNG_HINT
 from mlp_magic.world.pure.budget import interrupt_grace
 
 FAILED_GRACE_S = 2.0   # at start: after a rank's call failed, how long the others still have
@@ -61,6 +62,7 @@ class RankJob:
         self.futures = [child for result in self.async_results for child in children(result)]
         self._index = {rank: i for i, rank in enumerate(self.ranks)}
         self.started = time.monotonic()
+        self.ended_badly = False   # given up on with ranks still running (the World's busy_job)
         self._settled = _Settled(self.futures, kind.give_up_after_failure_s) \
             if kind.give_up_after_failure_s else None
         waited = [[f] for f in self._settled.futures] if self._settled else \
@@ -110,6 +112,10 @@ class RankJob:
         finally:
             if self._settled is not None:
                 self._settled.close()
+
+    def wait_for(self, ranks: list, until: float) -> bool:
+        """Until every rank of ``ranks`` is done (True) or the monotonic time ``until`` (False)."""
+        return self.requests.wait_done(until, ranks)
 
     def world_ended(self) -> bool:
         return self.requests.world_ended()
@@ -240,6 +246,7 @@ def answers_of(job: RankJob, timeout: float | None, what: str) -> dict:
     if late:
         job.interrupt()
         if job.unfinished_ranks():
+            job.ended_badly = True
             job.world.busy_job = job   # later cells are refused while these ranks are busy
         else:
             job.release()
@@ -256,5 +263,4 @@ def _stuck_note(job: RankJob) -> str:
     stuck = job.unfinished_ranks()
     if not stuck:
         return "; they were interrupted and the World is still usable"
-    return (f"; ranks {fold_ranks(stuck)} did not stop on SIGINT: `%mpirun --stacks` shows where, "
-            "`%mpirun --restart` starts the World again")
+    return f"; ranks {fold_ranks(stuck)} did not stop on SIGINT: `%mpirun --stacks` shows where; {HUNG_HINT}"

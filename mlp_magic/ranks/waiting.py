@@ -119,12 +119,13 @@ class Requests:
                 return self.done()
         return True
 
-    def wait_done(self, until: float) -> bool:
+    def wait_done(self, until: float, ranks: Sequence[int] | None = None) -> bool:
         """Block until every request is done (True) or the monotonic time ``until`` (False),
-        whatever else wakes the wait meanwhile (output, the World's end)."""
+        whatever else wakes the wait meanwhile (output, the World's end); ``ranks``: only theirs."""
+        wanted = None if ranks is None else set(ranks)
         while True:
             self._woken.clear()
-            if self.done():
+            if self.done() if wanted is None else not wanted.intersection(self.unfinished()):
                 return True
             left = until - time.monotonic()
             if left <= 0:

@@ -11,6 +11,8 @@ import time
 
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.errors import MlpMagicError
+from mlp_magic.unblock.after import regroup_if_unblocked
+from mlp_magic.unblock.pure.report import HUNG_HINT
 from mlp_magic.world.start.display import StartProgress
 from mlp_magic.world.world import World, WorldSpec
 
@@ -52,7 +54,7 @@ class WorldOwner:
             world.stop()
         return world
 
-    def idle_world(self, world: World) -> World:
+    def idle_world(self, world: World, notice=print) -> World:
         """``world``, once no earlier job keeps its ranks busy; else one error naming them."""
         job = world.busy_job
         if job is None:
@@ -62,11 +64,13 @@ class WorldOwner:
         if not busy:
             job.release()
             world.busy_job = None
+            if job.ended_badly:   # ranks stuck or failed: unblocked (the panel's Unblock)?
+                for line in regroup_if_unblocked(world):
+                    notice(f"mlp_magic: {line}")
             return world
         raise MlpMagicError(
             f"ranks {fold_ranks(busy)} are still running an earlier cell that timed out or was "
-            "interrupted (blocked in a C call?): `%mpirun --stacks` shows where, `%mpirun --restart` "
-            "starts the World again"
+            f"interrupted (blocked in a C call?): `%mpirun --stacks` shows where; {HUNG_HINT}"
         )
 
 

@@ -87,6 +87,33 @@ def test_the_interrupt_button_ends_a_hung_cell(watched_world):
     assert kernel.next(30) == {"ended": True, "error": None}
 
 
+def test_the_unblock_button_ends_a_hung_collective_and_the_ranks_keep_their_state(watched_world):
+    """Issue 31: rank 3 skips an all_reduce; Unblock ends it on ranks 0-2 from the server (the
+    kernel is waiting in the cell); the kernel's next cell makes the default group again."""
+    kernel, panel = watched_world
+    kernel.run("%%mpirun\nimport torch, torch.distributed as dist\ndist.init_process_group('gloo')\n"
+               "state = 7 * rank")
+    assert kernel.next(120) == {"ended": True, "error": None}
+    kernel.run("%%mpirun\nt = torch.ones(1)\nif rank != 3:\n    dist.all_reduce(t)")
+    assert panel.wait_for_states({0: "busy", 1: "busy", 2: "busy", 3: "idle"}, 10) is not None
+    world = panel.locator(".jp-MlpLive-world")
+    with panel.page.expect_response(lambda reply: urlsplit(reply.url).path.endswith("/unblock")) as reply:
+        world.locator("button[data-action=unblock]").click()
+    assert reply.value.request.method == "POST" and reply.value.status == 200
+    assert reply.value.json()["signalled"] == "0-2"
+    ended = kernel.next(15)
+    assert ended["error"] == "RankFailure", ended
+    assert {rank: said.split(":")[0] for rank, said in ended["ranks"].items()} == {
+        "0": "error", "1": "error", "2": "error", "3": "ok"}, ended
+    assert all("Connection closed by peer" in ended["ranks"][rank] for rank in "012"), ended
+    message = world.locator(".jp-MlpLive-message").inner_text()
+    assert message.startswith("Unblock sent to ranks 0-2. Their hung collectives fail"), message
+    panel.page.screenshot(path=str(ARTIFACTS / "mlp-live-panel-unblocked.png"))
+    kernel.run("%%mpirun\nt = torch.ones(1)\ndist.all_reduce(t)\n"
+               "assert int(t.item()) == 4 and state == 7 * rank")
+    assert kernel.next(60) == {"ended": True, "error": None}
+
+
 def test_the_panel_reconnects_after_the_server_restarts(browser, start_lab, kernel):
     kernel.run("%%mpirun -np 2\npass")
     assert kernel.next(120)["error"] is None

@@ -16,7 +16,7 @@ from tornado.httpclient import HTTPClientError
 
 from mlp_magic.cluster.live import LIVENESS_EVERY_S
 from mlp_magic.cluster.pure.delta import apply
-from tests.timing import HANG_FLOOR_S, hang_bound
+from tests.timing import HANG_FLOOR_S, hang_bound, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 LIVENESS_BOUND_S = hang_bound(LIVENESS_EVERY_S)   # a dead kernel's World leaves at the next check
@@ -145,6 +145,39 @@ async def test_interrupt_signals_the_ranks_still_the_published_processes(
     assert rank0.wait(hang_bound(0.5)) == 0 and (processes.tmp_path / "rank0").read_text() == "SIGINT"
     time.sleep(0.2)
     assert rank1.poll() is None and not (processes.tmp_path / "rank1").exists()
+
+
+UNBLOCK_LISTENER = ("import sys, time\nfrom mlp_magic.unblock.rank import side\n"
+                    "side.cut_gloo_connections = lambda: open(sys.argv[1], 'w').close() or {}\n"
+                    "assert side.install()\nprint('ready', flush=True)\ntime.sleep(60)")
+
+
+async def test_unblock_signals_the_busy_ranks_only_and_never_one_that_would_die_of_it(
+        jp_fetch, world_state_dir, processes, tmp_path):
+    """Issue 31: the busy ranks' unblock threads wake; an idle rank is left alone; a busy
+    process without the thread (it would die of the signal) is named, not signalled."""
+    children = [subprocess.Popen([sys.executable, "-c", UNBLOCK_LISTENER, str(tmp_path / f"woke{r}")],
+                                 stdout=subprocess.PIPE, text=True) for r in range(2)]
+    deaf = processes.catcher("deaf")
+    processes.children += children
+    assert [child.stdout.readline() for child in children] == ["ready\n", "ready\n"]
+    everyone = (*children, deaf)
+    private = {"ranks": {str(r): [p.pid, psutil.Process(p.pid).create_time()]
+                         for r, p in enumerate(everyone)}}
+    since = "2026-11-25T10:00:00.000+00:00"
+    rows = [{"rank": r, "host": "localhost", "state": state, "since": since, "last_output": None,
+             "engine_id": r} for r, state in enumerate(("busy", "idle", "busy"))]
+    publish(world_state_dir, world_record(os.getpid(), ranks=rows, private=private))
+    answer = json.loads((await jp_fetch("mlp-magic", "worlds", "here-1-1", "unblock", method="POST",
+                                        body=b"")).body)
+    assert answer["signalled"] == "0" and "ranks 2 have no unblock thread" in answer["problems"]["localhost"]
+    assert wait_until(lambda: (tmp_path / "woke0").exists())
+    time.sleep(0.2)
+    assert not (tmp_path / "woke1").exists() and all(p.poll() is None for p in everyone)
+    publish(world_state_dir, world_record(os.getpid(), private=private))   # every rank idle
+    answer = json.loads((await jp_fetch("mlp-magic", "worlds", "here-1-1", "unblock", method="POST",
+                                        body=b"")).body)
+    assert answer == {"world": "here-1-1", "signalled": "", "problems": {}}
 
 
 async def test_restart_stops_the_worlds_own_processes(jp_fetch, world_state_dir, processes):

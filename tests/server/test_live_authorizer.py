@@ -32,7 +32,7 @@ async def test_reading_is_allowed_acting_is_not(jp_fetch, jp_ws_fetch, world_sta
     ws = await jp_ws_fetch("mlp-magic", "live")
     assert json.loads(await ws.read_message())["type"] == "snapshot"
     ws.close()
-    for action in ("interrupt", "restart", "stacks"):
+    for action in ("interrupt", "unblock", "restart", "stacks"):
         with pytest.raises(HTTPClientError) as refused:
             await jp_fetch("mlp-magic", "worlds", "here-1-1", action, method="POST", body=b"")
         assert refused.value.code == 403, action

@@ -127,7 +127,7 @@ LAYERS = (
     (),                                                                     # 2 in a rank: engine/, */rank/
     ("mlp_magic.ssh", "mlp_magic.ranks", "mlp_magic.output"),               # 3 reaching hosts and ranks
     ("mlp_magic.gpu", "mlp_magic.agent", "mlp_magic.stacks"),               # 4 probes, agents, stacks
-    ("mlp_magic.world",),                                                   # 5 the World
+    ("mlp_magic.world", "mlp_magic.unblock"),                               # 5 the World
     ("mlp_magic.mpirun", "mlp_magic.values", "mlp_magic.debugging",         # 6 what runs on it
      "mlp_magic.allrun", "mlp_magic.doctor"),
     ("mlp_magic.cluster",),                                                 # 7 the cluster picture

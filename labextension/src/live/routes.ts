@@ -100,6 +100,11 @@ export async function interruptWorld(worldId: string): Promise<IInterruptAnswer>
   return (await worldPost(worldId, 'interrupt')) as IInterruptAnswer;
 }
 
+/** POST mlp-magic/worlds/{id}/unblock: end the hung collectives of the World's busy ranks. */
+export async function unblockWorld(worldId: string): Promise<IInterruptAnswer> {
+  return (await worldPost(worldId, 'unblock')) as IInterruptAnswer;
+}
+
 /** POST mlp-magic/worlds/{id}/restart: stop the World (the next %%mpirun starts anew). */
 export async function restartWorld(worldId: string): Promise<IRestartAnswer> {
   return (await worldPost(worldId, 'restart')) as IRestartAnswer;

@@ -4,8 +4,8 @@
  */
 import type { GpuSample } from './documents';
 
-/** POST .../interrupt: the ranks signalled, folded ("0-3,5"; "" for none), and the hosts not
- * reached with why. */
+/** POST .../interrupt and .../unblock: the ranks signalled, folded ("0-3,5"; "" for none), and
+ * the hosts not reached with why. */
 export interface IInterruptAnswer {
   world: string | null;
   signalled: string;

@@ -66,6 +66,24 @@ export function unfoldRanks(folded: string): number[] {
  * ("problems": {host: why}) are named after.
  */
 export function interruptText(answer: unknown): string {
+  return signalText(answer, 'Interrupt', 'No rank was running anything to interrupt.');
+}
+
+/**
+ * What the Unblock button says of POST .../unblock's answer (the same shape as Interrupt's): the
+ * busy ranks whose hung torch.distributed collectives now end, and what happens next.
+ */
+export function unblockText(answer: unknown): string {
+  return signalText(
+    answer,
+    'Unblock',
+    'No rank was busy: nothing to unblock.',
+    ' Their hung collectives fail, every process keeps its state; the next %%mpirun cell makes the ' +
+      'default process group again.'
+  );
+}
+
+function signalText(answer: unknown, action: string, none: string, after = ''): string {
   const said = (answer || {}) as { signalled?: unknown; problems?: unknown; message?: unknown };
   const problems = Object.entries((said.problems as Record<string, unknown>) || {});
   const unreached = problems.length
@@ -78,11 +96,9 @@ export function interruptText(answer: unknown): string {
     ranks = unfoldRanks(said.signalled);
   }
   if (ranks === null) {
-    return (typeof said.message === 'string' && said.message ? said.message : 'Interrupt sent.') + unreached;
+    return (typeof said.message === 'string' && said.message ? said.message : `${action} sent.`) + unreached;
   }
-  const done = ranks.length
-    ? `Interrupt sent to ${rankList(ranks)}.`
-    : 'No rank was running anything to interrupt.';
+  const done = ranks.length ? `${action} sent to ${rankList(ranks)}.${after}` : none;
   return done + unreached;
 }
 

@@ -1,6 +1,6 @@
 /**
  * One World in the panel: its summary line, the running cell, the stragglers, the actions
- * (Interrupt, Restart, Stacks now, Tail, Copy snippet) and its ranks by host.
+ * (Interrupt, Unblock, Restart, Stacks now, Tail, Copy snippet) and its ranks by host.
  */
 import { Clipboard, Dialog, Sanitizer, showDialog } from '@jupyterlab/apputils';
 import type { CommandRegistry } from '@lumino/commands';
@@ -11,10 +11,11 @@ import {
   LogStream,
   rankLog,
   restartWorld,
+  unblockWorld,
   worldStacks
 } from '../live/routes';
 import type { IWorld } from '../model/documents';
-import { foldRanks, interruptText, rankList } from '../model/format';
+import { foldRanks, interruptText, rankList, unblockText } from '../model/format';
 import {
   cellLine,
   highlightedRanks,
@@ -37,6 +38,21 @@ const RESTART_BODY =
 
 const sanitizer = new Sanitizer();
 
+/** The World's action buttons, in the order shown. */
+function worldButtons(): HTMLButtonElement[] {
+  return [
+    actionButton('interrupt', 'Interrupt', "Interrupt this World's running cell on every rank (SIGINT)"),
+    actionButton(
+      'unblock',
+      'Unblock',
+      'End the hung torch.distributed collectives of the busy ranks, keeping every process and its state'
+    ),
+    actionButton('restart', 'Restart', 'Stop every rank of this World; the next %%mpirun cell starts a fresh one'),
+    actionButton('stacks', 'Stacks now', "Every rank's Python stack now, merged into one tree"),
+    actionButton('tail', 'Tail', "The last lines of a rank's output (the selected rank, else the first highlighted)")
+  ];
+}
+
 export class WorldView {
   constructor(
     world: IWorld,
@@ -56,12 +72,7 @@ export class WorldView {
     this._ranks = new RankList(rank => this.toggle(rank));
 
     const actions = el('div', 'jp-MlpLive-actions');
-    this._buttons = [
-      actionButton('interrupt', 'Interrupt', "Interrupt this World's running cell on every rank (SIGINT)"),
-      actionButton('restart', 'Restart', 'Stop every rank of this World; the next %%mpirun cell starts a fresh one'),
-      actionButton('stacks', 'Stacks now', "Every rank's Python stack now, merged into one tree"),
-      actionButton('tail', 'Tail', "The last lines of a rank's output (the selected rank, else the first highlighted)")
-    ];
+    this._buttons = worldButtons();
     actions.append(...this._buttons);
     const snippetRow = this.snippetRow();
     const clear = el('button', 'jp-MlpLive-link', 'clear');
@@ -101,6 +112,7 @@ export class WorldView {
   private listenToButtons(): void {
     const handlers: { [action: string]: () => void } = {
       interrupt: () => void this.interrupt(),
+      unblock: () => void this.unblock(),
       restart: () => void this.restart(),
       stacks: () => void this.stacks(),
       tail: () => this.openTail(),
@@ -193,6 +205,11 @@ export class WorldView {
   private async interrupt(): Promise<void> {
     const id = this.key;
     await this.run('Interrupting', async () => interruptText(await interruptWorld(id)));
+  }
+
+  private async unblock(): Promise<void> {
+    const id = this.key;
+    await this.run('Unblocking', async () => unblockText(await unblockWorld(id)));
   }
 
   private async restart(): Promise<void> {

@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from mlp_magic.agent.actions import MAX_TAIL, interrupt_ranks, start_time, tail_log
+from mlp_magic.agent.actions import MAX_TAIL, interrupt_ranks, start_time, tail_log, unblock_ranks
 from mlp_magic.agent.protocol import RequestError
+from tests.timing import wait_until
 
 
 @pytest.fixture
@@ -49,6 +50,31 @@ def test_a_real_sigint_reaches_the_process(sleeper):
     started, _ = start_time(sleeper.pid)
     assert interrupt_ranks({3: {"pid": sleeper.pid, "create_time": started}})["signalled"] == [3]
     assert sleeper.wait(10) != 0
+
+
+def test_the_unblock_signal_reaches_only_a_process_that_catches_it(tmp_path):
+    """A process without the unblock thread would die of the signal: it is named "deaf" and
+    left alone; one with it (unblock/rank/side) gets it, and its thread wakes."""
+    woke = tmp_path / "woke"
+    program = ("import os, sys, time\nfrom mlp_magic.unblock.rank import side\n"
+               "side.cut_gloo_connections = lambda: open(sys.argv[1], 'w').close() or {}\n"
+               "assert side.install()\nprint('ready', flush=True)\ntime.sleep(60)")
+    listening = subprocess.Popen([sys.executable, "-c", program, str(woke)], stdout=subprocess.PIPE,
+                                 text=True)
+    deaf = subprocess.Popen([sys.executable, "-c", "print('ready', flush=True); import time; time.sleep(60)"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert listening.stdout.readline() == deaf.stdout.readline() == "ready\n"
+        ranks = {rank: {"pid": child.pid, "create_time": start_time(child.pid)[0]}
+                 for rank, child in ((0, listening), (1, deaf))}
+        assert unblock_ranks(ranks) == {"signalled": [0], "gone": [], "deaf": [1]}
+        assert wait_until(woke.exists)
+        assert listening.poll() is None and deaf.poll() is None   # both alive
+    finally:
+        for child in (listening, deaf):
+            child.kill()
+            child.wait()
+            child.stdout.close()
 
 
 @pytest.fixture

@@ -1,0 +1,59 @@
+"""What /proc says about the threads and descriptors of a blocked rank (unblock/rank/side reads
+the files; these read their text): which epoll instance a thread waits on, which descriptors an
+epoll instance watches, and whether a process catches a signal.
+
+gloo's TCP transport runs one thread per process group, named ``gloo_tcp_loop``, that waits in
+``epoll_wait`` on the group's sockets: the descriptors that instance watches are that group's
+connections and nothing else (never ZeroMQ's or MPI's)."""
+from __future__ import annotations
+
+import signal
+
+GLOO_LOOP_THREAD = "gloo_tcp_loop"
+# The signal that wakes a rank's unblock thread (faulthandler writes to its pipe: no Python
+# code runs in the handler, so it works while the main thread is blocked in C). A real-time
+# signal: frameworks and batch systems take SIGUSR1 and SIGUSR2 for themselves.
+UNBLOCK_SIGNAL = int(signal.SIGRTMIN) + 6
+
+# epoll_wait, epoll_pwait, epoll_pwait2 by machine (the first argument is the epoll descriptor)
+EPOLL_WAITS = {
+    "x86_64": (232, 281, 441),
+    "aarch64": (22, 441),
+    "ppc64le": (237, 303, 441),
+}
+
+
+def epoll_fd_of(syscall_text: str, machine: str) -> int | None:
+    """The epoll descriptor a thread waits on, from its ``/proc/<pid>/task/<tid>/syscall``
+    (``"232 0x13 0x7f... ..."``: the call's number, then its arguments), or None when it is not
+    waiting in epoll (running, another call, an unknown machine)."""
+    words = syscall_text.split()
+    if len(words) < 2 or not words[0].isdigit() or int(words[0]) not in EPOLL_WAITS.get(machine, ()):
+        return None
+    try:
+        return int(words[1], 16)
+    except ValueError:
+        return None
+
+
+def watched_fds(fdinfo_text: str) -> list[int]:
+    """The descriptors an epoll instance watches, from its ``/proc/<pid>/fdinfo/<fd>``
+    (one ``tfd: N events: ...`` line each)."""
+    found = []
+    for line in fdinfo_text.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == "tfd:" and words[1].isdigit():
+            found.append(int(words[1]))
+    return found
+
+
+def catches(status_text: str, signum: int) -> bool:
+    """Whether a process catches ``signum``, from its ``/proc/<pid>/status`` (``SigCgt:``, a hex
+    mask, bit ``signum - 1``). A rank without the unblock thread would die of its signal."""
+    for line in status_text.splitlines():
+        if line.startswith("SigCgt:"):
+            try:
+                return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+            except (IndexError, ValueError):
+                return False
+    return False

@@ -1,0 +1,64 @@
+"""What ``%mpirun --unblock`` says: the ranks freed, the ranks still blocked, the default process
+group re-made, the subgroups left stale; and the hint every hang message ends with."""
+from __future__ import annotations
+
+from mlp_magic.core.ranges import fold_ranks
+
+HUNG_HINT = ("`%mpirun --unblock` ends a hung torch.distributed collective and keeps the ranks' state; "
+             "`%mpirun --restart` starts the World again")
+BOUND_S = 10.0   # how long the ranks have to come free
+
+
+def nothing_hung(ranks: list | None) -> str:
+    scope = f" of ranks {fold_ranks(ranks)}" if ranks else ""
+    return f"nothing to unblock: no rank{scope} is still running a cell; nothing was changed"
+
+
+def freed(ranks: list, seconds: float) -> str:
+    return (f"ranks {fold_ranks(ranks)} came free in {seconds:.1f} s (their gloo connections were "
+            "closed): the stuck cell failed there, every process and its state stayed")
+
+
+def still_blocked(ranks: list, problems: dict) -> str:
+    why = "; ".join(f"{host + ': ' if host else ''}{problem}" for host, problem in sorted(problems.items()))
+    return (f"ranks {fold_ranks(ranks)} did not come free within {BOUND_S:g} s (tried: closing their gloo "
+            f"connections{'; ' + why if why else ''}): not in a torch.distributed collective over gloo. "
+            "An MPI call cannot be ended short of a fault-tolerant MPI; `%mpirun --stacks` shows where "
+            "they are, `%mpirun --restart` starts the World again")
+
+
+def not_regrouped(blocked: list) -> str:
+    return (f"the default process group was not re-made: ranks {fold_ranks(blocked)} are still "
+            "blocked and every rank takes part")
+
+
+def regrouped(answers: dict) -> list[str]:
+    """Lines for ``{rank: what regroup.recreate_default_group answered}`` (a dict, None, or a
+    failure's text)."""
+    made = {rank: a for rank, a in answers.items() if isinstance(a, dict) and "backend" in a}
+    failed = {rank: (a.get("error") if isinstance(a, dict) else str(a)) for rank, a in answers.items()
+              if a is not None and rank not in made}
+    lines = []
+    if made:
+        first = made[min(made)]
+        lines.append(f"the default process group was made again ({backend_name(first['backend'])}, "
+                     f"{first['world_size']} ranks) on ranks {fold_ranks(sorted(made))}: the next cell's "
+                     "collectives work")
+        stale = {f"group {name!r} (ranks {fold_ranks(ranks)})"
+                 for answer in made.values() for name, ranks in answer["stale"]}
+        if stale:
+            lines.append("groups made with new_group are stale, make them again: "
+                         + ", ".join(sorted(stale)))
+    for text in sorted(set(failed.values())):
+        ranks = sorted(rank for rank, why in failed.items() if why == text)
+        lines.append(f"ranks {fold_ranks(ranks)}: the default process group was not made again: {text}")
+    if not answers or all(a is None for a in answers.values()):
+        lines.append("no default process group to make again (torch.distributed not initialised)")
+    return lines
+
+
+def backend_name(config: str) -> str:
+    """``"cpu:gloo,cuda:nccl"`` (torch's backend config) -> ``"gloo/nccl"``; a plain name as it is."""
+    if ":" not in config:
+        return config
+    return "/".join(dict.fromkeys(part.partition(":")[2] for part in config.split(",")))

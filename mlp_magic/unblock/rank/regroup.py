@@ -1,0 +1,62 @@
+"""In each rank, after an unblock: torch.distributed's default process group again, with the same
+backend, world size, rank and timeout, so that the next cell's collectives work with no code from
+the user. The new group meets through the old one's store (rank 0's TCPStore still serves) under
+a new prefix; the groups made with ``new_group`` are not re-made (the user's references to them
+are stale) and are named instead.
+
+Private torch names used, each guarded (a torch without them says so, changes nothing):
+``distributed_c10d._get_default_store``, ``_world.pg_names`` / ``pg_group_ranks`` /
+``pg_backend_config``, ``ProcessGroup._get_backend(device).options._timeout``.
+"""
+from __future__ import annotations
+
+import sys
+
+from mlp_magic.unblock.rank import side
+
+_GENERATION = [0]   # unblocks done in this World: the same count on every rank, a fresh prefix each
+
+
+def default_group() -> dict | None:
+    """{"backend", "rank", "world_size"} of this rank's default process group, or None."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    return {"backend": dist.get_backend(), "rank": dist.get_rank(), "world_size": dist.get_world_size()}
+
+
+def recreate_default_group() -> dict | None:
+    """Destroy and re-make the default group (collective: every rank of it at once); what was
+    made, {"backend", "world_size", "stale": [[name, [ranks]]...]} or {"error": ...}; None where
+    torch.distributed has no default group."""
+    if default_group() is None:
+        return None
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d as c10d
+
+    try:
+        world = dist.group.WORLD
+        store = c10d._get_default_store()
+        config = c10d._world.pg_backend_config.get(world) or dist.get_backend()   # "cpu:gloo,cuda:nccl"
+        stale = [[str(name), sorted(c10d._world.pg_group_ranks.get(group, {}))]
+                 for group, name in c10d._world.pg_names.items() if group is not world]
+    except (AttributeError, RuntimeError) as missing:
+        return {"error": f"this torch lacks what re-making the group needs ({missing})"}
+    rank, size, timeout = dist.get_rank(), dist.get_world_size(), _timeout(world)
+    _GENERATION[0] += 1
+    side.regrouped()
+    dist.destroy_process_group()
+    options = {"timeout": timeout} if timeout is not None else {}
+    dist.init_process_group(config, store=c10d.PrefixStore(f"mlp_magic_unblock/{_GENERATION[0]}", store),
+                            rank=rank, world_size=size, **options)
+    return {"backend": config, "world_size": size, "stale": stale}
+
+
+def _timeout(group):
+    """The group's collective timeout, or None (torch's default) where torch hides it."""
+    import torch
+
+    try:
+        return group._get_backend(torch.device("cpu")).options._timeout
+    except (AttributeError, RuntimeError):
+        return None

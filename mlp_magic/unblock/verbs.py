@@ -1,0 +1,55 @@
+"""``%mpirun --unblock``: end the World's hung torch.distributed collectives without ending any
+process, then make the default process group again.
+
+The ranks still running a cell (the World's ``busy_job``: a cell that timed out or was
+interrupted and did not stop on SIGINT) get the unblock signal (agent/signals: here directly,
+on other hosts through their agent); each one's unblock thread (unblock/rank/side) closes its
+gloo connections and the stuck collective fails. Once every rank is free, the default group is
+made again on all of them (unblock/rank/regroup), so the user's next cell needs no new code.
+"""
+from __future__ import annotations
+
+import time
+
+from mlp_magic.agent import signals as rank_signals
+from mlp_magic.core.ranges import parse_ranks
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.unblock.after import regroup_if_unblocked
+from mlp_magic.unblock.pure import report
+
+
+def unblock(context, options) -> None:
+    world = context.owner.world
+    if world is None:
+        raise MlpMagicError("%mpirun --unblock: no World running")
+    chosen = _chosen_ranks(options.ranks, world.np)
+    job = world.busy_job
+    busy = job.unfinished_ranks() if job is not None else []
+    wanted = [rank for rank in busy if chosen is None or rank in chosen]
+    if not wanted:
+        print(report.nothing_hung(chosen))
+        return
+    started = time.monotonic()
+    _, problems = rank_signals.send(world, wanted, "unblock")
+    job.wait_for(wanted, started + report.BOUND_S)
+    took = time.monotonic() - started
+    still = job.unfinished_ranks()
+    lines = []
+    freed = [rank for rank in wanted if rank not in still]
+    if freed:
+        lines.append(report.freed(freed, took))
+    stuck = [rank for rank in wanted if rank in still]
+    if stuck:
+        lines.append(report.still_blocked(stuck, problems))
+    if still:
+        if freed:   # (where none came free, the group is not what is in the way)
+            lines.append(report.not_regrouped(still))
+    else:
+        job.release()
+        world.busy_job = None
+        lines += regroup_if_unblocked(world)
+    print("\n".join(lines))
+
+
+def _chosen_ranks(spec, size: int) -> list | None:
+    return None if spec is None else parse_ranks(spec, size)

@@ -1,0 +1,84 @@
+"""``%mpirun --unblock`` (issue 31) on a real 4-rank World: a real gloo process group, a real
+hung all_reduce, the ranks' state kept across it."""
+import time
+
+import pytest
+
+from tests.integration.conftest import child_pids, run, timed_run
+from tests.timing import hang_bound, wait_until
+
+pytestmark = pytest.mark.timeout(300)
+
+SETUP = """%%mpirun -np 4
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+pair = dist.new_group([0, 1])
+state = torch.arange(3) * rank
+loaded = list(range(rank * 1000))
+"""
+HANG = ("%%mpirun --timeout {seconds}\nt = torch.ones(2)\nif rank != 3:\n    dist.all_reduce(t)\n"
+        "print('after')")
+AFTER = ("%%mpirun -o after\nt = torch.tensor([float(rank)])\ndist.all_reduce(t)\n"
+         "print(state.tolist(), len(loaded), int(t.item()))")
+
+
+@pytest.fixture
+def gloo_world(ip):
+    """A 4-rank World whose ranks hold a gloo default group, a subgroup and some state; after
+    the test, nothing of ours may linger."""
+    run(ip, "%mpirun --stop")
+    before = child_pids()
+    assert run(ip, SETUP) is None
+    yield ip
+    run(ip, "%mpirun --stop")
+    assert wait_until(lambda: not child_pids() - before), "processes left behind"
+
+
+def _hang_then_unblock(ip, capsys, seconds: int) -> tuple:
+    error, _ = timed_run(ip, HANG.format(seconds=seconds))
+    assert "timeout on ranks 0-2" in str(error)
+    footer = capsys.readouterr().out
+    started = time.monotonic()
+    assert run(ip, "%mpirun --unblock") is None
+    return footer, capsys.readouterr().out, time.monotonic() - started
+
+
+def test_a_rank_skipping_an_all_reduce_is_unblocked_and_every_rank_keeps_its_state(gloo_world, capsys):
+    ip = gloo_world
+    footer, said, took = _hang_then_unblock(ip, capsys, 6)
+    assert "`%mpirun --unblock` ends a hung torch.distributed collective" in footer
+    assert "ranks 0-2 came free in" in said, said
+    assert "the default process group was made again (gloo, 4 ranks) on ranks 0-3" in said
+    assert "groups made with new_group are stale, make them again: group '1' (ranks 0-1)" in said
+    assert took < hang_bound(2.0), said
+    assert run(ip, AFTER) is None
+    assert [r.stdout for r in ip.user_ns["after"]] == [f"{[0, r, 2 * r]} {r * 1000} 6\n" for r in range(4)]
+    # A second hang on the group made again, a second unblock (a store prefix of its own).
+    _, said, _ = _hang_then_unblock(ip, capsys, 3)
+    assert "ranks 0-2 came free in" in said and "made again (gloo, 4 ranks)" in said, said
+    assert run(ip, AFTER) is None
+    assert [r.stdout for r in ip.user_ns["after"]] == [f"{[0, r, 2 * r]} {r * 1000} 6\n" for r in range(4)]
+
+
+def test_a_refused_cell_points_to_unblock(gloo_world, capsys):
+    ip = gloo_world
+    timed_run(ip, HANG.format(seconds=3))
+    refused = run(ip, "%%mpirun\nprint('queued?')")
+    assert "ranks 0-2 are still running an earlier cell" in str(refused)
+    assert "`%mpirun --unblock`" in str(refused) and "`%mpirun --restart`" in str(refused)
+    assert run(ip, "%mpirun --unblock --ranks 3") is None   # rank 3 is not the one stuck
+    assert "nothing to unblock: no rank of ranks 3 is still running a cell" in capsys.readouterr().out
+    assert run(ip, "%mpirun --unblock") is None
+    assert "ranks 0-2 came free" in capsys.readouterr().out
+
+
+def test_unblock_with_nothing_hung_says_so_and_changes_nothing(gloo_world, capsys):
+    ip = gloo_world
+    assert run(ip, "%%mpirun -o group\nprint(id(dist.group.WORLD))") is None
+    capsys.readouterr()
+    assert run(ip, "%mpirun --unblock") is None
+    assert capsys.readouterr().out.strip() == ("nothing to unblock: no rank is still running a cell; "
+                                               "nothing was changed")
+    assert run(ip, "%%mpirun -o again\nprint(id(dist.group.WORLD))") is None
+    assert [r.stdout for r in ip.user_ns["again"]] == [r.stdout for r in ip.user_ns["group"]]
+    assert run(ip, AFTER) is None
