@@ -57,8 +57,8 @@ class Cell:
     def settle(self) -> None:
         self.job.settle()
 
-    def wait_for(self, ranks: list, until: float) -> bool:
-        return self.job.wait_for(ranks, until)
+    def wait_while_freed(self, ranks: list, grace: float) -> None:
+        self.job.wait_while_freed(ranks, grace)
 
     def release(self) -> None:
         """Let the client forget the finished cell (else memory grows cell after cell: 64 ranks

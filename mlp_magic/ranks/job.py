@@ -113,9 +113,11 @@ class RankJob:
             if self._settled is not None:
                 self._settled.close()
 
-    def wait_for(self, ranks: list, until: float) -> bool:
-        """Until every rank of ``ranks`` is done (True) or the monotonic time ``until`` (False)."""
-        return self.requests.wait_done(until, ranks)
+    def wait_while_freed(self, ranks: list, grace: float) -> None:
+        """Until every rank of ``ranks`` is done, or ``grace`` seconds pass with none of them
+        finishing (ranks sharing few cores come free one after another: 64 on 2 cores take
+        longer than any fixed bound; a rank that cannot come free is given up on all the same)."""
+        self.requests.wait_while_stopping(grace, ranks)
 
     def world_ended(self) -> bool:
         return self.requests.world_ended()

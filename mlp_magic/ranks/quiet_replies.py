@@ -7,6 +7,7 @@ wrapped: the World then has its engines publish plain ipykernel messages instead
 """
 from __future__ import annotations
 
+from concurrent.futures import InvalidStateError
 from datetime import datetime
 
 from mlp_magic.engine.quiet import QUIET_KEY, SECONDS_KEY
@@ -32,7 +33,13 @@ def complete_quiet_outputs(client) -> bool:
             # reads the run time at once (after it, a cell's footer sometimes said "-")
             if SECONDS_KEY in extra:
                 keep_in_metadata(client, msg_id, SECONDS_KEY, extra[SECONDS_KEY])
-            handle(msg)
+            try:
+                handle(msg)
+            except InvalidStateError:
+                # A second reply to a request already answered (a rank that was interrupted and
+                # came free late, by --unblock): the first one stands; ipyparallel's handler
+                # would raise on its IO thread, and print a traceback for each.
+                return
             if extra.get(QUIET_KEY):
                 future = outputs.get(msg_id)
                 if future is not None and not future.done():

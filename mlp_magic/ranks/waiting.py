@@ -119,13 +119,12 @@ class Requests:
                 return self.done()
         return True
 
-    def wait_done(self, until: float, ranks: Sequence[int] | None = None) -> bool:
+    def wait_done(self, until: float) -> bool:
         """Block until every request is done (True) or the monotonic time ``until`` (False),
-        whatever else wakes the wait meanwhile (output, the World's end); ``ranks``: only theirs."""
-        wanted = None if ranks is None else set(ranks)
+        whatever else wakes the wait meanwhile (output, the World's end)."""
         while True:
             self._woken.clear()
-            if self.done() if wanted is None else not wanted.intersection(self.unfinished()):
+            if self.done():
                 return True
             left = until - time.monotonic()
             if left <= 0:
@@ -133,14 +132,19 @@ class Requests:
             self._woken.wait(left)
             self.wakes += 1
 
-    def wait_while_stopping(self, grace: float) -> None:
-        """After an interrupt: wait while ranks keep finishing, up to ``grace`` seconds after the
-        last one did (a rank stuck in C is given up on then)."""
-        left, until = self._unfinished, time.monotonic() + grace
-        while self._unfinished and not self.world_ended():
+    def wait_while_stopping(self, grace: float, ranks: Sequence[int] | None = None) -> None:
+        """After an interrupt (or an unblock): wait while ranks keep finishing, up to ``grace``
+        seconds after the last one did (a rank stuck in C is given up on then); ``ranks``: only
+        theirs count."""
+        wanted = None if ranks is None else set(ranks)
+
+        def left_now() -> int:
+            return self._unfinished if wanted is None else len(wanted.intersection(self.unfinished()))
+        left, until = left_now(), time.monotonic() + grace
+        while left_now() and not self.world_ended():
             self._woken.clear()
-            if self._unfinished != left:
-                left, until = self._unfinished, time.monotonic() + grace
+            if left_now() != left:
+                left, until = left_now(), time.monotonic() + grace
                 continue
             remaining = until - time.monotonic()
             if remaining <= 0:

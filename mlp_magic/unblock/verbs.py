@@ -31,7 +31,8 @@ def unblock(context, options) -> None:
         return
     started = time.monotonic()
     _, problems = rank_signals.send(world, wanted, "unblock")
-    job.wait_for(wanted, started + report.BOUND_S)
+    bound = report.bound_s(world.ranks_per_cpu)
+    job.wait_while_freed(wanted, bound)
     took = time.monotonic() - started
     still = job.unfinished_ranks()
     lines = []
@@ -40,7 +41,7 @@ def unblock(context, options) -> None:
         lines.append(report.freed(freed, took))
     stuck = [rank for rank in wanted if rank in still]
     if stuck:
-        lines.append(report.still_blocked(stuck, problems))
+        lines.append(report.still_blocked(stuck, problems, bound))
     if still:
         if freed:   # (where none came free, the group is not what is in the way)
             lines.append(report.not_regrouped(still))

@@ -68,14 +68,15 @@ def test_a_hung_gloo_collective_across_hosts_is_unblocked_through_the_agents(two
     assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\nimport torch, torch.distributed as dist\n"
                        "dist.init_process_group('gloo')\nstate = 11 * rank").success
     hung = ip.run_cell("%%mpirun --timeout 6\nt = torch.ones(1)\nif rank != 2:\n    dist.all_reduce(t)")
-    assert "timeout on ranks 0-1,3" in str(hung.error_in_exec)
+    assert "timeout on ranks 0-1,3" in str(hung.error_in_exec), capsys.readouterr().out
     capsys.readouterr()
-    assert ip.run_cell("%mpirun --unblock").success
+    unblocked = ip.run_cell("%mpirun --unblock")
     said = capsys.readouterr().out
+    assert unblocked.success, (unblocked.error_in_exec, said)
     assert "ranks 0-1,3 came free in" in said, said
-    assert "the default process group was made again (gloo, 4 ranks) on ranks 0-3" in said
+    assert "the default process group was made again (gloo, 4 ranks) on ranks 0-3" in said, said
     after = "%%mpirun -o after\nt = torch.ones(1)\ndist.all_reduce(t)\nprint(state, int(t.item()))"
-    assert ip.run_cell(after).success
+    assert ip.run_cell(after).success, capsys.readouterr().out
     assert [r.stdout for r in ip.user_ns["after"]] == [f"{11 * r} 4\n" for r in range(4)]
 
 

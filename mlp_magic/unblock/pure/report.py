@@ -6,7 +6,17 @@ from mlp_magic.core.ranges import fold_ranks
 
 HUNG_HINT = ("`%mpirun --unblock` ends a hung torch.distributed collective and keeps the ranks' state; "
              "`%mpirun --restart` starts the World again")
-BOUND_S = 10.0   # how long the ranks have to come free
+BOUND_S = 10.0   # how long the ranks have to come free, from the signal or the last one freed
+# A freed rank's way out costs CPU (IPython formats its traceback through torch's frames: 0.3-0.4 s
+# measured): where ranks share cores, they come out one after another, and the first only once
+# most are nearly done (64 ranks on 2 cores: 12 s). The bound grows with the ranks a core holds.
+FREE_CPU_S = 0.5
+
+
+def bound_s(ranks_per_cpu: float) -> float:
+    """Seconds without a rank coming free before the others are named (``BOUND_S`` on a host
+    with a core per rank)."""
+    return BOUND_S + FREE_CPU_S * max(ranks_per_cpu - 1.0, 0.0)
 
 
 def nothing_hung(ranks: list | None) -> str:
@@ -19,9 +29,9 @@ def freed(ranks: list, seconds: float) -> str:
             "closed): the stuck cell failed there, every process and its state stayed")
 
 
-def still_blocked(ranks: list, problems: dict) -> str:
+def still_blocked(ranks: list, problems: dict, bound: float = BOUND_S) -> str:
     why = "; ".join(f"{host + ': ' if host else ''}{problem}" for host, problem in sorted(problems.items()))
-    return (f"ranks {fold_ranks(ranks)} did not come free within {BOUND_S:g} s (tried: closing their gloo "
+    return (f"ranks {fold_ranks(ranks)} did not come free within {bound:.3g} s (tried: closing their gloo "
             f"connections{'; ' + why if why else ''}): not in a torch.distributed collective over gloo. "
             "An MPI call cannot be ended short of a fault-tolerant MPI; `%mpirun --stacks` shows where "
             "they are, `%mpirun --restart` starts the World again")

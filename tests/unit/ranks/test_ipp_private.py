@@ -1,5 +1,6 @@
 """ranks/ipp_private: each use of ipyparallel's client internals has its fallback or one clear
 error, checked against a real (unconnected) ipyparallel Client's attributes where it matters."""
+from concurrent.futures import Future
 from types import SimpleNamespace
 
 import pytest
@@ -48,6 +49,19 @@ def test_the_ranks_run_time_is_kept_before_the_request_completes():
     client._queue_handlers["execute_reply"](
         {"parent_header": {"msg_id": "m1"}, "metadata": {"mlp_seconds": 0.5}})
     assert seen == [{"mlp_seconds": 0.5}]
+
+
+def test_a_second_reply_to_an_answered_request_is_dropped_not_raised_on_the_io_thread():
+    """A rank interrupted and freed late (``--unblock``) may answer twice; ipyparallel's handler
+    then sets a finished future again, which raised on the client's IO thread (a traceback per
+    reply, seen at 64 ranks). The first answer stands."""
+    answered = Future()
+    answered.set_result("first")
+    client = a_client(metadata={"m1": {}})
+    client._queue_handlers["execute_reply"] = lambda msg: answered.set_result("second")
+    complete_quiet_outputs(client)
+    client._queue_handlers["execute_reply"]({"parent_header": {"msg_id": "m1"}, "metadata": {}})
+    assert answered.result() == "first"
 
 
 def test_this_ipyparallels_client_has_the_hooks():

@@ -43,6 +43,12 @@ def test_each_rank_with_an_answer_is_in_exactly_one_line(answers):
     assert sorted(named) == sorted(rank for rank, answer in answers.items() if answer is not None)
 
 
+def test_the_bound_grows_with_the_ranks_a_core_holds():
+    assert report.bound_s(1.0) == report.bound_s(0.5) == 10.0
+    assert report.bound_s(32.0) == 10.0 + 0.5 * 31
+    assert "within 25.5 s" in report.still_blocked([0], {}, report.bound_s(32.0))
+
+
 def test_backend_names():
     assert report.backend_name("cpu:gloo,cuda:nccl") == "gloo/nccl"
     assert report.backend_name("gloo") == "gloo"
