@@ -190,6 +190,8 @@ def test_a_script_path_may_come_from_a_variable():
      {"frame": 7, "out": "pm", "timeout": 5.0}),
     ("--where", LINE, "where", {}),
     ("--where --ranks 2 --no-group", LINE, "where", {"ranks": "2", "group": False}),
+    ("--unblock", LINE, "unblock", {}),
+    ("--unblock --ranks 0-2", LINE, "unblock", {"ranks": "0-2"}),
 ])
 def test_post_mortem_and_where(line, cell, verb, changed):
     choice = choose(line, cell)
@@ -286,6 +288,9 @@ def test_pull_and_push_name_a_variable(line, verb, changed):
     ("--pull w --diff", LINE, ["%mpirun: --diff does not go with --pull"]),
     ("--push w --no-fold", LINE, ["--no-fold does not go with --push"]),
     ("-np 4", LINE, ["%mpirun: -np does not go with --status (%mpirun alone)"]),
+    ("--unblock --timeout 5", LINE, ["%mpirun: --timeout does not go with --unblock"]),
+    ("--unblock --restart", LINE, ["--restart and --unblock do not go together"]),
+    ("--unblock", CELL, ["%%mpirun: --unblock"]),
 ])
 def test_bad_values_give_one_error_naming_the_value(line, cell, parts, capsys):
     message = error_of(choose, line, cell)
