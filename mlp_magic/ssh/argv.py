@@ -13,7 +13,8 @@ On the remote side the command runs under a small ``sh`` wrapper that
 - then runs the command as ``core/host_command.RUN_SCRIPT`` does: the caller's folder (else
   $HOME), the forwarded and host variables, and the command with bash (sh where there is no
   bash), as every transport does, but as the wrapper's child, not exec'd;
-- prints a second marker once the command ended (``__mlp_allrun_ended_<token>_<status>__``):
+- prints a second marker, on stdout and on stderr, once the command ended
+  (``__mlp_allrun_ended_<token>_<status>__``):
   ssh returns only when the channel closes, which a process the command left in the background
   may hold open for hours; allrun gives its output the same grace as on this machine, then
   closes the channel (``ssh/streams``, ``ssh/runner``).
@@ -48,8 +49,11 @@ _SAFE_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 # marker says its end and exit status: a process it left in the background holds the channel
 # (ssh waits for it) long after.
 STARTED, ENDED = "__mlp_allrun_started_", "__mlp_allrun_ended_"
+_END_LINE = f'"{ENDED}${{__mlp_token}}_${{__mlp_status}}__"'
+# (on both streams: ssh forwards each on its own, so a stdout still in flight when stderr's
+# marker arrived would otherwise be cut short)
 WRAPPER = (f'echo "{STARTED}$1_$$__" >&2 || exit 141; __mlp_token=$1; shift; '
-           + run_script_then(f'echo "{ENDED}${{__mlp_token}}_${{__mlp_status}}__" >&2'))
+           + run_script_then(f'echo {_END_LINE}; echo {_END_LINE} >&2'))
 # The same, but the command waits for a "go" line on stdin; end of input instead means "abort":
 # nothing runs.
 GO_WRAPPER = WRAPPER.replace('exit 141; ', 'exit 141; IFS= read -r go && [ "$go" = go ] || exit 0; ', 1)

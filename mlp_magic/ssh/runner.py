@@ -147,7 +147,7 @@ class HostRunner:
             if self._stop.is_set() and index not in self.launch.started:
                 return  # stays "interrupted", never started (one started ahead is stopped below)
             start = self.launch.started_at.get(index) or time.monotonic()
-            out = self._stream(target.name, "stdout", None)
+            out = self._stream(target.name, "stdout", None, self.launch.end_marker(index))
             err = self._stream(target.name, "stderr", self.launch.marker(index),
                                self.launch.end_marker(index))
             status, code = INTERRUPTED, None
@@ -250,11 +250,12 @@ class HostRunner:
         """The command's exit status once its output is in. A process the command left in the
         background may hold the output open long after (``sh -c 'sleep 100 & echo bg'``, as a
         terminal does not wait for it): once the command ended (its process exited, or, over
-        ssh, the wrapper's end marker came: ssh itself waits for the channel), its output is
-        read for ``BACKGROUND_GRACE_S`` more, then left, and the host's stderr says so."""
+        ssh, the wrapper's end marker came on both streams: ssh itself waits for the channel),
+        its output is read for ``BACKGROUND_GRACE_S`` more, then left, and the host's stderr
+        says so."""
         pumps = asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err))
         exited = asyncio.ensure_future(proc.wait())
-        ended = asyncio.ensure_future(err.ended.wait())
+        ended = asyncio.ensure_future(_both_ended(out, err))
         try:
             await asyncio.wait({exited, ended}, return_when=asyncio.FIRST_COMPLETED)
             await asyncio.wait({exited, pumps}, timeout=BACKGROUND_GRACE_S)
@@ -310,6 +311,12 @@ class HostRunner:
         except asyncio.TimeoutError:
             killer.kill()
             await killer.wait()
+
+
+async def _both_ended(out: Stream, err: Stream) -> None:
+    """The wrapper's end marker came on stdout and on stderr (a task: cancelling it is quiet)."""
+    await out.ended.wait()
+    await err.ended.wait()
 
 
 STOP_SECONDS = 5.0   # for the runner to stop its processes after a Ctrl-C, or before the exit

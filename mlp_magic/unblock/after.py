@@ -3,6 +3,8 @@ whoever unblocked them (``%mpirun --unblock``, or the panel's Unblock, which rea
 from the server and leaves this step to the kernel's next use of the World)."""
 from __future__ import annotations
 
+import secrets
+
 from mlp_magic.ranks.job import call
 from mlp_magic.unblock.pure import report
 from mlp_magic.unblock.rank import side
@@ -13,13 +15,19 @@ REGROUP_TIMEOUT_S = 60.0
 
 
 def regroup_if_unblocked(world) -> list[str]:
-    """Where any rank's connections were closed since its group was made, make the default group
-    again on every rank (collective: all take part); the lines saying so, none otherwise."""
+    """Where any rank was unblocked since its group was made, make the default group again on
+    every rank (collective: all take part); the lines saying so, none otherwise."""
     everyone = [row.rank for row in world.layout]
     flags = call(world, everyone, side.unblocked, timeout=ASK_TIMEOUT_S,
                  what="asking the ranks whether they were unblocked")
-    if not any(flag is True for flag in flags.values()):
-        return []
-    answers = call(world, everyone, recreate_default_group, timeout=REGROUP_TIMEOUT_S,
+    return regroup(world) if any(flag is True for flag in flags.values()) else []
+
+
+def regroup(world) -> list[str]:
+    """Make the default group again on every rank, under a store prefix the kernel chooses (the
+    same on every rank whatever each one did before); the lines saying so."""
+    everyone = [row.rank for row in world.layout]
+    prefix = f"mlp_magic_unblock/{secrets.token_hex(6)}"
+    answers = call(world, everyone, recreate_default_group, prefix, timeout=REGROUP_TIMEOUT_S,
                    what="making the default process group again")
     return report.regrouped(answers)

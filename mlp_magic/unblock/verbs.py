@@ -14,7 +14,7 @@ import time
 from mlp_magic.agent import signals as rank_signals
 from mlp_magic.core.ranges import parse_ranks
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.unblock.after import regroup_if_unblocked
+from mlp_magic.unblock.after import regroup, regroup_if_unblocked
 from mlp_magic.unblock.pure import report
 
 
@@ -27,12 +27,13 @@ def unblock(context, options) -> None:
     busy = job.unfinished_ranks() if job is not None else []
     wanted = [rank for rank in busy if chosen is None or rank in chosen]
     if not wanted:
-        print(report.nothing_hung(chosen))
+        print("\n".join(_after_the_panels(world, job) or [report.nothing_hung(chosen)]))
         return
     started = time.monotonic()
-    _, problems = rank_signals.send(world, wanted, "unblock")
+    signalled, problems = rank_signals.send(world, wanted, "unblock")
     bound = report.bound_s(world.ranks_per_cpu)
-    job.wait_while_freed(wanted, bound)
+    if signalled:   # (none signalled: nothing will come free, no wait)
+        job.wait_while_freed(wanted, bound)
     took = time.monotonic() - started
     still = job.unfinished_ranks()
     lines = []
@@ -48,8 +49,18 @@ def unblock(context, options) -> None:
     else:
         job.release()
         world.busy_job = None
-        lines += regroup_if_unblocked(world)
+        lines += regroup(world)
     print("\n".join(lines))
+
+
+def _after_the_panels(world, job) -> list[str]:
+    """Nothing hung now; the ranks may have come free by the panel's Unblock since the last cell,
+    their group not made again yet: make it now (the lines saying so), else nothing."""
+    if job is None or not job.ended_badly or job.unfinished_ranks():
+        return []
+    job.release()
+    world.busy_job = None
+    return regroup_if_unblocked(world)
 
 
 def _chosen_ranks(spec, size: int) -> list | None:

@@ -30,13 +30,14 @@ def test_the_marker_comes_first_and_names_the_commands_process_group(tmp_path):
     proc, out, err = run_wrapper(WRAPPER, "echo out; echo err >&2; ps -o pgid= -p $$")
     lines = err.decode().splitlines()
     assert lines == [f"__mlp_allrun_started_tok3_{proc.pid}__", "err", "__mlp_allrun_ended_tok3_0__"]
-    assert out.decode().split() == ["out", str(proc.pid)]   # the command runs in that group
+    assert out.decode().split() == ["out", str(proc.pid), "__mlp_allrun_ended_tok3_0__"]   # in that group
 
 
 @pytest.mark.parametrize("command, status", [("exit 7", 7), ("true", 0), ("kill -9 $$", 137)])
 def test_the_end_marker_says_the_commands_exit_status_and_the_wrapper_exits_with_it(command, status):
-    proc, _, err = run_wrapper(WRAPPER, command)
+    proc, out, err = run_wrapper(WRAPPER, command)
     assert err.decode().splitlines()[-1] == f"__mlp_allrun_ended_tok3_{status}__"
+    assert out.decode().splitlines()[-1] == f"__mlp_allrun_ended_tok3_{status}__"   # both streams
     assert proc.returncode == status
 
 
@@ -109,4 +110,4 @@ def test_a_folder_missing_on_the_host_starts_the_command_in_home(tmp_path, monke
     remote = remote_command(WRAPPER, "mlp_allrun", "tok3",
                             *script_arguments(str(tmp_path / "gone"), "pwd; echo $X", {"X": "a  'b'"}))
     done = subprocess.run(["sh", "-c", remote], capture_output=True, text=True, timeout=20)
-    assert done.stdout == f"{home}\na 'b'\n"
+    assert done.stdout == f"{home}\na 'b'\n__mlp_allrun_ended_tok3_0__\n"

@@ -4,6 +4,8 @@ import time
 
 import pytest
 
+from mlp_magic.agent import signals
+from tests import worlds
 from tests.integration.conftest import child_pids, run, timed_run
 from tests.timing import hang_bound, wait_until
 
@@ -81,4 +83,22 @@ def test_unblock_with_nothing_hung_says_so_and_changes_nothing(gloo_world, capsy
                                                "nothing was changed")
     assert run(ip, "%%mpirun -o again\nprint(id(dist.group.WORLD))") is None
     assert [r.stdout for r in ip.user_ns["again"]] == [r.stdout for r in ip.user_ns["group"]]
+    assert run(ip, AFTER) is None
+
+
+def test_unblock_after_the_panels_unblock_makes_the_group_again(gloo_world, capsys):
+    """The panel's Unblock signals the ranks from the server (agent/signals, as here); the ranks
+    come free, their group broken. ``--unblock`` then has nothing hung to end, and makes the
+    group again instead of saying "nothing was changed"."""
+    ip = gloo_world
+    timed_run(ip, HANG.format(seconds=3))
+    world = worlds.current_world()
+    signalled, problems = signals.send(world, [0, 1, 2], "unblock")
+    assert sorted(signalled) == [0, 1, 2] and problems == {}
+    assert wait_until(lambda: not world.busy_job.unfinished_ranks(), hang_bound(2.0))
+    capsys.readouterr()
+    assert run(ip, "%mpirun --unblock") is None
+    said = capsys.readouterr().out
+    assert "the default process group was made again (gloo, 4 ranks) on ranks 0-3" in said, said
+    assert "nothing to unblock" not in said
     assert run(ip, AFTER) is None

@@ -19,7 +19,7 @@ UNBLOCK_SIGNAL = int(signal.SIGRTMIN) + 6
 EPOLL_WAITS = {
     "x86_64": (232, 281, 441),
     "aarch64": (22, 441),
-    "ppc64le": (237, 303, 441),
+    "ppc64le": (238, 303, 441),
 }
 
 
@@ -36,14 +36,20 @@ def epoll_fd_of(syscall_text: str, machine: str) -> int | None:
         return None
 
 
-def watched_fds(fdinfo_text: str) -> list[int]:
-    """The descriptors an epoll instance watches, from its ``/proc/<pid>/fdinfo/<fd>``
-    (one ``tfd: N events: ...`` line each)."""
+def watched_fds(fdinfo_text: str) -> list[tuple[int, int | None]]:
+    """The descriptors an epoll instance watches, with the inode each had when it was added
+    (None where the line has none), from its ``/proc/<pid>/fdinfo/<fd>`` (one
+    ``tfd: N events: 19 data: ... pos:0 ino:26e0a7 sdev:9`` line each, the inode in hex)."""
     found = []
     for line in fdinfo_text.splitlines():
         words = line.split()
         if len(words) >= 2 and words[0] == "tfd:" and words[1].isdigit():
-            found.append(int(words[1]))
+            inodes = [word[4:] for word in words[2:] if word.startswith("ino:")]
+            try:
+                inode = int(inodes[0], 16) if inodes else None
+            except ValueError:
+                inode = None
+            found.append((int(words[1]), inode))
     return found
 
 

@@ -53,7 +53,8 @@ def regrouped(answers: dict) -> list[str]:
         first = made[min(made)]
         lines.append(f"the default process group was made again ({backend_name(first['backend'])}, "
                      f"{first['world_size']} ranks) on ranks {fold_ranks(sorted(made))}: the next cell's "
-                     "collectives work")
+                     "collectives on it work; what kept the old one (DDP, FSDP, a DeviceMesh, a saved "
+                     "dist.group.WORLD) must be made again")
         stale = {f"group {name!r} (ranks {fold_ranks(ranks)})"
                  for answer in made.values() for name, ranks in answer["stale"]}
         if stale:

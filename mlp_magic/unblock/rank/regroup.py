@@ -14,8 +14,6 @@ import sys
 
 from mlp_magic.unblock.rank import side
 
-_GENERATION = [0]   # unblocks done in this World: the same count on every rank, a fresh prefix each
-
 
 def default_group() -> dict | None:
     """{"backend", "rank", "world_size"} of this rank's default process group, or None."""
@@ -25,8 +23,9 @@ def default_group() -> dict | None:
     return {"backend": dist.get_backend(), "rank": dist.get_rank(), "world_size": dist.get_world_size()}
 
 
-def recreate_default_group() -> dict | None:
-    """Destroy and re-make the default group (collective: every rank of it at once); what was
+def recreate_default_group(prefix: str) -> dict | None:
+    """Destroy and re-make the default group (collective: every rank of it at once), meeting
+    under ``prefix`` in the old store (the kernel's choice: the same on every rank); what was
     made, {"backend", "world_size", "stale": [[name, [ranks]]...]} or {"error": ...}; None where
     torch.distributed has no default group."""
     if default_group() is None:
@@ -43,11 +42,10 @@ def recreate_default_group() -> dict | None:
     except (AttributeError, RuntimeError) as missing:
         return {"error": f"this torch lacks what re-making the group needs ({missing})"}
     rank, size, timeout = dist.get_rank(), dist.get_world_size(), _timeout(world)
-    _GENERATION[0] += 1
     side.regrouped()
     dist.destroy_process_group()
     options = {"timeout": timeout} if timeout is not None else {}
-    dist.init_process_group(config, store=c10d.PrefixStore(f"mlp_magic_unblock/{_GENERATION[0]}", store),
+    dist.init_process_group(config, store=c10d.PrefixStore(prefix, store),
                             rank=rank, world_size=size, **options)
     return {"backend": config, "world_size": size, "stale": stale}
 

@@ -32,7 +32,8 @@ def install() -> bool:
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)   # a full pipe must not block the thread the signal hit
     try:
-        faulthandler.register(UNBLOCK_SIGNAL, file=write_end, all_threads=False, chain=False)
+        # every thread's stack: the handler writes something whichever thread the signal hit
+        faulthandler.register(UNBLOCK_SIGNAL, file=write_end, all_threads=True, chain=False)
     except (OSError, RuntimeError, ValueError):
         os.close(read_end)
         os.close(write_end)
@@ -47,14 +48,13 @@ def _watch(read_end: int) -> None:
     while os.read(read_end, 65536):
         time.sleep(0.05)   # the rest of the handler's writes: one unblock for one signal
         _drain(read_end)
+        _STATE["pending"] = True   # the default group must be made again (unblock/rank/regroup)
         started = time.monotonic()
         try:
             report = cut_gloo_connections()
         except Exception as error:  # noqa: BLE001 - the thread must outlive any one attempt
             report = {"error": f"{type(error).__name__}: {error}"}
         _STATE["last"] = {**report, "seconds": round(time.monotonic() - started, 3)}
-        if report.get("closed"):
-            _STATE["pending"] = True   # the default group must be made again (unblock/rank/regroup)
 
 
 def _drain(read_end: int) -> None:
@@ -69,7 +69,7 @@ def _drain(read_end: int) -> None:
 
 
 def unblocked() -> bool:
-    """Whether this rank's connections were closed since its default group was last made."""
+    """Whether this rank was unblocked since its default group was last made."""
     return bool(_STATE.get("pending"))
 
 
@@ -100,14 +100,19 @@ def cut_gloo_connections(task_root: str = "/proc/self/task") -> dict:
         if epoll_fd is None:
             unseen += 1
             continue
-        closed += sum(_shut_down(fd) for fd in watched_fds(_read(f"/proc/self/fdinfo/{epoll_fd}")))
+        watched = watched_fds(_read(f"/proc/self/fdinfo/{epoll_fd}"))
+        closed += sum(_shut_down(fd, inode) for fd, inode in watched)
     return {"loops": loops, "closed": closed, "unseen": unseen}
 
 
-def _shut_down(fd: int) -> int:
-    """1 when ``fd`` is a connected socket, now shut down both ways (its listener stays);
-    shut down through a copy of the descriptor: gloo still owns, and closes, its own."""
+def _shut_down(fd: int, inode: int | None) -> int:
+    """1 when ``fd`` is still the connected socket the loop watches (the same inode: an epoll
+    entry outlives a descriptor closed while another process holds the socket, and the number
+    may since be another socket's), now shut down both ways (its listener stays); through a
+    copy of the descriptor: gloo still owns, and closes, its own."""
     try:
+        if inode is None or os.fstat(fd).st_ino != inode:
+            return 0
         if not os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
             return 0
         copy = socket.socket(fileno=os.dup(fd))

@@ -18,7 +18,7 @@ FDINFO = ("pos:\t0\nflags:\t02000002\nmnt_id:\t15\nino:\t1057\n"
 
 def test_a_real_loop_thread_and_its_epoll_instance():
     assert epoll_fd_of(SYSCALL, "x86_64") == 0x13
-    assert watched_fds(FDINFO) == [20, 16, 17]
+    assert watched_fds(FDINFO) == [(20, 0x26e0a7), (16, 0x26e0a3), (17, 0x26e0a4)]
 
 
 def test_a_thread_not_waiting_in_epoll_has_no_epoll_fd():
@@ -26,6 +26,7 @@ def test_a_thread_not_waiting_in_epoll_has_no_epoll_fd():
     assert epoll_fd_of("202 0x55e0 0x80 0x0 0x0\n", "x86_64") is None   # futex
     assert epoll_fd_of(SYSCALL, "sparc64") is None              # a machine whose numbers we do not know
     assert epoll_fd_of("22 0x7 0x0\n", "aarch64") == 7
+    assert epoll_fd_of("238 0x9 0x0\n", "ppc64le") == 9 and epoll_fd_of("237 0x9\n", "ppc64le") is None
     assert epoll_fd_of("232 nothex\n", "x86_64") is None
     assert epoll_fd_of("", "x86_64") is None
 
@@ -34,13 +35,18 @@ def test_a_thread_not_waiting_in_epoll_has_no_epoll_fd():
 def test_any_text_gives_an_fd_or_none_never_an_error(text, machine):
     found = epoll_fd_of(text, machine)
     assert found is None or found >= 0
-    assert all(fd >= 0 for fd in watched_fds(text))
+    assert all(fd >= 0 and (inode is None or inode >= 0) for fd, inode in watched_fds(text))
 
 
-@given(st.lists(st.integers(0, 1 << 20), max_size=30))
-def test_every_watched_descriptor_is_read_back(fds):
-    text = "pos:\t0\n" + "".join(f"tfd: {fd:>8} events:       19 data: 1  pos:0 ino:1 sdev:9\n" for fd in fds)
-    assert watched_fds(text) == fds
+INODES = st.one_of(st.none(), st.integers(0, 1 << 40))
+
+
+@given(st.lists(st.tuples(st.integers(0, 1 << 20), INODES), max_size=30))
+def test_every_watched_descriptor_is_read_back_with_its_inode(entries):
+    text = "pos:\t0\n" + "".join(
+        f"tfd: {fd:>8} events:       19 data: 1  pos:0{'' if ino is None else f' ino:{ino:x}'} sdev:9\n"
+        for fd, ino in entries)
+    assert watched_fds(text) == entries
 
 
 @given(st.sets(st.integers(1, 64)))

@@ -15,7 +15,8 @@ MADE = {"backend": "cpu:gloo,cuda:gloo", "world_size": 4, "stale": [["1", [0, 1]
 def test_every_rank_made_again_with_a_stale_subgroup():
     assert report.regrouped({r: MADE for r in range(4)}) == [
         "the default process group was made again (gloo, 4 ranks) on ranks 0-3: the next cell's "
-        "collectives work",
+        "collectives on it work; what kept the old one (DDP, FSDP, a DeviceMesh, a saved "
+        "dist.group.WORLD) must be made again",
         "groups made with new_group are stale, make them again: group '1' (ranks 0-1)",
     ]
 
