@@ -264,9 +264,7 @@ class HostRunner:
                 proc.kill()
                 await wait_bounded(exited, 1.0)
             if not pumps.done():
-                pumps.cancel()
-                proc.close_pipes()
-                await asyncio.gather(pumps, return_exceptions=True)
+                await _stop_reading(pumps, proc)
         finally:
             ended.cancel()
             exited.cancel()
@@ -294,9 +292,7 @@ class HostRunner:
         proc.kill()
         await wait_bounded(drained, 0.5)
         if not drained.done():
-            drained.cancel()
-            proc.close_pipes()
-            await asyncio.gather(drained, return_exceptions=True)
+            await _stop_reading(drained, proc)
             await reap_bounded(proc)
 
     async def _signal_remote(self, target: Target, pid: int, signal_name: str) -> None:
@@ -311,6 +307,14 @@ class HostRunner:
         except asyncio.TimeoutError:
             killer.kill()
             await killer.wait()
+
+
+async def _stop_reading(reading: asyncio.Future, proc: Child) -> None:
+    """Give up on output that a held pipe keeps coming (a background process, a ControlMaster
+    waiting on a dead connection): cancel the read and close our ends."""
+    reading.cancel()
+    proc.close_pipes()
+    await asyncio.gather(reading, return_exceptions=True)
 
 
 async def _both_ended(out: Stream, err: Stream) -> None:

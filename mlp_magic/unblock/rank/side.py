@@ -21,7 +21,7 @@ import time
 
 from mlp_magic.unblock.pure.procfs import GLOO_LOOP_THREAD, UNBLOCK_SIGNAL, epoll_fd_of, watched_fds
 
-_STATE: dict = {}   # "thread": the unblock thread; "last": what the last unblock did
+_STATE: dict = {}   # "thread": the unblock thread, "pipe"; "pending": unblocked since the group was made
 _LOOP_TRIES, _LOOP_PAUSE_S = 50, 0.01   # a loop thread handling an event is asked again
 
 
@@ -49,12 +49,10 @@ def _watch(read_end: int) -> None:
         time.sleep(0.05)   # the rest of the handler's writes: one unblock for one signal
         _drain(read_end)
         _STATE["pending"] = True   # the default group must be made again (unblock/rank/regroup)
-        started = time.monotonic()
         try:
-            report = cut_gloo_connections()
-        except Exception as error:  # noqa: BLE001 - the thread must outlive any one attempt
-            report = {"error": f"{type(error).__name__}: {error}"}
-        _STATE["last"] = {**report, "seconds": round(time.monotonic() - started, 3)}
+            cut_gloo_connections()
+        except Exception:  # noqa: BLE001 - the thread must outlive any one attempt; a rank not
+            pass           # freed is named by the kernel's bound
 
 
 def _drain(read_end: int) -> None:
@@ -75,11 +73,6 @@ def unblocked() -> bool:
 
 def regrouped() -> None:
     _STATE.pop("pending", None)
-
-
-def last_report() -> dict | None:
-    """What the last unblock did here: {"loops", "closed", "unseen", "seconds"} or {"error"}."""
-    return _STATE.get("last")
 
 
 def cut_gloo_connections(task_root: str = "/proc/self/task") -> dict:
