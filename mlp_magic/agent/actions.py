@@ -20,7 +20,7 @@ import stat
 
 from mlp_magic.core import proc_stat
 from mlp_magic.agent.protocol import RequestError
-from mlp_magic.unblock.pure.procfs import UNBLOCK_SIGNAL, catches
+from mlp_magic.unblock.pure.procfs import UNBLOCK_SIGNAL
 
 STREAMS = ("stdout", "stderr")
 DEFAULT_TAIL = 64 * 1024
@@ -78,7 +78,7 @@ def signal_ranks(ranks: dict, wanted, signum: int, proc_root: str = "/proc", kil
         if started is None or state in ("Z", "X") or abs(started - created) > SAME_START_S:
             answer["gone"].append(rank)
             continue
-        if signum != signal.SIGINT and not catches(_read_status(pid, proc_root), signum):
+        if signum != signal.SIGINT and not proc_stat.catches(_read_status(pid, proc_root), signum):
             answer.setdefault("deaf", []).append(rank)
             continue
         try:

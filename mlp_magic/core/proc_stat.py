@@ -1,4 +1,5 @@
-"""When a process started, from what /proc shows of it (pure: the callers read the files).
+"""When a process started, and which signals it catches, from what /proc shows of it (pure: the
+callers read the files).
 
 A pid names a process only while it lives; the kernel gives the number to another one later.
 Its start time tells the two apart: ``/proc/PID/stat``'s 22nd field (clock ticks after boot)
@@ -44,3 +45,16 @@ def create_time(stat: bytes, proc_stat: bytes, ticks_per_second: int) -> float |
     if parsed is None or booted is None or ticks_per_second <= 0:
         return None
     return booted + parsed[1] / ticks_per_second
+
+
+def catches(status_text: str, signum: int) -> bool:
+    """Whether a process catches ``signum``, from its ``/proc/<pid>/status`` (``SigCgt:``, a hex
+    mask, bit ``signum - 1``). One that does not would die of a real-time signal (its default
+    action): the unblock and collectives signals go only to processes that catch them."""
+    for line in status_text.splitlines():
+        if line.startswith("SigCgt:"):
+            try:
+                return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+            except (IndexError, ValueError):
+                return False
+    return False

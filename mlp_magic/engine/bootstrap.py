@@ -17,6 +17,7 @@ from mlp_magic.engine.capture import install_capture, own_log_root
 from mlp_magic.engine.exits import install_exit_status
 from mlp_magic.engine.identity import stacks_path
 from mlp_magic.engine.sigint import install_sigint_gate
+from mlp_magic.stacks.rank import recorder
 from mlp_magic.unblock.rank import side as unblock_side
 
 _stacks_file: list = []   # the open file faulthandler writes to (kept for the engine's life)
@@ -105,6 +106,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
         root, days = log_retention
         run_chore(RETENTION_CHORE, [root, own_log_root()], days)
     os.environ.update({key: str(value) for key, value in variables.items()})
+    recorder.turn_on()   # torch's flight recorder, read when the first process group is made
     # As `python -c` under mpiexec: argparse in a cell then sees no arguments, not the engine's
     # own command line (its connection file, its options).
     sys.argv = ["-c"]
@@ -123,6 +125,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     install_failure_hook(shell)
     _register_stack_dump()
     unblock_side.install()   # %mpirun --unblock's thread: ends a hung collective, the process stays
+    recorder.install()       # the hang report's collectives: which one each rank is in
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}
 
 

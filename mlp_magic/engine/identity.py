@@ -10,6 +10,7 @@ import socket
 
 from mlp_magic import config
 
+PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
 # The rank's own number, most specific first. MLP_MAGIC_RANK first: plain engines (no MPI) are
 # numbered by the World, and may inherit a launcher's variables from the kernel.
 RANK_VARIABLES = ("MLP_MAGIC_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
@@ -49,6 +50,7 @@ def identify(controller_ip: str = "127.0.0.1") -> dict:
         "free_port": free_port(),
         "addr": route_source_ip(controller_ip) or socket.gethostname(),
         "stacks_path": stacks_path(),
+        "collectives_path": collectives_path(),
         "create_time": _create_time(),
         "cpus": usable_cpus(),
         "started": dict(STARTED),
@@ -67,6 +69,11 @@ def usable_cpus() -> list:
 def stacks_path(pid: int | None = None) -> str:
     """Where this engine's faulthandler writes its stacks when asked (SIGUSR1)."""
     return os.path.join(config.home(), "stacks", f"{pid or os.getpid()}.txt")
+
+
+def collectives_path(pid: int | None = None) -> str:
+    """Where this engine's recorder thread writes its collectives when asked (stacks/rank/recorder)."""
+    return os.path.join(config.home(), "stacks", f"{pid or os.getpid()}.collectives.json")
 
 
 def route_source_ip(destination: str) -> str | None:

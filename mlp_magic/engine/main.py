@@ -25,7 +25,6 @@ from mlp_magic.engine import forget_modules
 from mlp_magic.engine.identity import STARTED, launched_by_mpi, launcher_rank, usable_cpus
 from mlp_magic.engine.ipykernel_private import DEBUGGER_FLAG, DEBUGGER_MODULE, run_every_cell
 
-PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
 LOG_FORMAT = "%(asctime)s.%(msecs).03d [rank {rank}] [%(name)s]%(highlevel)s %(message)s"
 
 

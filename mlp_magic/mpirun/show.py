@@ -7,7 +7,7 @@ is on screen, carrying the same result ``-o NAME`` keeps.
 from __future__ import annotations
 
 from mlp_magic.core import results as status
-from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.core.ranges import fold_ranks, rank_words
 from mlp_magic.core.results import MpirunResult
 from mlp_magic.errors import RankFailure
 from mlp_magic.mpirun.cell import Cell, Outcome
@@ -35,7 +35,7 @@ def outcome_note(cell: Cell) -> str:
         return cell.death_note or "ranks died during the cell; `%mpirun --restart` starts a new World"
     what = "timed out" if cell.outcome is Outcome.TIMEOUT else "interrupted"
     if cell.still_running:
-        return (f"{what}: ranks {fold_ranks(cell.still_running)} did not stop on SIGINT (blocked in a C "
+        return (f"{what}: {rank_words(cell.still_running)} did not stop on SIGINT (blocked in a C "
                 f"call?); {HUNG_HINT}")
     return f"{what}: the running ranks were interrupted; the World is still usable"
 

@@ -23,7 +23,7 @@ from mlp_magic.output.pure.fold.groups import fold_groups
 from mlp_magic.output.pure.fold.live import LiveFold
 from mlp_magic.output.pure.grouping import fold_hosts_shown, group_results, ranks_label
 from mlp_magic.output.pure.html import render_groups_html
-from mlp_magic.stacks.pure.render import merged_html, merged_text
+from mlp_magic.stacks.pure.render import collectives_html, merged_html, merged_text
 from mlp_magic.output.pure.text import render_groups_text
 from mlp_magic.stacks.pure.tree import merge
 
@@ -155,18 +155,20 @@ def footnote_html(text: str) -> str:
     return f"<div style='color:#777;font-size:85%'>{html.escape(text).replace(chr(10), '<br>')}</div>"
 
 
-def stack_report(stacks: dict, hosts: dict, where: str) -> tuple:
+def stack_report(stacks: dict, hosts: dict, where: str, collectives: list = ()) -> tuple:
     """Every rank's stack ({rank: frames}) merged into one tree (``stacks/pure/tree``), the odd ranks
-    named, as (text, html); ``hosts``: {rank: host}; ``where``: the full dumps."""
+    named, then the ``collectives`` lines (``stacks/pure/collectives``: none without a process
+    group), as (text, html); ``hosts``: {rank: host}; ``where``: the full dumps."""
     root = merge(stacks)
 
     def label(ranks) -> str:
         ranks = sorted(ranks)
         return ranks_label(ranks, fold_hosts_shown(hosts[r] for r in ranks))
 
-    text = f"\n{STACKS_TITLE}\n{merged_text(root, label)}{where}\n"
+    beside = "".join(f"{line}\n" for line in collectives)
+    text = f"\n{STACKS_TITLE}\n{merged_text(root, label)}{beside}{where}\n"
     markup = (f"<div style='margin-top:0.8em;font-weight:bold'>{html.escape(STACKS_TITLE)}</div>"
-              f"{merged_html(root, label)}{footnote_html(where)}")
+              f"{merged_html(root, label)}{collectives_html(collectives)}{footnote_html(where)}")
     return text, markup
 
 

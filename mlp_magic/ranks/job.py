@@ -24,7 +24,7 @@ import threading
 import time
 from concurrent.futures import Future
 
-from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.core.ranges import fold_ranks, rank_words
 from mlp_magic.core.records import Record
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.ranks.ipp_private import children, forget_results, remote_error
@@ -265,4 +265,4 @@ def _stuck_note(job: RankJob) -> str:
     stuck = job.unfinished_ranks()
     if not stuck:
         return "; they were interrupted and the World is still usable"
-    return f"; ranks {fold_ranks(stuck)} did not stop on SIGINT: `%mpirun --stacks` shows where; {HUNG_HINT}"
+    return f"; {rank_words(stuck)} did not stop on SIGINT: `%mpirun --stacks` shows where; {HUNG_HINT}"

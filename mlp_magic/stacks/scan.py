@@ -24,6 +24,8 @@ import subprocess
 import sys
 import time
 
+from mlp_magic.engine.identity import PROGRAM as ENGINE_PROGRAM, collectives_path
+from mlp_magic.stacks import collectives
 from mlp_magic.core.proc_ranks import (children_of_ranks, is_launcher, is_python, is_stacks_tool,
                                        parse_cmdline, parse_environ, rank_of)
 from mlp_magic.stacks.pure.pyspy import (GONE, NO_PYSPY, NOT_PYTHON, OTHER, TIMEOUT, DumpError,
@@ -32,6 +34,7 @@ from mlp_magic.stacks.pure.pyspy import (GONE, NO_PYSPY, NOT_PYTHON, OTHER, TIME
 # Kept light: every host starts it (with ``python -I -S``) for each call, so no argparse,
 # concurrent.futures or dataclasses; py-spy processes run side by side, read as each ends.
 PROC = "/proc"
+COLLECTIVES_WAIT_S = 1.5
 PARALLEL = 16            # py-spy processes at a time (each pauses its target for a few ms)
 _CMD_CHARS = 300
 _PF_KTHREAD = 0x00200000   # /proc/PID/stat flags: a kernel thread
@@ -270,7 +273,19 @@ def scan(selection: Selection, native: bool = False, timeout: float = 5.0, pyspy
             todo.append(line)
     for line, result in zip(todo, dump_all([line["pid"] for line in todo], pyspy, native, timeout, dumps)):
         line.update(result)
+    _ask_engines(found, lines)
     return [header] + lines
+
+
+def _ask_engines(found: list, lines: list) -> None:
+    """Our engines' collectives (stacks/collectives), once py-spy is done with them: under
+    ``"collectives"``, {"answer": groups, an error or None}. Other processes are never asked."""
+    engines = {line["pid"]: line for info, line in zip(found, lines)
+               if ENGINE_PROGRAM in info.get("argv", ()) and not info.get("missing")}
+    if engines:
+        said = collectives.gather({pid: (pid, collectives_path(pid)) for pid in engines}, COLLECTIVES_WAIT_S)
+        for pid, line in engines.items():
+            line["collectives"] = {"answer": said[pid]}
 
 
 def main(argv: list | None = None) -> int:

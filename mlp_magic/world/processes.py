@@ -21,7 +21,7 @@ import psutil
 
 from mlp_magic.agent.leftovers import end_groups, own_groups
 from mlp_magic.core.deadline import until
-from mlp_magic.engine.main import PROGRAM as ENGINE_PROGRAM
+from mlp_magic.engine.identity import PROGRAM as ENGINE_PROGRAM
 from mlp_magic.engine.private_files import open_private
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world import published

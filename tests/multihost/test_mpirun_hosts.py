@@ -68,8 +68,11 @@ def test_a_hung_gloo_collective_across_hosts_is_unblocked_through_the_agents(two
     assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\nimport torch, torch.distributed as dist\n"
                        "dist.init_process_group('gloo')\nstate = 11 * rank").success
     hung = ip.run_cell("%%mpirun --timeout 6\nt = torch.ones(1)\nif rank != 2:\n    dist.all_reduce(t)")
-    assert "timeout on ranks 0-1,3" in str(hung.error_in_exec), capsys.readouterr().out
-    capsys.readouterr()
+    report = capsys.readouterr().out
+    assert "timeout on ranks 0-1,3" in str(hung.error_in_exec), report
+    # the collectives each rank is in, asked on each host by the hang report's one script
+    assert ("default group: ranks 0-1,3 (3): in all_reduce #1 [1] float32 (cell:3); "
+            "rank 2: no collective yet, behind by 1\n") in report, report
     unblocked = ip.run_cell("%mpirun --unblock")
     said = capsys.readouterr().out
     assert unblocked.success, (unblocked.error_in_exec, said)

@@ -98,3 +98,10 @@ def rank_frames(dump: str) -> tuple:
     if not any(f.is_cell for f in frames):
         return (IDLE,)
     return tuple(f.canonical() for f in frames)
+
+
+def user_line(frames) -> str | None:
+    """``cell:4``: the innermost line of user code of a rank's frames (where it called what it
+    waits in), None when it runs none."""
+    mine = [frame for frame in frames if frame.file and frame.line > 0 and frame.is_user]
+    return f"{short_path(mine[-1].file)}:{mine[-1].line}" if mine else None

@@ -17,7 +17,8 @@ from mlp_magic.stacks.pure.pyspy import NO_PYSPY, NO_PYSPY_FIX, PTRACE, PTRACE_F
 from mlp_magic.output.pure.grouping import fold_hosts_shown, ranks_label
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.core.records import Record, fresh
-from mlp_magic.stacks.pure.frames import Frame
+from mlp_magic.stacks.pure.collectives import section as collectives_section
+from mlp_magic.stacks.pure.frames import Frame, user_line
 from mlp_magic.stacks.pure.tree import merge
 
 THREAD_PREFIX = "thread "
@@ -36,6 +37,7 @@ class ProcessStacks(Record):
     threads: list = fresh(list)      # [{"name", "main", "idle", "frames"}], the main thread first
     fault: str | None = None         # why there are no threads (core.pyspy's causes)
     error: str = ""
+    collectives: dict | None = None  # an engine of ours: {"answer": its recorder's} (stacks/pure/collectives)
 
 
 class HostScan(Record):
@@ -59,6 +61,7 @@ class Section(Record):
     tree: object = None              # the main threads' merged tree (core.stack_tree.Node)
     threads: object = None           # the other shown threads' tree, or None
     hidden_idle: dict = fresh(dict)  # member -> idle threads not shown
+    collectives: list = fresh(list)  # the ranks' collectives lines (stacks/pure/collectives.section)
 
 
 def parse_scan(host: str, text: str) -> HostScan:
@@ -95,10 +98,13 @@ def _process(host: str, line: dict) -> ProcessStacks:
     threads = [dict(t, frames=frames_of(t)) for t in line.get("threads") or []]
     if not all(isinstance(t.get("name"), str) and isinstance(t.get("idle"), bool) for t in threads):
         raise ValueError("a thread without its name or idle flag")
+    asked = line.get("collectives")
+    if asked is not None and not isinstance(asked, dict):
+        raise ValueError(f"collectives is an object, got {asked!r}")
     return ProcessStacks(host, int(line["pid"]), str(line.get("cmd") or ""), line.get("rank"),
                          line.get("job"),
                          line.get("size"), line.get("child_of"), threads, line.get("fault"),
-                         str(line.get("error") or ""))
+                         str(line.get("error") or ""), asked)
 
 
 def _thread_name(name: str) -> str:
@@ -143,7 +149,9 @@ def sections(scans: Iterable[HostScan], all_threads: bool = False) -> list:
                 jobs[process.job][process.rank] = process
     found = []
     for job, ranks in jobs.items():
-        found.append(_section(job_title(job, ranks), dict(sorted(ranks.items())), "ranks", all_threads))
+        section = _section(job_title(job, ranks), dict(sorted(ranks.items())), "ranks", all_threads)
+        section.collectives = ranks_collectives(ranks)
+        found.append(section)
         if job in children:
             kids = dict(enumerate(children.pop(job)))
             found.append(_section(f"children of the ranks of {job}", kids, "children", all_threads))
@@ -153,6 +161,20 @@ def sections(scans: Iterable[HostScan], all_threads: bool = False) -> list:
     if loose:
         found.append(_section("processes without a rank", dict(enumerate(loose)), "processes", all_threads))
     return found
+
+
+def ranks_collectives(ranks: Mapping) -> list:
+    """The collectives lines of one job's ranks ({rank: ProcessStacks}): those of our engines."""
+    asked = {rank: p for rank, p in ranks.items() if p.collectives is not None}
+    answers = {rank: _checked_answer(p.collectives.get("answer")) for rank, p in asked.items()}
+    where = {rank: user_line(p.threads[0]["frames"]) if p.threads else None for rank, p in asked.items()}
+    return collectives_section(answers, where)
+
+
+def _checked_answer(answer):
+    if isinstance(answer, list) and all(isinstance(g, dict) and "name" in g for g in answer):
+        return answer
+    return answer if isinstance(answer, str) else None
 
 
 def job_title(job: str, ranks: Mapping) -> str:

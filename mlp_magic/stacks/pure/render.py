@@ -95,6 +95,15 @@ def merged_html(root: Node, label: Label, title: str = "") -> str:
             + render_tree_html(root, label, frame_text, is_user, title=title))
 
 
+def collectives_html(lines: list) -> str:
+    """The collectives lines (stacks/pure/collectives.section) under their title; none: nothing."""
+    if not lines:
+        return ""
+    body = "\n".join(escape(line) for line in lines[1:])
+    return (f"<div style='margin-top:0.6em;font-weight:bold'>{escape(lines[0])}</div>"
+            f"<pre style='margin:0.2em 0'>{body}</pre>")
+
+
 def _idle_note(section) -> str:
     by_count: dict = {}
     for member, count in section.hidden_idle.items():
@@ -114,6 +123,7 @@ def render_report_text(found: list, problems: list, heading: str) -> str:
             pieces.append(merged_text(section.tree, label))
         if section.threads is not None:
             pieces.append("other threads:\n" + render_tree_text(section.threads, label, frame_text, is_user))
+        pieces.append("".join(f"{line}\n" for line in section.collectives))
         note = _idle_note(section)
         pieces.append(note + "\n" if note else "")
     if problems:
@@ -132,6 +142,7 @@ def render_report_html(found: list, problems: list, heading: str) -> str:
         if section.threads is not None:
             pieces.append(render_tree_html(section.threads, label, frame_text, is_user,
                                            title=f"{section.title}: other threads"))
+        pieces.append(collectives_html(section.collectives))
         note = _idle_note(section)
         pieces.append(f'<div style="color:#777">{escape(note)}</div>' if note else "")
     if problems:

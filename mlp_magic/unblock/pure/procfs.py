@@ -51,15 +51,3 @@ def watched_fds(fdinfo_text: str) -> list[tuple[int, int | None]]:
                 inode = None
             found.append((int(words[1]), inode))
     return found
-
-
-def catches(status_text: str, signum: int) -> bool:
-    """Whether a process catches ``signum``, from its ``/proc/<pid>/status`` (``SigCgt:``, a hex
-    mask, bit ``signum - 1``). A rank without the unblock thread would die of its signal."""
-    for line in status_text.splitlines():
-        if line.startswith("SigCgt:"):
-            try:
-                return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
-            except (IndexError, ValueError):
-                return False
-    return False

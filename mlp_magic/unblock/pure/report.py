@@ -2,7 +2,7 @@
 group re-made, the subgroups left stale; and the hint every hang message ends with."""
 from __future__ import annotations
 
-from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.core.ranges import fold_ranks, rank_words
 
 HUNG_HINT = ("`%mpirun --unblock` ends a hung torch.distributed collective and keeps the ranks' state; "
              "`%mpirun --restart` starts the World again")
@@ -25,7 +25,7 @@ def nothing_hung(ranks: list | None) -> str:
 
 
 def freed(ranks: list, seconds: float) -> str:
-    return (f"ranks {fold_ranks(ranks)} came free in {seconds:.1f} s (their gloo connections were "
+    return (f"{rank_words(ranks)} came free in {seconds:.1f} s (their gloo connections were "
             "closed): the stuck cell failed there, every process and its state stayed")
 
 

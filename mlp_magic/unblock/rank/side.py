@@ -3,67 +3,34 @@ kernel asks, while the main thread is blocked in C with the GIL released (gloo a
 release it; SIGINT cannot end them: Python's handler runs only once the main thread is back).
 
 The ask is ``UNBLOCK_SIGNAL``, sent to the rank's process (agent/signals: here directly, on
-other hosts by their agent). ``faulthandler`` handles it in C, writing a traceback to a pipe
-that this thread reads: no Python code, no ``set_wakeup_fd`` (the event loop's), and whichever
-thread the signal lands on. The thread then shuts down the connections of every gloo process
-group (the sockets its ``gloo_tcp_loop`` thread watches: never ZeroMQ's or MPI's), and the
-blocked collective fails with gloo's "Connection closed by peer". The process, and every Python
-object it holds, stays; unblock/rank/regroup makes the default group again.
+other hosts by their agent), answered by a thread of engine/side_signal. It shuts down the
+connections of every gloo process group (the sockets its ``gloo_tcp_loop`` thread watches:
+never ZeroMQ's or MPI's), and the blocked collective fails with gloo's "Connection closed by
+peer". The process, and every Python object it holds, stays; unblock/rank/regroup makes the
+default group again.
 """
 from __future__ import annotations
 
-import faulthandler
 import os
 import platform
 import socket
-import threading
 import time
 
+from mlp_magic.engine.side_signal import on_signal
 from mlp_magic.unblock.pure.procfs import GLOO_LOOP_THREAD, UNBLOCK_SIGNAL, epoll_fd_of, watched_fds
 
-_STATE: dict = {}   # "thread": the unblock thread, "pipe"; "pending": unblocked since the group was made
+_STATE: dict = {}   # "pending": unblocked since the default group was last made
 _LOOP_TRIES, _LOOP_PAUSE_S = 50, 0.01   # a loop thread handling an event is asked again
 
 
 def install() -> bool:
-    """Register the signal and start the thread, once per process; True when in place."""
-    if "thread" in _STATE:
-        return True
-    read_end, write_end = os.pipe()
-    os.set_blocking(write_end, False)   # a full pipe must not block the thread the signal hit
-    try:
-        # every thread's stack: the handler writes something whichever thread the signal hit
-        faulthandler.register(UNBLOCK_SIGNAL, file=write_end, all_threads=True, chain=False)
-    except (OSError, RuntimeError, ValueError):
-        os.close(read_end)
-        os.close(write_end)
-        return False
-    thread = threading.Thread(target=_watch, args=(read_end,), name="mlp-unblock", daemon=True)
-    thread.start()
-    _STATE.update(thread=thread, pipe=(read_end, write_end))
-    return True
+    """Answer ``UNBLOCK_SIGNAL`` (engine/side_signal), once per process; True when in place."""
+    return on_signal(UNBLOCK_SIGNAL, _unblock, "mlp-unblock")
 
 
-def _watch(read_end: int) -> None:
-    while os.read(read_end, 65536):
-        time.sleep(0.05)   # the rest of the handler's writes: one unblock for one signal
-        _drain(read_end)
-        _STATE["pending"] = True   # the default group must be made again (unblock/rank/regroup)
-        try:
-            cut_gloo_connections()
-        except Exception:  # noqa: BLE001 - the thread must outlive any one attempt; a rank not
-            pass           # freed is named by the kernel's bound
-
-
-def _drain(read_end: int) -> None:
-    os.set_blocking(read_end, False)
-    try:
-        while os.read(read_end, 65536):
-            pass
-    except BlockingIOError:
-        pass
-    finally:
-        os.set_blocking(read_end, True)
+def _unblock() -> None:
+    _STATE["pending"] = True   # the default group must be made again (unblock/rank/regroup)
+    cut_gloo_connections()
 
 
 def unblocked() -> bool:
