@@ -107,6 +107,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
         run_chore(RETENTION_CHORE, [root, own_log_root()], days)
     os.environ.update({key: str(value) for key, value in variables.items()})
     recorder.turn_on()   # torch's flight recorder, read when the first process group is made
+    unblock_side.prepare_environment()   # NCCL's watchdog must not end a rank --unblock can free
     # As `python -c` under mpiexec: argparse in a cell then sees no arguments, not the engine's
     # own command line (its connection file, its options).
     sys.argv = ["-c"]

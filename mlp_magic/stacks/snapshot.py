@@ -198,13 +198,15 @@ def _unanswered(by_host: dict, why: dict) -> tuple:
             {t.rank: None for _, t in targets})
 
 
-def collect(world, ranks: list, wait: float = 1.5) -> tuple:
-    """({rank: faulthandler dump text}, {rank: collectives or None}) for ``ranks`` of ``world``."""
+def collect(world, ranks: list, wait: float = 1.5, with_collectives: bool = True) -> tuple:
+    """({rank: faulthandler dump text}, {rank: collectives or None}) for ``ranks`` of ``world``
+    (without ``with_collectives``: the stacks only, as benchmarks/collectives.py compares)."""
     here = socket.gethostname()
     local, remote = [], {}
     for rank in ranks:
         identity = world.identities[rank]
-        target = Target(rank, identity["pid"], identity["stacks_path"], identity.get("collectives_path"))
+        answers_in = identity.get("collectives_path") if with_collectives else None
+        target = Target(rank, identity["pid"], identity["stacks_path"], answers_in)
         if identity["host"] == here:
             local.append(target)
         else:

@@ -32,6 +32,7 @@ step() {   # step NAME SECONDS COMMAND...: its output in $OUT/NAME.log and here
 step smi 30 bash -c 'nvidia-smi; nvidia-smi topo -m; which mpiexec python3; python3 -c "import mpi4py, torch;
 from mpi4py import MPI; print(mpi4py.__file__, MPI.Get_library_version()[:60]); print(torch.__version__)"'
 step topo 60 python3 -m mlp_magic.cli topo
+step nccl_unblock 120 python3 scripts/gpu_check/nccl_unblock.py
 step topo_json 60 python3 -m mlp_magic.cli topo --json
 if wanted record || wanted top; then
     python3 scripts/gpu_check/load.py 25 > "$OUT/load.log" 2>&1 &

@@ -25,8 +25,8 @@ def nothing_hung(ranks: list | None) -> str:
 
 
 def freed(ranks: list, seconds: float) -> str:
-    return (f"{rank_words(ranks)} came free in {seconds:.1f} s (their gloo connections were "
-            "closed): the stuck cell failed there, every process and its state stayed")
+    return (f"{rank_words(ranks)} came free in {seconds:.1f} s (their process groups were cut: gloo's "
+            "connections closed, NCCL's communicators aborted): the stuck cell failed there, every process and its state stayed")
 
 
 def still_blocked(ranks: list, problems: dict, bound: float = BOUND_S) -> str:

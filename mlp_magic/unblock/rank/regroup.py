@@ -6,7 +6,8 @@ are stale) and are named instead.
 
 Private torch names used, each guarded (a torch without them says so, changes nothing):
 ``distributed_c10d._get_default_store``, ``_world.pg_names`` / ``pg_group_ranks`` /
-``pg_backend_config``, ``ProcessGroup._get_backend(device).options._timeout``.
+``pg_backend_config``, ``ProcessGroup._get_backend(device).options._timeout``; for NCCL,
+``distributed_c10d._abort_process_group`` (unblock/rank/side).
 """
 from __future__ import annotations
 
@@ -23,11 +24,10 @@ def default_group() -> dict | None:
     return {"backend": dist.get_backend(), "rank": dist.get_rank(), "world_size": dist.get_world_size()}
 
 
-def recreate_default_group(prefix: str) -> dict | None:
-    """Destroy and re-make the default group (collective: every rank of it at once), meeting
-    under ``prefix`` in the old store (the kernel's choice: the same on every rank); what was
-    made, {"backend", "world_size", "stale": [[name, [ranks]]...]} or {"error": ...}; None where
-    torch.distributed has no default group."""
+def group_config() -> dict | None:
+    """What making the default group again needs, read from the live one: {"backend" (its config,
+    "cpu:gloo,cuda:nccl"), "store", "rank", "world_size", "timeout", "stale"}; None where there
+    is no default group; {"error": ...} where this torch hides it."""
     if default_group() is None:
         return None
     import torch.distributed as dist
@@ -41,13 +41,29 @@ def recreate_default_group(prefix: str) -> dict | None:
                  for group, name in c10d._world.pg_names.items() if group is not world]
     except (AttributeError, RuntimeError) as missing:
         return {"error": f"this torch lacks what re-making the group needs ({missing})"}
-    rank, size, timeout = dist.get_rank(), dist.get_world_size(), _timeout(world)
+    return {"backend": config, "store": store, "rank": dist.get_rank(), "world_size": dist.get_world_size(),
+            "timeout": _timeout(world), "stale": stale}
+
+
+def recreate_default_group(prefix: str) -> dict | None:
+    """Destroy and re-make the default group (collective: every rank of it at once), meeting
+    under ``prefix`` in the old store (the kernel's choice: the same on every rank); what was
+    made, {"backend", "world_size", "stale": [[name, [ranks]]...]} or {"error": ...}; None where
+    torch.distributed has no default group. After NCCL's abort there is none any more: what the
+    unblock thread kept of it before (unblock/rank/side) is used."""
+    config = group_config() or side.kept_group()
+    if config is None or "error" in config:
+        return config
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d as c10d
+
     side.regrouped()
-    dist.destroy_process_group()
-    options = {"timeout": timeout} if timeout is not None else {}
-    dist.init_process_group(config, store=c10d.PrefixStore(prefix, store),
-                            rank=rank, world_size=size, **options)
-    return {"backend": config, "world_size": size, "stale": stale}
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    options = {"timeout": config["timeout"]} if config["timeout"] is not None else {}
+    dist.init_process_group(config["backend"], store=c10d.PrefixStore(prefix, config["store"]),
+                            rank=config["rank"], world_size=config["world_size"], **options)
+    return {"backend": config["backend"], "world_size": config["world_size"], "stale": config["stale"]}
 
 
 def _timeout(group):

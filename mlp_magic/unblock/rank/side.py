@@ -6,8 +6,9 @@ The ask is ``UNBLOCK_SIGNAL``, sent to the rank's process (agent/signals: here d
 other hosts by their agent), answered by a thread of engine/side_signal. It shuts down the
 connections of every gloo process group (the sockets its ``gloo_tcp_loop`` thread watches:
 never ZeroMQ's or MPI's), and the blocked collective fails with gloo's "Connection closed by
-peer". The process, and every Python object it holds, stays; unblock/rank/regroup makes the
-default group again.
+peer". NCCL groups are aborted through torch's own ``_abort_process_group`` (verified only
+where a GPU is lent: see README). The process, and every Python object it holds, stays;
+unblock/rank/regroup makes the default group again.
 """
 from __future__ import annotations
 
@@ -31,6 +32,50 @@ def install() -> bool:
 def _unblock() -> None:
     _STATE["pending"] = True   # the default group must be made again (unblock/rank/regroup)
     cut_gloo_connections()
+    abort_nccl_groups()
+
+
+# NCCL's watchdog, left to its defaults, ends the process at a collective's timeout (error
+# handling 3) or when it is itself stuck (the heartbeat monitor): ranks kept alive for --unblock
+# set both off, unless the user chose. _abort_process_group's own documentation asks for 0.
+NCCL_ENVIRONMENT = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "0", "TORCH_NCCL_ENABLE_MONITORING": "0"}
+
+
+def prepare_environment(environ=os.environ) -> list:
+    """Set NCCL's variables that are not set yet (before any group is made); the names set."""
+    chosen = [name for name in NCCL_ENVIRONMENT if name not in environ]
+    environ.update({name: NCCL_ENVIRONMENT[name] for name in chosen})
+    return chosen
+
+
+def abort_nccl_groups() -> bool:
+    """NCCL's way out: its collectives wait on the GPU, with no socket to close; torch's
+    ``_abort_process_group`` aborts every group's communicators from this thread, and the
+    blocked collective raises. It also forgets the default group: what it was is kept first, for
+    unblock/rank/regroup. True when groups were aborted."""
+    from mlp_magic.unblock.rank import regroup
+
+    config = regroup.group_config()
+    if not config or "error" in config or not uses_nccl(config["backend"]):
+        return False
+    from torch.distributed import distributed_c10d as c10d
+
+    abort = getattr(c10d, "_abort_process_group", None)
+    if abort is None:   # a torch without it: the rank is named as not freed, with --restart
+        return False
+    _STATE["kept"] = config
+    abort()
+    return True
+
+
+def uses_nccl(backend: str) -> bool:
+    """``nccl``, ``cuda:nccl`` or ``cpu:gloo,cuda:nccl``: a group with NCCL communicators."""
+    return any(part.rpartition(":")[2].strip() == "nccl" for part in str(backend).split(","))
+
+
+def kept_group() -> dict | None:
+    """What the default group was before NCCL's abort forgot it (None: no abort since)."""
+    return _STATE.get("kept")
 
 
 def unblocked() -> bool:
@@ -40,6 +85,7 @@ def unblocked() -> bool:
 
 def regrouped() -> None:
     _STATE.pop("pending", None)
+    _STATE.pop("kept", None)
 
 
 def cut_gloo_connections(task_root: str = "/proc/self/task") -> dict:
