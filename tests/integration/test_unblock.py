@@ -102,3 +102,46 @@ def test_unblock_after_the_panels_unblock_makes_the_group_again(gloo_world, caps
     assert "the default process group was made again (gloo, 4 ranks) on ranks 0-3" in said, said
     assert "nothing to unblock" not in said
     assert run(ip, AFTER) is None
+
+
+MPI_HANG = "%%mpirun --timeout 3\nif rank != 1:\n    comm.Barrier()\n"
+
+
+@pytest.fixture
+def mpi_world(ip):
+    run(ip, "%mpirun --stop")
+    before = child_pids()
+    yield ip
+    run(ip, "%mpirun --stop")
+    assert wait_until(lambda: not child_pids() - before), "processes left behind"
+
+
+def test_a_rank_stuck_in_mpi_comes_free_through_ulfm_and_comm_is_a_new_communicator(mpi_world, capsys):
+    ip = mpi_world
+    assert run(ip, "%%mpirun -np 4\nheld = [rank] * 1000\n") is None
+    timed_run(ip, MPI_HANG)
+    capsys.readouterr()
+    assert run(ip, "%mpirun --unblock") is None
+    said = capsys.readouterr().out
+    assert "ranks 0,2-3 came free in" in said, said
+    assert ("MPI.COMM_WORLD was revoked to end the stuck MPI call (Open MPI v5" in said
+            and "`comm` now names a new communicator of the same 4 ranks" in said), said
+    assert "no default process group" not in said, said
+    assert run(ip, "%%mpirun -o after\nprint(comm.allreduce(rank), len(held), held[0])") is None
+    assert [r.stdout for r in ip.user_ns["after"]] == [f"6 1000 {r}\n" for r in range(4)]
+
+
+def test_without_ulfm_a_rank_stuck_in_mpi_is_named_and_restart_offered(mpi_world, capsys, monkeypatch):
+    ip = mpi_world
+    monkeypatch.setenv("OMPI_MCA_mpi_ft_enable", "0")   # the user's choice wins over the World's default
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    timed_run(ip, MPI_HANG)
+    capsys.readouterr()
+    started = time.monotonic()
+    assert run(ip, "%mpirun --unblock") is None
+    said = capsys.readouterr().out
+    assert time.monotonic() - started < hang_bound(11)   # 10 s, more where ranks share cores
+    assert "ranks 0,2-3 did not come free within 1" in said and "An MPI call cannot be ended" in said, said
+    assert "`%mpirun --restart` starts the World again" in said and "not re-made" not in said
+    assert run(ip, "%mpirun --restart") is None
+    assert run(ip, "%%mpirun -o ok\nprint('works again')") is None

@@ -23,6 +23,17 @@ EPOLL_WAITS = {
 }
 
 
+# futex by machine: a thread waiting on a lock or condition (gloo's and NCCL's waits, from the
+# main thread's side); an MPI call polls instead (running, or in a short poll)
+FUTEX = {"x86_64": 202, "aarch64": 98, "ppc64le": 221}
+
+
+def waits_on_futex(syscall_text: str, machine: str) -> bool:
+    """Whether a thread's ``/proc/<pid>/task/<tid>/syscall`` says it waits in futex."""
+    words = syscall_text.split()
+    return bool(words) and words[0].isdigit() and int(words[0]) == FUTEX.get(machine)
+
+
 def epoll_fd_of(syscall_text: str, machine: str) -> int | None:
     """The epoll descriptor a thread waits on, from its ``/proc/<pid>/task/<tid>/syscall``
     (``"232 0x13 0x7f... ..."``: the call's number, then its arguments), or None when it is not

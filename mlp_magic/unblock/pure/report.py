@@ -25,16 +25,31 @@ def nothing_hung(ranks: list | None) -> str:
 
 
 def freed(ranks: list, seconds: float) -> str:
-    return (f"{rank_words(ranks)} came free in {seconds:.1f} s (their process groups were cut: gloo's "
-            "connections closed, NCCL's communicators aborted): the stuck cell failed there, every process and its state stayed")
+    return (f"{rank_words(ranks)} came free in {seconds:.1f} s: the stuck call failed there, every process "
+            "and its state stayed")
 
 
 def still_blocked(ranks: list, problems: dict, bound: float = BOUND_S) -> str:
     why = "; ".join(f"{host + ': ' if host else ''}{problem}" for host, problem in sorted(problems.items()))
-    return (f"ranks {fold_ranks(ranks)} did not come free within {bound:.3g} s (tried: closing their gloo "
-            f"connections{'; ' + why if why else ''}): not in a torch.distributed collective over gloo. "
-            "An MPI call cannot be ended short of a fault-tolerant MPI; `%mpirun --stacks` shows where "
-            "they are, `%mpirun --restart` starts the World again")
+    return (f"{rank_words(ranks)} did not come free within {bound:.3g} s (tried: closing their gloo "
+            f"connections, aborting NCCL's, revoking MPI.COMM_WORLD where ULFM is on"
+            f"{'; ' + why if why else ''}): not in a torch.distributed collective. An MPI call cannot be "
+            "ended short of a fault-tolerant MPI (Open MPI 5's ULFM: OMPI_MCA_mpi_ft_enable=1, a World's "
+            "default there); `%mpirun --stacks` shows where they are, `%mpirun --restart` starts the "
+            "World again")
+
+
+def mpi_shrunk(answers: dict) -> str:
+    """The line for ``{rank: what mpi_world.shrink_world answered}``."""
+    made = {rank: a for rank, a in answers.items() if isinstance(a, dict) and "size" in a}
+    if not made or len(made) < len(answers):
+        failed = sorted(rank for rank in answers if rank not in made)
+        return (f"MPI.COMM_WORLD was revoked, and {rank_words(failed)} could not make a new communicator: "
+                "`%mpirun --restart` starts the World again")
+    first = made[min(made)]
+    return (f"MPI.COMM_WORLD was revoked to end the stuck MPI call ({first['library']}, ULFM); `comm` now "
+            f"names a new communicator of the same {first['size']} ranks (COMM_WORLD shrunk) on every "
+            "rank: code that uses MPI.COMM_WORLD itself, or a communicator made from it, must use `comm`")
 
 
 def not_regrouped(blocked: list) -> str:

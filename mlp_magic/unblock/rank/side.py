@@ -6,7 +6,9 @@ The ask is ``UNBLOCK_SIGNAL``, sent to the rank's process (agent/signals: here d
 other hosts by their agent), answered by a thread of engine/side_signal. It shuts down the
 connections of every gloo process group (the sockets its ``gloo_tcp_loop`` thread watches:
 never ZeroMQ's or MPI's), and the blocked collective fails with gloo's "Connection closed by
-peer". NCCL groups are aborted through torch's own ``_abort_process_group`` (verified only
+peer". A rank whose main thread polls rather than waits on a lock is in an MPI call: where
+Open MPI runs with ULFM, COMM_WORLD is revoked instead (unblock/rank/mpi_world) and torch's
+groups are left alone. NCCL groups are aborted through torch's own ``_abort_process_group`` (verified only
 where a GPU is lent: see README). The process, and every Python object it holds, stays;
 unblock/rank/regroup makes the default group again.
 """
@@ -15,10 +17,13 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import threading
 import time
 
 from mlp_magic.engine.side_signal import on_signal
-from mlp_magic.unblock.pure.procfs import GLOO_LOOP_THREAD, UNBLOCK_SIGNAL, epoll_fd_of, watched_fds
+from mlp_magic.unblock.pure.procfs import (GLOO_LOOP_THREAD, UNBLOCK_SIGNAL, epoll_fd_of, waits_on_futex,
+                                           watched_fds)
+from mlp_magic.unblock.rank import mpi_world
 
 _STATE: dict = {}   # "pending": unblocked since the default group was last made
 _LOOP_TRIES, _LOOP_PAUSE_S = 50, 0.01   # a loop thread handling an event is asked again
@@ -31,8 +36,27 @@ def install() -> bool:
 
 def _unblock() -> None:
     _STATE["pending"] = True   # the default group must be made again (unblock/rank/regroup)
+    if mpi_world.ulfm_ready() and not main_thread_waits_on_a_lock():
+        if mpi_world.revoke_world():   # an MPI call (it polls): torch's groups are left alone
+            return
     cut_gloo_connections()
     abort_nccl_groups()
+
+
+_LOOKS, _LOOK_PAUSE_S = 5, 0.01
+
+
+def main_thread_waits_on_a_lock(task_root: str = "/proc/self/task") -> bool:
+    """Whether the main thread waits in futex (a torch collective's wait: gloo and NCCL wait on
+    a condition) in most of a few looks, rather than polling (an MPI call spins in its progress
+    loop)."""
+    path = f"{task_root}/{threading.main_thread().native_id}/syscall"
+    machine = platform.machine()
+    waits = 0
+    for _ in range(_LOOKS):
+        waits += waits_on_futex(_read(path), machine)
+        time.sleep(_LOOK_PAUSE_S)
+    return waits * 2 > _LOOKS
 
 
 # NCCL's watchdog, left to its defaults, ends the process at a collective's timeout (error

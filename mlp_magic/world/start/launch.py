@@ -19,7 +19,8 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.world.start.addresses import controller_ip
 from mlp_magic.world.start.reach import ReachCheck, refuse_unknown_names
 from mlp_magic.world.start.mpi import (FAST_LOCAL_OMPI, OPENMPI, LaunchPlan, MpiInfo, detect_flavour,
-                                       find_mpiexec, hostfile_text, mpiexec_argv, names_to_forward)
+                                       find_mpiexec, hostfile_text, launch_settings, mpiexec_argv,
+                                       names_to_forward)
 from mlp_magic.world.processes import (ManagedProcess, engine_command, relay_when_complete, start_controller,
                                        wait_for_file)
 
@@ -78,6 +79,8 @@ def _engine_env(spec, connection_info: dict | None) -> dict:
 
 def _mpiexec(spec, mpi: MpiInfo, workdir: str, command: list, env: dict) -> ManagedProcess:
     topology = spec.topology
+    for key, value in launch_settings(mpi, env, topology.is_local).items():
+        env.setdefault(key, value)
     counts = [(host.name, n) for host, n in
               zip(topology.hosts, topology.ranks_per_host(spec.np, spec.oversubscribe))]
     plan = LaunchPlan(

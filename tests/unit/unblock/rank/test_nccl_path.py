@@ -42,3 +42,13 @@ def test_the_watchdog_is_set_off_unless_the_user_chose():
 
 def test_a_rank_without_a_group_aborts_nothing():
     assert side.abort_nccl_groups() is False and side.kept_group() is None
+
+
+def test_without_mpi_or_ulfm_nothing_is_revoked(monkeypatch):
+    from mlp_magic.unblock.rank import mpi_world
+
+    assert not mpi_world.ulfm_on({}) and mpi_world.ulfm_on({"OMPI_MCA_mpi_ft_enable": "1"})
+    assert not mpi_world.ulfm_on({"OMPI_MCA_mpi_ft_enable": "0"})
+    monkeypatch.setenv("OMPI_MCA_mpi_ft_enable", "0")
+    assert mpi_world.revoke_world() is False and mpi_world.shrink_world({}) is None
+    assert not mpi_world.ulfm_ready() and not mpi_world.revoked()

@@ -1,0 +1,68 @@
+"""In each rank: getting out of a blocked MPI call where Open MPI runs with ULFM (its
+fault-tolerant MPI), and the communicator to use afterwards.
+
+A World on Open MPI 5 starts its ranks with ULFM on (``OMPI_MCA_mpi_ft_enable=1``, set by
+world/start/launch unless the user set it). The unblock thread of a rank that had no torch
+collective to end revokes ``MPI.COMM_WORLD`` (``MPI_Comm_revoke``): the revocation reaches every
+rank, and each call blocked on COMM_WORLD fails with MPI_ERR_REVOKED (mpi4py raises it). A revoked
+communicator stays unusable: afterwards every rank shrinks it together (``MPI_Comm_shrink``, a new
+communicator of the same processes) and the name ``comm`` of the rank's namespace is bound to
+it; ``MPI.COMM_WORLD`` itself stays revoked. Without ULFM, a revoke would abort the whole job:
+it is never tried then. Communicators the user derived (``Split``, ``Dup``) are not revoked.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+FT_VARIABLE = "OMPI_MCA_mpi_ft_enable"
+
+
+def ulfm_on(environ=os.environ) -> bool:
+    return str(environ.get(FT_VARIABLE, "")).lower() in ("1", "true", "yes", "on")
+
+
+def ulfm_ready() -> bool:
+    """Whether an MPI call of this rank can be ended: mpi4py initialised, ULFM on."""
+    return _mpi() is not None
+
+
+def revoked() -> bool:
+    MPI = _mpi()
+    return MPI is not None and MPI.COMM_WORLD.Is_revoked()
+
+
+def _mpi():
+    """mpi4py's MPI where it is initialised and ULFM is on, else None."""
+    MPI = sys.modules.get("mpi4py.MPI")
+    if MPI is None or not ulfm_on() or not hasattr(MPI.Comm, "Revoke"):
+        return None
+    if not MPI.Is_initialized() or MPI.Is_finalized():
+        return None
+    return MPI
+
+
+def revoke_world() -> bool:
+    """Revoke COMM_WORLD (from the unblock thread); whether it was."""
+    MPI = _mpi()
+    if MPI is None:
+        return False
+    MPI.COMM_WORLD.Revoke()
+    return True
+
+
+def shrink_world(user_ns: dict | None = None) -> dict | None:
+    """A new communicator of COMM_WORLD's processes, bound to ``comm`` in ``user_ns`` (the
+    rank's namespace): collective, so the kernel calls it on every rank at once once any rank
+    says COMM_WORLD is revoked (an idle rank may not have seen the revocation yet); {"size",
+    "library"}, None without ULFM."""
+    MPI = _mpi()
+    if MPI is None:
+        return None
+    new = MPI.COMM_WORLD.Shrink()
+    if user_ns is None:
+        from mlp_magic.engine.bootstrap import engine_shell
+
+        user_ns = engine_shell().user_ns
+    user_ns["comm"] = new
+    return {"size": new.Get_size(), "library": MPI.Get_library_version().split(",")[0].strip()}
