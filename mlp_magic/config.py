@@ -16,6 +16,7 @@ may change ``os.environ`` between cells, and tests pass their own mappings.
 | ``MLP_MAGIC_HOSTFILE``      | ``panel_hostfile``        | the lab panel's hostfile                  |
 | ``MLP_MAGIC_PULL_CAP``      | ``pull_cap``              | bytes one rank may send for --pull/--push |
 | ``MLP_MAGIC_NVML_REPLAY``   | ``nvml_replay``           | captures the GPU sampler replays (tests)  |
+| ``MLP_MAGIC_ENCRYPT``       | ``encrypt``               | CurveZMQ across hosts (0: off)            |
 | ``NO_COLOR``                | ``no_color``              | no colour on terminals                    |
 
 The job's own variables (``MLP_MPI_*``, ``MLP_WORKER_*``, Slurm, torchrun) describe the hosts,
@@ -43,6 +44,7 @@ def _refused(message: str) -> Exception:
 
 
 HOME = "MLP_MAGIC_HOME"
+ENCRYPT = "MLP_MAGIC_ENCRYPT"
 LOG_DIR = "MLP_MAGIC_LOG_DIR"
 LOG_KEEP_DAYS = "MLP_MAGIC_LOG_KEEP_DAYS"
 STATE_DIR = "MLP_MAGIC_STATE_DIR"
@@ -64,8 +66,10 @@ def _env(env: Mapping | None) -> Mapping:
 
 
 def home(env: Mapping | None = None) -> str:
-    """mlp_magic's working directory on this host: ``$MLP_MAGIC_HOME``, else ``~/.mlp_magic``."""
-    return _env(env).get(HOME) or os.path.join(os.path.expanduser("~"), ".mlp_magic")
+    """mlp_magic's working directory on this host: ``$MLP_MAGIC_HOME``, else ``~/.mlp_magic``
+    (``~``: the mapping's ``$HOME``, so another process's environment gives that process's)."""
+    variables = _env(env)
+    return variables.get(HOME) or os.path.join(variables.get("HOME") or os.path.expanduser("~"), ".mlp_magic")
 
 
 def log_root(explicit: str | None = None, env: Mapping | None = None) -> str:
@@ -159,6 +163,17 @@ def nvml_replay(env: Mapping | None = None) -> list[str] | None:
     for tests and demos; None when unset."""
     files = [name for name in _env(env).get(NVML_REPLAY, "").split(os.pathsep) if name.strip()]
     return files or None
+
+
+def encrypt(env: Mapping | None = None) -> bool:
+    """``$MLP_MAGIC_ENCRYPT``: whether a World with ranks on other hosts encrypts its ZeroMQ
+    traffic (CurveZMQ); on unless 0, no, false or off."""
+    raw = _env(env).get(ENCRYPT, "").strip().lower()
+    if raw in ("", "1", "yes", "true", "on"):
+        return True
+    if raw in ("0", "no", "false", "off"):
+        return False
+    raise _refused(f"{ENCRYPT}={raw!r}: expected 1 (encrypt across hosts, the default) or 0 (do not)")
 
 
 def no_color(env: Mapping | None = None) -> bool:

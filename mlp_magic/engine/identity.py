@@ -71,9 +71,10 @@ def stacks_path(pid: int | None = None) -> str:
     return os.path.join(config.home(), "stacks", f"{pid or os.getpid()}.txt")
 
 
-def collectives_path(pid: int | None = None) -> str:
-    """Where this engine's recorder thread writes its collectives when asked (stacks/rank/recorder)."""
-    return os.path.join(config.home(), "stacks", f"{pid or os.getpid()}.collectives.json")
+def collectives_path(pid: int | None = None, home: str | None = None) -> str:
+    """Where an engine's recorder thread writes its collectives when asked (stacks/rank/recorder):
+    this one's, or process ``pid``'s whose mlp_magic home is ``home``."""
+    return os.path.join(home or config.home(), "stacks", f"{pid or os.getpid()}.collectives.json")
 
 
 def route_source_ip(destination: str) -> str | None:

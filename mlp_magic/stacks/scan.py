@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 
+from mlp_magic import config
 from mlp_magic.engine.identity import PROGRAM as ENGINE_PROGRAM, collectives_path
 from mlp_magic.stacks import collectives
 from mlp_magic.core.proc_ranks import (children_of_ranks, is_launcher, is_python, is_stacks_tool,
@@ -97,9 +98,11 @@ def _process(pid: int) -> dict | None:
     environ = _read(f"{PROC}/{pid}/environ") if python else None
     if python and environ is None and _why_not_there(pid)["fault"] == GONE:
         return None   # it ended between the two reads: not another user's
-    rank = rank_of(parse_environ(environ)) if environ is not None else None
+    variables = parse_environ(environ) if environ is not None else None
+    rank = rank_of(variables) if variables is not None else None
     return {"pid": pid, "ppid": _parent(pid), "argv": argv, "python": python, "rank": rank,
-            "unreadable": python and environ is None}
+            "unreadable": python and environ is None,
+            "home": config.home(variables) if variables is not None else None}   # its own mlp_magic home
 
 
 def _why_not_there(pid: int) -> dict:
@@ -280,11 +283,12 @@ def scan(selection: Selection, native: bool = False, timeout: float = 5.0, pyspy
 def _ask_engines(found: list, lines: list) -> None:
     """Our engines' collectives (stacks/collectives), once py-spy is done with them: under
     ``"collectives"``, {"answer": groups, an error or None}. Other processes are never asked."""
-    engines = {line["pid"]: line for info, line in zip(found, lines)
+    engines = {line["pid"]: (line, info.get("home")) for info, line in zip(found, lines)
                if ENGINE_PROGRAM in info.get("argv", ()) and not info.get("missing")}
     if engines:
-        said = collectives.gather({pid: (pid, collectives_path(pid)) for pid in engines}, COLLECTIVES_WAIT_S)
-        for pid, line in engines.items():
+        asked = {pid: (pid, collectives_path(pid, home)) for pid, (_, home) in engines.items()}
+        said = collectives.gather(asked, COLLECTIVES_WAIT_S)
+        for pid, (line, _) in engines.items():
             line["collectives"] = {"answer": said[pid]}
 
 

@@ -14,7 +14,7 @@ import time
 from mlp_magic.agent import signals as rank_signals
 from mlp_magic.core.ranges import parse_ranks
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.unblock.after import regroup, regroup_if_unblocked
+from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure import report
 
 
@@ -33,7 +33,7 @@ def unblock(context, options) -> None:
     signalled, problems = rank_signals.send(world, wanted, "unblock")
     bound = report.bound_s(world.ranks_per_cpu)
     if signalled:   # (none signalled: nothing will come free, no wait)
-        job.wait_while_freed(wanted, bound)
+        _wait_asking_again(world, job, sorted(signalled), bound)
     took = time.monotonic() - started
     still = job.unfinished_ranks()
     lines = []
@@ -53,6 +53,20 @@ def unblock(context, options) -> None:
     print("\n".join(lines))
 
 
+AGAIN_AFTER_S = 1.0   # a signal that came while the rank wrote a stack dump is lost: sent again
+
+
+def _wait_asking_again(world, job, ranks: list, bound: float) -> None:
+    """Until the ranks are free (or the bound), signalling once more those that show no sign
+    after ``AGAIN_AFTER_S``: faulthandler skips a handler that starts while another of the
+    process's is writing (a hang report's stacks), and the unblock is idempotent."""
+    job.wait_while_freed(ranks, min(AGAIN_AFTER_S, bound))
+    still = [rank for rank in ranks if rank in job.unfinished_ranks()]
+    if still:
+        rank_signals.send(world, still, "unblock")
+        job.wait_while_freed(still, bound)
+
+
 def _after_the_panels(world, job) -> list[str]:
     """Nothing hung now; the ranks may have come free by the panel's Unblock since the last cell,
     their group not made again yet: make it now (the lines saying so), else nothing."""
@@ -60,7 +74,7 @@ def _after_the_panels(world, job) -> list[str]:
         return []
     job.release()
     world.busy_job = None
-    return regroup_if_unblocked(world)
+    return regroup(world)
 
 
 def _chosen_ranks(spec, size: int) -> list | None:

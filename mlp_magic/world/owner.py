@@ -11,7 +11,7 @@ import time
 
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.unblock.after import regroup_if_unblocked
+from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure.report import HUNG_HINT
 from mlp_magic.world.start.display import StartProgress
 from mlp_magic.world.world import World, WorldSpec
@@ -65,7 +65,7 @@ class WorldOwner:
             job.release()
             world.busy_job = None
             if job.ended_badly:   # ranks stuck or failed: unblocked (the panel's Unblock)?
-                for line in regroup_if_unblocked(world):
+                for line in regroup(world):
                     notice(f"mlp_magic: {line}")
             return world
         raise MlpMagicError(

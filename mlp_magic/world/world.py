@@ -79,7 +79,7 @@ class World:
         self.started_at = None
         self.workdir = None
         self.controller_ip = LOOPBACK
-        self.client_file = None
+        self.client_file, self.encrypted = None, False
         self.identities: dict = {}     # rank -> what its engine reported (pid, host, stacks file...)
         self.master = None             # (MASTER_ADDR, MASTER_PORT)
         self.gpus: dict = {}           # host -> HostGpus dict, for the lab panel
@@ -107,7 +107,7 @@ class World:
             launched = start_processes(self.spec, self.workdir, self.budget, self.notice,
                                        self.processes, wake=lambda: [w.wake() for w in list(self.waiters)])
             self.mpi, self.controller_ip, self.reach = launched.mpi, launched.controller_ip, launched.reach
-            self.client_file = launched.client_file
+            self.client_file, self.encrypted = launched.client_file, launched.encrypted
             self.lifeline = Lifeline(self.processes, self._lost_process)
             self._connect()
             self._map_ranks_and_bootstrap()
@@ -334,6 +334,8 @@ class World:
         mpi = f"{self.mpi.flavour} {self.mpi.version}" if self.mpi else "no MPI"
         state = "running" if self.alive() else "stopped"
         root = ", as root" if self.as_root else ""
+        root += "" if self.spec.topology.is_local else (   # across hosts: can the network read it?
+            ", encrypted" if self.encrypted else ", traffic readable on the network: MLP_MAGIC_ENCRYPT=0")
         return f"World of {self.np} ranks ({mpi}, {self.spec.topology.source}{root}), {state}: {where}"
 
     # ----------------------------------------------------------------------------- stop

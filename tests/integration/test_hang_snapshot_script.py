@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 from mlp_magic.engine.identity import PROGRAM as ENGINE_PROGRAM
+from mlp_magic.stacks.pure.collectives import COLLECTIVES_SIGNAL
 
 from mlp_magic.stacks.snapshot import MARK, Target, remote_script, split_remote_output
 
@@ -38,9 +39,12 @@ def test_a_rank_answers_its_collectives_after_its_stacks_and_a_stranger_is_never
     (tmp_path / "stacks").mkdir()   # the engine's start makes it (engine/bootstrap)
     rank = subprocess.Popen([sys.executable, "-c", RANK, str(stacks), ENGINE_PROGRAM], stdout=subprocess.PIPE,
                             text=True, env=dict(os.environ, MLP_MAGIC_HOME=str(tmp_path)))
-    stranger = subprocess.Popen(["sleep", "60"])
+    # a stranger that catches the signal too (its handler would run): not an engine of ours
+    caught = tmp_path / "stranger-caught"
+    stranger = subprocess.Popen([sys.executable, "-c", STRANGER, str(caught), str(COLLECTIVES_SIGNAL)],
+                                stdout=subprocess.PIPE, text=True)
     try:
-        assert rank.stdout.readline() == "ready\n"
+        assert rank.stdout.readline() == "ready\n" and stranger.stdout.readline() == "ready\n"
         by_host = {"worker-a": [Target(0, rank.pid, str(stacks), collectives_path_of(tmp_path, rank.pid)),
                                 Target(1, stranger.pid, str(tmp_path / "s.stacks"), str(answer))]}
         done = subprocess.run(["sh", "-c", remote_script(by_host, wait=3.0)], capture_output=True, text=True,
@@ -50,10 +54,16 @@ def test_a_rank_answers_its_collectives_after_its_stacks_and_a_stranger_is_never
         assert "Current thread" in dumps[0] or "Thread 0x" in dumps[0], dumps
         assert answers == {0: [], 1: None}, done.stdout
         assert stranger.poll() is None and rank.poll() is None   # nobody died of a signal
+        assert not caught.exists()   # the stranger was never signalled
     finally:
         for child in (rank, stranger):
             child.kill()
             child.wait()
+
+
+STRANGER = ("import signal, sys, time\n"
+            "signal.signal(int(sys.argv[2]), lambda *_: open(sys.argv[1], 'w').close())\n"
+            "print('ready', flush=True)\ntime.sleep(60)")
 
 
 def collectives_path_of(home, pid: int) -> str:

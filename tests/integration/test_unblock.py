@@ -116,19 +116,34 @@ def mpi_world(ip):
     assert wait_until(lambda: not child_pids() - before), "processes left behind"
 
 
-def test_a_rank_stuck_in_mpi_comes_free_through_ulfm_and_comm_is_a_new_communicator(mpi_world, capsys):
-    ip = mpi_world
-    assert run(ip, "%%mpirun -np 4\nheld = [rank] * 1000\n") is None
+def _mpi_unblock(ip, capsys) -> str:
     timed_run(ip, MPI_HANG)
     capsys.readouterr()
     assert run(ip, "%mpirun --unblock") is None
     said = capsys.readouterr().out
     assert "ranks 0,2-3 came free in" in said, said
-    assert ("MPI.COMM_WORLD was revoked to end the stuck MPI call (Open MPI v5" in said
-            and "`comm` now names a new communicator of the same 4 ranks" in said), said
-    assert "no default process group" not in said, said
-    assert run(ip, "%%mpirun -o after\nprint(comm.allreduce(rank), len(held), held[0])") is None
-    assert [r.stdout for r in ip.user_ns["after"]] == [f"6 1000 {r}\n" for r in range(4)]
+    assert ("the World's MPI communicator was revoked to end the stuck MPI call (Open MPI v5" in said
+            and "`comm` now names a new one of the same 4 ranks" in said), said
+    return said
+
+
+def test_a_rank_stuck_in_mpi_comes_free_through_ulfm_twice_and_torch_is_left_alone(mpi_world, capsys):
+    """ULFM: the stuck MPI call ends, `comm` is a new communicator; the torch group of the same
+    ranks is not touched (no gloo connection cut, no group made again); a second hang, on the new
+    `comm`, ends too."""
+    ip = mpi_world
+    assert run(ip, "%%mpirun -np 4\nheld = [rank] * 1000\nimport torch, torch.distributed as dist\n"
+                   "dist.init_process_group('gloo')\ngroup_id = id(dist.group.WORLD)\n") is None
+    said = _mpi_unblock(ip, capsys)
+    assert "default process group" not in said and "new_group" not in said, said
+    check = ("%%mpirun -o after\nt = torch.ones(1)\ndist.all_reduce(t)\n"
+             "same = id(dist.group.WORLD) == group_id\n"
+             "print(comm.allreduce(rank), len(held), held[0], int(t.item()), same)")
+    assert run(ip, check) is None
+    assert [r.stdout for r in ip.user_ns["after"]] == [f"6 1000 {r} 4 True\n" for r in range(4)]
+    _mpi_unblock(ip, capsys)   # stuck on the new `comm` this time
+    assert run(ip, check) is None
+    assert [r.stdout for r in ip.user_ns["after"]] == [f"6 1000 {r} 4 True\n" for r in range(4)]
 
 
 def test_without_ulfm_a_rank_stuck_in_mpi_is_named_and_restart_offered(mpi_world, capsys, monkeypatch):

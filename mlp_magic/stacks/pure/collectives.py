@@ -100,17 +100,33 @@ def parse_answer(text: str) -> list | str | None:
     the error its dump met (a string), or None for no answer or one that does not read."""
     try:
         answer = json.loads(text)
-        groups, error = answer.get("groups"), answer.get("error")
-    except (ValueError, AttributeError):
+    except ValueError:
         return None
-    if error and not groups:
-        return str(error)
-    if not isinstance(groups, list) or not all(isinstance(g, dict) and "name" in g for g in groups):
-        return None
-    return groups
+    if isinstance(answer, dict) and answer.get("error") and not answer.get("groups"):
+        return str(answer["error"])
+    return checked_groups(answer.get("groups") if isinstance(answer, dict) else None)
+
+
+def checked_groups(groups) -> list | None:
+    """``groups`` when it is a list of groups (each a dict with a name), else None."""
+    if isinstance(groups, list) and all(isinstance(g, dict) and "name" in g for g in groups):
+        return groups
+    return None
 
 
 # ------------------------------------------------------------------------ the kernel's half
+
+# Ops whose ranks legitimately pass different sizes (the root's buffer, each peer's share): only
+# the op itself must match across ranks
+UNEVEN_OPS = frozenset({"scatter", "gather", "all_to_all", "alltoall", "alltoall_base", "all_to_all_single",
+                        "allgather_coalesced", "gather_object", "scatter_object"})
+
+
+def comparable(entry: Mapping) -> str:
+    """What every rank of a collective must agree on: its op, and for the even ops its sizes
+    and dtypes too."""
+    return entry.get("op") or "?" if entry.get("op") in UNEVEN_OPS else signature(entry)
+
 
 def signature(entry: Mapping) -> str:
     """``all_reduce [4] float32``: what the ranks must agree on for one collective."""
@@ -175,7 +191,7 @@ def mismatches(by_rank: Mapping) -> list:
     calls: dict = {}
     for rank, group in by_rank.items():
         for entry in group.get("last") or ():
-            calls.setdefault(entry.get("seq"), {}).setdefault(signature(entry), []).append(rank)
+            calls.setdefault(entry.get("seq"), {}).setdefault(comparable(entry), []).append(rank)
     found = []
     for number in sorted((n for n, seen in calls.items() if len(seen) > 1), reverse=True)[:_MISMATCHES_SHOWN]:
         seen = sorted(calls[number].items(), key=lambda item: (-len(item[1]), min(item[1])))
@@ -207,5 +223,5 @@ def section(answers: Mapping, where: Mapping) -> list:
         lines.append(f"{_ranks(alone)}: no process group (torch.distributed not initialised there)")
     silent = sorted(rank for rank, groups in answers.items() if groups is None)
     if silent:
-        lines.append(f"{_ranks(silent)}: no answer (the rank's recorder thread did not run in time)")
+        lines.append(f"{_ranks(silent)}: no answer")
     return lines

@@ -17,7 +17,7 @@ from mlp_magic.stacks.pure.pyspy import NO_PYSPY, NO_PYSPY_FIX, PTRACE, PTRACE_F
 from mlp_magic.output.pure.grouping import fold_hosts_shown, ranks_label
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.core.records import Record, fresh
-from mlp_magic.stacks.pure.collectives import section as collectives_section
+from mlp_magic.stacks.pure.collectives import checked_groups, section as collectives_section
 from mlp_magic.stacks.pure.frames import Frame, user_line
 from mlp_magic.stacks.pure.tree import merge
 
@@ -172,9 +172,7 @@ def ranks_collectives(ranks: Mapping) -> list:
 
 
 def _checked_answer(answer):
-    if isinstance(answer, list) and all(isinstance(g, dict) and "name" in g for g in answer):
-        return answer
-    return answer if isinstance(answer, str) else None
+    return answer if isinstance(answer, str) else checked_groups(answer)
 
 
 def job_title(job: str, ranks: Mapping) -> str:

@@ -18,6 +18,7 @@ import os
 import sys
 
 from mlp_magic.engine.identity import collectives_path
+from mlp_magic.engine.private_files import open_private
 from mlp_magic.engine.side_signal import on_signal
 from mlp_magic.stacks.pure.collectives import COLLECTIVES_SIGNAL, slim
 
@@ -80,7 +81,6 @@ def write_answer(path: str) -> None:
     except Exception as err:  # noqa: BLE001 - a dump that fails is said, not a missing answer
         answer = {"groups": [], "error": f"{type(err).__name__}: {err}"}
     temporary = f"{path}.{os.getpid()}.tmp"
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as file:
+    with open_private(temporary) as file:
         json.dump(answer, file)
     os.replace(temporary, path)

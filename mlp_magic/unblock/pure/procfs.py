@@ -23,15 +23,18 @@ EPOLL_WAITS = {
 }
 
 
-# futex by machine: a thread waiting on a lock or condition (gloo's and NCCL's waits, from the
-# main thread's side); an MPI call polls instead (running, or in a short poll)
-FUTEX = {"x86_64": 202, "aarch64": 98, "ppc64le": 221}
+# sched_yield by machine: what an MPI call's progress loop does between looks when ranks share
+# cores (Open MPI yields when oversubscribed); otherwise it is seen running
+SCHED_YIELD = {"x86_64": 24, "aarch64": 124, "ppc64le": 158}
 
 
-def waits_on_futex(syscall_text: str, machine: str) -> bool:
-    """Whether a thread's ``/proc/<pid>/task/<tid>/syscall`` says it waits in futex."""
+def polls(syscall_text: str, machine: str) -> bool:
+    """Whether a thread's ``/proc/<pid>/task/<tid>/syscall`` says it is running or yielding: an
+    MPI call spins in its progress loop, where a torch collective's wait sleeps on a condition."""
     words = syscall_text.split()
-    return bool(words) and words[0].isdigit() and int(words[0]) == FUTEX.get(machine)
+    if words[:1] == ["running"]:
+        return True
+    return bool(words) and words[0].isdigit() and int(words[0]) == SCHED_YIELD.get(machine)
 
 
 def epoll_fd_of(syscall_text: str, machine: str) -> int | None:

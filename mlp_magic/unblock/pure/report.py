@@ -32,10 +32,10 @@ def freed(ranks: list, seconds: float) -> str:
 def still_blocked(ranks: list, problems: dict, bound: float = BOUND_S) -> str:
     why = "; ".join(f"{host + ': ' if host else ''}{problem}" for host, problem in sorted(problems.items()))
     return (f"{rank_words(ranks)} did not come free within {bound:.3g} s (tried: closing their gloo "
-            f"connections, aborting NCCL's, revoking MPI.COMM_WORLD where ULFM is on"
-            f"{'; ' + why if why else ''}): not in a torch.distributed collective. An MPI call cannot be "
-            "ended short of a fault-tolerant MPI (Open MPI 5's ULFM: OMPI_MCA_mpi_ft_enable=1, a World's "
-            "default there); `%mpirun --stacks` shows where they are, `%mpirun --restart` starts the "
+            f"connections, aborting their NCCL communicators, revoking MPI's where ULFM is on"
+            f"{'; ' + why if why else ''}): not in a collective that can be ended. An MPI call cannot be "
+            "ended short of a fault-tolerant MPI (Open MPI 5's ULFM, on by default in a World on one "
+            "host over ob1); `%mpirun --stacks` shows where they are, `%mpirun --restart` starts the "
             "World again")
 
 
@@ -44,12 +44,13 @@ def mpi_shrunk(answers: dict) -> str:
     made = {rank: a for rank, a in answers.items() if isinstance(a, dict) and "size" in a}
     if not made or len(made) < len(answers):
         failed = sorted(rank for rank in answers if rank not in made)
-        return (f"MPI.COMM_WORLD was revoked, and {rank_words(failed)} could not make a new communicator: "
-                "`%mpirun --restart` starts the World again")
+        return (f"the World's MPI communicator was revoked, and {rank_words(failed)} could not make a new "
+                "one: `%mpirun --restart` starts the World again")
     first = made[min(made)]
-    return (f"MPI.COMM_WORLD was revoked to end the stuck MPI call ({first['library']}, ULFM); `comm` now "
-            f"names a new communicator of the same {first['size']} ranks (COMM_WORLD shrunk) on every "
-            "rank: code that uses MPI.COMM_WORLD itself, or a communicator made from it, must use `comm`")
+    return (f"the World's MPI communicator was revoked to end the stuck MPI call ({first['library']}, "
+            f"ULFM); `comm` now names a new one of the same {first['size']} ranks on every rank: "
+            "MPI.COMM_WORLD stays revoked, code that uses it (or a communicator made from it) must use "
+            "`comm`")
 
 
 def not_regrouped(blocked: list) -> str:

@@ -7,7 +7,8 @@ collective to end revokes ``MPI.COMM_WORLD`` (``MPI_Comm_revoke``): the revocati
 rank, and each call blocked on COMM_WORLD fails with MPI_ERR_REVOKED (mpi4py raises it). A revoked
 communicator stays unusable: afterwards every rank shrinks it together (``MPI_Comm_shrink``, a new
 communicator of the same processes) and the name ``comm`` of the rank's namespace is bound to
-it; ``MPI.COMM_WORLD`` itself stays revoked. Without ULFM, a revoke would abort the whole job:
+it; ``MPI.COMM_WORLD`` itself stays revoked. The new one stands for the World from then on: a
+later unblock revokes it, and it is shrunk in turn. Without ULFM, a revoke would abort the whole job:
 it is never tried then. Communicators the user derived (``Split``, ``Dup``) are not revoked.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import sys
 
 FT_VARIABLE = "OMPI_MCA_mpi_ft_enable"
+_STATE: dict = {}   # "world": the communicator standing for COMM_WORLD since the last shrink
 
 
 def ulfm_on(environ=os.environ) -> bool:
@@ -29,7 +31,11 @@ def ulfm_ready() -> bool:
 
 def revoked() -> bool:
     MPI = _mpi()
-    return MPI is not None and MPI.COMM_WORLD.Is_revoked()
+    return MPI is not None and _world(MPI).Is_revoked()
+
+
+def _world(MPI):
+    return _STATE.get("world") or MPI.COMM_WORLD
 
 
 def _mpi():
@@ -43,11 +49,12 @@ def _mpi():
 
 
 def revoke_world() -> bool:
-    """Revoke COMM_WORLD (from the unblock thread); whether it was."""
+    """Revoke COMM_WORLD, or what stands for it since a shrink (from the unblock thread);
+    whether it was."""
     MPI = _mpi()
     if MPI is None:
         return False
-    MPI.COMM_WORLD.Revoke()
+    _world(MPI).Revoke()
     return True
 
 
@@ -59,7 +66,8 @@ def shrink_world(user_ns: dict | None = None) -> dict | None:
     MPI = _mpi()
     if MPI is None:
         return None
-    new = MPI.COMM_WORLD.Shrink()
+    new = _world(MPI).Shrink()
+    _STATE["world"] = new
     if user_ns is None:
         from mlp_magic.engine.bootstrap import engine_shell
 

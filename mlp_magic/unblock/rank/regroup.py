@@ -57,12 +57,12 @@ def recreate_default_group(prefix: str) -> dict | None:
     import torch.distributed as dist
     from torch.distributed import distributed_c10d as c10d
 
-    side.regrouped()
     if dist.is_initialized():
         dist.destroy_process_group()
     options = {"timeout": config["timeout"]} if config["timeout"] is not None else {}
     dist.init_process_group(config["backend"], store=c10d.PrefixStore(prefix, config["store"]),
                             rank=config["rank"], world_size=config["world_size"], **options)
+    side.regrouped()   # only once made: a failed attempt keeps what a retry needs
     return {"backend": config["backend"], "world_size": config["world_size"], "stale": config["stale"]}
 
 

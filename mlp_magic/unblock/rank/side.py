@@ -6,11 +6,12 @@ The ask is ``UNBLOCK_SIGNAL``, sent to the rank's process (agent/signals: here d
 other hosts by their agent), answered by a thread of engine/side_signal. It shuts down the
 connections of every gloo process group (the sockets its ``gloo_tcp_loop`` thread watches:
 never ZeroMQ's or MPI's), and the blocked collective fails with gloo's "Connection closed by
-peer". A rank whose main thread polls rather than waits on a lock is in an MPI call: where
-Open MPI runs with ULFM, COMM_WORLD is revoked instead (unblock/rank/mpi_world) and torch's
-groups are left alone. NCCL groups are aborted through torch's own ``_abort_process_group`` (verified only
-where a GPU is lent: see README). The process, and every Python object it holds, stays;
-unblock/rank/regroup makes the default group again.
+peer". A rank whose main thread spins (runs or yields, where a collective's wait sleeps) is
+in an MPI call: where Open MPI runs with ULFM, COMM_WORLD is revoked instead
+(unblock/rank/mpi_world) and torch's groups are left alone. NCCL groups are aborted through
+torch's own ``_abort_process_group`` (verified only where a GPU is lent: see README). The
+process, and every Python object it holds, stays; unblock/rank/regroup makes the default group
+again.
 """
 from __future__ import annotations
 
@@ -21,8 +22,7 @@ import threading
 import time
 
 from mlp_magic.engine.side_signal import on_signal
-from mlp_magic.unblock.pure.procfs import (GLOO_LOOP_THREAD, UNBLOCK_SIGNAL, epoll_fd_of, waits_on_futex,
-                                           watched_fds)
+from mlp_magic.unblock.pure.procfs import GLOO_LOOP_THREAD, UNBLOCK_SIGNAL, epoll_fd_of, polls, watched_fds
 from mlp_magic.unblock.rank import mpi_world
 
 _STATE: dict = {}   # "pending": unblocked since the default group was last made
@@ -35,10 +35,10 @@ def install() -> bool:
 
 
 def _unblock() -> None:
-    _STATE["pending"] = True   # the default group must be made again (unblock/rank/regroup)
-    if mpi_world.ulfm_ready() and not main_thread_waits_on_a_lock():
-        if mpi_world.revoke_world():   # an MPI call (it polls): torch's groups are left alone
+    if mpi_world.ulfm_ready() and main_thread_polls():
+        if mpi_world.revoke_world():   # an MPI call: torch's groups are left alone
             return
+    _STATE["pending"] = True   # the default group must be made again (unblock/rank/regroup)
     cut_gloo_connections()
     abort_nccl_groups()
 
@@ -46,17 +46,16 @@ def _unblock() -> None:
 _LOOKS, _LOOK_PAUSE_S = 5, 0.01
 
 
-def main_thread_waits_on_a_lock(task_root: str = "/proc/self/task") -> bool:
-    """Whether the main thread waits in futex (a torch collective's wait: gloo and NCCL wait on
-    a condition) in most of a few looks, rather than polling (an MPI call spins in its progress
-    loop)."""
+def main_thread_polls(task_root: str = "/proc/self/task") -> bool:
+    """Whether the main thread runs or yields in most of a few looks (an MPI call's progress
+    loop), rather than sleeping in a wait (a torch collective's, or any other blocking call)."""
     path = f"{task_root}/{threading.main_thread().native_id}/syscall"
     machine = platform.machine()
-    waits = 0
+    seen = 0
     for _ in range(_LOOKS):
-        waits += waits_on_futex(_read(path), machine)
+        seen += polls(_read(path), machine)
         time.sleep(_LOOK_PAUSE_S)
-    return waits * 2 > _LOOKS
+    return seen * 2 > _LOOKS
 
 
 # NCCL's watchdog, left to its defaults, ends the process at a collective's timeout (error

@@ -29,8 +29,10 @@ class Launched:
     """What the start found out: the MPI used, where the controller listens, the client's file,
     and whether ssh reaches the other hosts (world/start/reach, asked meanwhile)."""
 
-    def __init__(self, mpi: MpiInfo | None, controller_ip: str, client_file: str, reach: ReachCheck):
+    def __init__(self, mpi: MpiInfo | None, controller_ip: str, client_file: str, reach: ReachCheck,
+                 encrypted: bool = False):
         self.mpi, self.controller_ip, self.client_file, self.reach = mpi, controller_ip, client_file, reach
+        self.encrypted = encrypted
 
 
 def start_processes(spec, workdir: str, budget, notice, processes: list, wake=lambda: None) -> Launched:
@@ -43,7 +45,11 @@ def start_processes(spec, workdir: str, budget, notice, processes: list, wake=la
     path = find_mpiexec()
     mpi = detect_flavour(path) if path else None
     ip = LOOPBACK if local else controller_ip(topology.host_names(), config.ssh_command(default=None))
-    controller, engine_file, client_file = start_controller(workdir, ip, uuid.uuid4().hex[:8], budget.total_s)
+    # Across hosts the World's messages cross the network: encrypted unless the user said not to.
+    # On loopback only this machine's users could read them, and file permissions guard those.
+    encrypted = not local and config.encrypt()
+    controller, engine_file, client_file = start_controller(workdir, ip, uuid.uuid4().hex[:8], budget.total_s,
+                                                            curve=encrypted)
     processes.append(controller)
     if local:   # local engines start at once and wait for the file: they get its whole copy
         engine_file = relay_when_complete(engine_file, controller, budget.stall_s)
@@ -62,7 +68,7 @@ def start_processes(spec, workdir: str, budget, notice, processes: list, wake=la
         info = wait_for_file(engine_file, controller, budget.stall_s)
         processes.append(_mpiexec(spec, mpi, workdir, engine_command(None, budget.total_s),
                                   _engine_env(spec, info)))
-    return Launched(mpi, ip, client_file, ReachCheck([] if local else topology.host_names(), wake))
+    return Launched(mpi, ip, client_file, ReachCheck([] if local else topology.host_names(), wake), encrypted)
 
 
 def _engine_env(spec, connection_info: dict | None) -> dict:

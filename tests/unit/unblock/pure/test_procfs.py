@@ -63,11 +63,11 @@ def test_no_mask_means_not_caught_and_the_signal_is_a_real_time_one():
     assert signal.SIGRTMIN <= UNBLOCK_SIGNAL <= signal.SIGRTMAX
 
 
-def test_a_futex_wait_is_told_from_a_poll():
-    from mlp_magic.unblock.pure.procfs import waits_on_futex
+def test_a_spinning_main_thread_is_told_from_a_sleeping_one():
+    from mlp_magic.unblock.pure.procfs import polls
 
-    assert waits_on_futex("202 0x7f 0x80 0x0 0x0 0x0 0x0 0x7ffd 0x7f12\n", "x86_64")
-    assert waits_on_futex("98 0x1 0x2 0x0\n", "aarch64") and not waits_on_futex("202 0x1\n", "aarch64")
-    for text in ("running\n", "232 0x5 0x7f 0x40\n", "", "-1 0x0\n", "zz"):
-        assert not waits_on_futex(text, "x86_64"), text
-    assert not waits_on_futex("202 0x1\n", "riscv64")   # an unknown machine: never a lock wait
+    assert polls("running\n", "x86_64") and polls("running\n", "riscv64")
+    assert polls("24 0x0 0x0 0x0 0x0 0x0 0x0 0x7ffd 0x7f12\n", "x86_64")   # sched_yield
+    assert polls("124 0x0\n", "aarch64") and not polls("24 0x0\n", "aarch64")
+    for text in ("202 0x7f 0x80 0x0\n", "232 0x5 0x7f 0x40\n", "", "-1 0x0\n", "zz"):   # futex, epoll_wait
+        assert not polls(text, "x86_64"), text

@@ -58,15 +58,15 @@ def test_backend_names():
 def test_the_lines_name_what_was_tried_and_the_way_out():
     stuck = report.still_blocked([0, 2, 3], {"worker1": "ranks 2 have no unblock thread"})
     assert stuck.startswith("ranks 0,2-3 did not come free within 10 s (tried: closing their gloo "
-                            "connections, aborting NCCL's, revoking MPI.COMM_WORLD where ULFM is on; "
-                            "worker1: ranks 2 have no unblock thread)")
-    assert "`%mpirun --restart`" in stuck and "MPI call" in stuck and "OMPI_MCA_mpi_ft_enable=1" in stuck
+                            "connections, aborting their NCCL communicators, revoking MPI's where ULFM "
+                            "is on; worker1: ranks 2 have no unblock thread)")
+    assert "`%mpirun --restart`" in stuck and "MPI call" in stuck and "ULFM, on by default" in stuck
     assert report.still_blocked([1], {}).startswith("rank 1 did not come free")
     shrunk = report.mpi_shrunk({r: {"size": 4, "library": "Open MPI v5.0.11"} for r in range(4)})
-    assert shrunk.startswith("MPI.COMM_WORLD was revoked to end the stuck MPI call (Open MPI v5.0.11, ULFM); "
-                             "`comm` now names a new communicator of the same 4 ranks")
+    assert shrunk.startswith("the World's MPI communicator was revoked to end the stuck MPI call "
+                             "(Open MPI v5.0.11, ULFM); `comm` now names a new one of the same 4 ranks")
     failed = report.mpi_shrunk({0: {"size": 4, "library": "x"}, 1: "RemoteError: boom"})
-    assert "rank 1 could not make a new communicator" in failed and "--restart" in failed
+    assert "rank 1 could not make a new one" in failed and "--restart" in failed
     assert report.nothing_hung(None) == ("nothing to unblock: no rank is still running a cell; "
                                          "nothing was changed")
     assert report.nothing_hung([3]).startswith("nothing to unblock: no rank of ranks 3 is still")
