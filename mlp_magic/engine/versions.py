@@ -54,5 +54,24 @@ def _metadata_version(name: str) -> Optional[str]:
 
 def refusal(rank: Optional[int]) -> Optional[str]:
     """The one line to write before exiting, or None when this Python can run an engine."""
-    wrong = problems(found_versions())
+    wrong = problems(found_versions()) + curve_problem()
     return refusal_line(rank if rank is not None else -1, wrong) if wrong else None
+
+
+def curve_problem(environ=os.environ) -> list:
+    """An encrypted World (its connection info names the controller's CurveZMQ key) on a host
+    whose libzmq cannot do CurveZMQ: one problem, else none."""
+    import json
+
+    try:
+        encrypted = bool(json.loads(environ.get("IPP_CONNECTION_INFO") or "{}").get("curve_serverkey"))
+    except (ValueError, AttributeError):
+        return []
+    if not encrypted:
+        return []
+    import zmq
+
+    if zmq.has("curve"):
+        return []
+    return [f"this host's libzmq {zmq.zmq_version()} cannot do CurveZMQ, which the World's encryption "
+            "needs (MLP_MAGIC_ENCRYPT=0 turns it off)"]

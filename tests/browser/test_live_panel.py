@@ -100,7 +100,7 @@ def test_the_unblock_button_ends_a_hung_collective_and_the_ranks_keep_their_stat
     with panel.page.expect_response(lambda reply: urlsplit(reply.url).path.endswith("/unblock")) as reply:
         world.locator("button[data-action=unblock]").click()
     assert reply.value.request.method == "POST" and reply.value.status == 200
-    assert reply.value.json()["signalled"] == "0-2"
+    assert reply.value.json()["signalled"] == "0-2", reply.value.json()
     ended = kernel.next(15)
     assert ended["error"] == "RankFailure", ended
     assert {rank: said.split(":")[0] for rank, said in ended["ranks"].items()} == {

@@ -160,3 +160,22 @@ def test_without_ulfm_a_rank_stuck_in_mpi_is_named_and_restart_offered(mpi_world
     assert "`%mpirun --restart` starts the World again" in said and "not re-made" not in said
     assert run(ip, "%mpirun --restart") is None
     assert run(ip, "%%mpirun -o ok\nprint('works again')") is None
+
+
+def test_a_rank_running_python_that_gets_the_unblock_signal_keeps_its_mpi(mpi_world):
+    """The panel's Unblock reaches any busy rank: one running Python (not stuck in a C call) must
+    not be taken for a stuck MPI call (its COMM_WORLD revoked under the running cell)."""
+    import threading
+
+    ip = mpi_world
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    world = worlds.current_world()
+    timer = threading.Timer(1.0, signals.send, (world, [0, 1], "unblock"))
+    timer.start()
+    busy = ("%%mpirun -o spun\nimport time\nbegan = time.time()\nwhile time.time() - began < 3:\n"
+            "    sum(range(1000))\nprint(comm.allreduce(1))")
+    try:
+        assert run(ip, busy) is None
+    finally:
+        timer.join()
+    assert [r.stdout for r in ip.user_ns["spun"]] == ["4\n"] * 4

@@ -83,6 +83,34 @@ def test_a_hung_gloo_collective_across_hosts_is_unblocked_through_the_agents(two
     assert [r.stdout for r in ip.user_ns["after"]] == [f"{11 * r} 4\n" for r in range(4)]
 
 
+# A cell whose code holds one marker and whose output is another (not in the code as written).
+SPIED_CELL = ("%%mpirun -o spied\ncode_marker = 'mlp-code-marker-5e1f'\n"
+              "print('tuo-rekram-plm'[::-1], 6 * 7)\n")
+
+
+@pytest.mark.parametrize("encrypt", ["0", "1"], ids=["readable", "encrypted"])
+def test_the_worlds_traffic_across_hosts_is_encrypted_unless_turned_off(two_hosts, capsys, monkeypatch,
+                                                                        encrypt):
+    """Issue 32: a listener on the bridge sees a cell's code and output in the clear with
+    MLP_MAGIC_ENCRYPT=0 (the capture works), and neither with the default CurveZMQ."""
+    from tests.multihost.capture import Capture
+    from tests.multihost.netns import BRIDGE
+
+    ip, hostfile, _ = two_hosts
+    monkeypatch.setenv("MLP_MAGIC_ENCRYPT", encrypt)
+    assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\npass").success
+    started = capsys.readouterr().out
+    assert ("traffic readable on the network: MLP_MAGIC_ENCRYPT=0" in started) == (encrypt == "0"), started
+    assert (", encrypted)" in started) == (encrypt == "1"), started
+    with Capture(BRIDGE) as capture:
+        assert ip.run_cell(SPIED_CELL).success, capsys.readouterr().out
+    assert {r.stdout for r in ip.user_ns["spied"]} == {"mlp-marker-out 42\n"}
+    assert capture.frames > 0
+    readable = encrypt == "0"
+    assert capture.saw(b"mlp-code-marker-5e1f") == readable
+    assert capture.saw(b"mlp-marker-out 42") == readable
+
+
 def test_each_host_keeps_its_own_logs(two_hosts):
     ip, hostfile, bed = two_hosts
     assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4 -o logged\nprint('rank', rank)").success

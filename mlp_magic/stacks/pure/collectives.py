@@ -8,114 +8,22 @@ rank sits on the same Python line, which rank ran one collective fewer, and whic
 same ``#N`` with another op, size or dtype (what torch's own analyzer reports from dump files,
 here live and next to the merged stacks).
 
-``slim`` is the rank's half (what it writes: a few entries per group, never the whole buffer);
-``section`` the kernel's (the lines of the hang report).
+stacks/pure/recorded is the rank's half (what it writes: a few entries per group, never the whole
+buffer); here is the kernel's: ``section``, the lines of the hang report.
 """
 from __future__ import annotations
 
-import json
-import signal
 from collections.abc import Mapping
 
 from mlp_magic.core.ranges import rank_words
+from mlp_magic.stacks.pure.recorded import group_order
 
-# The signal that asks a rank for its recorder's state (engine/side_signal: answered by a thread,
-# so while the main thread is blocked in the collective). Real-time: SIGUSR1 is the stacks'.
-COLLECTIVES_SIGNAL = int(signal.SIGRTMIN) + 7
-KEEP = 8   # entries kept per group and rank: enough to name a recent mismatch, small at 512 ranks
 TITLE = "collectives (PyTorch flight recorder; #N: the collective's number in its group)"
 _ONE_LINE = 160   # a group's states on one line up to this width, one line each beyond
 _MISMATCHES_SHOWN = 3
 DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
           "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8",
           "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128"}
-
-
-# ------------------------------------------------------------------------ the rank's half
-
-def slim(raw: Mapping, live: Mapping | None = None) -> dict:
-    """What a rank reports of its recorder's dump (``_dump_fr_trace_json``'s document): per
-    process group its name, description, last enqueued and completed numbers and its last
-    ``KEEP`` collectives (point-to-point entries left out: they have numbers of their own).
-
-    The dump keys groups by a number of their own (``pg_id``) and keeps every group it saw,
-    destroyed ones too, under their names (``process_group``: a default group made again is
-    named "0" again). ``live`` ({name: {"desc", "seq"}}: the rank's groups now, ``seq`` their
-    collectives so far or None) picks, per live name, the newest group of that name; without
-    it, every group of the dump is reported."""
-    status = raw.get("pg_status") or {}
-    by_id: dict = {}
-    for entry in raw.get("entries") or ():
-        if entry.get("is_p2p") or not isinstance(entry.get("collective_seq_id"), int):
-            continue
-        by_id.setdefault(str(entry.get("pg_id")), []).append(entry)
-    newest: dict = {}   # name -> the newest pg_id that carries it
-    for pg_id, entries in by_id.items():
-        name = str((entries[0].get("process_group") or ["?"])[0])
-        if name not in newest or _group_order(pg_id) > _group_order(newest[name]):
-            newest[name] = pg_id
-    if live is None:
-        live = {str((by_id[i][0].get("process_group") or ["?"])[0]) if i in by_id else i: {}
-                for i in set(status) | set(by_id)}
-        newest.update({i: i for i in status if i not in by_id})
-    return {"groups": [_group(name, live[name], newest.get(name), status, by_id)
-                       for name in sorted(live, key=_group_order)]}
-
-
-def _group(name: str, now: Mapping, pg_id, status: Mapping, by_id: Mapping) -> dict:
-    """One live group: the newest recorded group of its name, unless it made no collective yet."""
-    entries = sorted(by_id.get(pg_id, ()), key=lambda e: e["collective_seq_id"])[-KEEP:]
-    numbers = status.get(pg_id) or {}
-    if now.get("seq") == 0:   # a group made again that called nothing yet: not its namesake's past
-        entries, numbers = [], {}
-    descs = [e["process_group"][1] for e in entries if len(e.get("process_group") or ()) > 1]
-    return {"name": name, "desc": now.get("desc") or (descs[-1] if descs else ""),
-            "enqueued": _number(numbers.get("last_enqueued_collective"), entries),
-            "completed": _number(numbers.get("last_completed_collective"), ()),
-            "last": [{"seq": e["collective_seq_id"], "op": op_name(e.get("profiling_name")),
-                      "sizes": e.get("input_sizes") or [], "dtypes": e.get("input_dtypes") or []}
-                     for e in entries]}
-
-
-def _group_order(name: str) -> tuple:
-    return (0, int(name), "") if name.isdigit() else (1, 0, name)
-
-
-def _number(value, entries) -> int:
-    """A status number (the dump writes them as strings; -1 for none) or, without one, the
-    newest entry's."""
-    try:
-        return max(int(value), 0)
-    except (TypeError, ValueError):
-        return max((e["collective_seq_id"] for e in entries), default=0)
-
-
-def op_name(profiling_name) -> str:
-    """``gloo:all_reduce`` / ``nccl:all_reduce`` -> ``all_reduce``."""
-    return str(profiling_name or "?").rpartition(":")[2] or "?"
-
-
-def parse_answer(text: str) -> list | str | None:
-    """A rank's answer file -> its groups ([] for a rank with no process group or no recorder),
-    the error its dump met (a string), or None for no answer or one that does not read."""
-    try:
-        answer = json.loads(text)
-    except ValueError:
-        return None
-    if isinstance(answer, dict) and answer.get("error") and not answer.get("groups"):
-        return str(answer["error"])
-    return checked_groups(answer.get("groups") if isinstance(answer, dict) else None)
-
-
-def checked_groups(groups) -> list | None:
-    """``groups`` when it is a list of groups (each a dict with a name), else None."""
-    if isinstance(groups, list) and all(isinstance(g, dict) and "name" in g for g in groups):
-        return groups
-    return None
-
-
-# ------------------------------------------------------------------------ the kernel's half
-
 # Ops whose ranks legitimately pass different sizes (the root's buffer, each peer's share): only
 # the op itself must match across ranks
 UNEVEN_OPS = frozenset({"scatter", "gather", "all_to_all", "alltoall", "alltoall_base", "all_to_all_single",
@@ -214,7 +122,7 @@ def section(answers: Mapping, where: Mapping) -> list:
     if not by_group and not errors:
         return []
     lines = [TITLE]
-    for name in sorted(by_group, key=_group_order):
+    for name in sorted(by_group, key=group_order):
         lines += group_lines(name, by_group[name], where)
     for error, ranks in sorted(errors.items(), key=lambda item: min(item[1])):
         lines.append(f"{_ranks(sorted(ranks))}: the recorder could not be read ({error})")

@@ -17,7 +17,8 @@ from mlp_magic.stacks.pure.pyspy import NO_PYSPY, NO_PYSPY_FIX, PTRACE, PTRACE_F
 from mlp_magic.output.pure.grouping import fold_hosts_shown, ranks_label
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.core.records import Record, fresh
-from mlp_magic.stacks.pure.collectives import checked_groups, section as collectives_section
+from mlp_magic.stacks.pure.collectives import section as collectives_section
+from mlp_magic.stacks.pure.recorded import checked_groups
 from mlp_magic.stacks.pure.frames import Frame, user_line
 from mlp_magic.stacks.pure.tree import merge
 

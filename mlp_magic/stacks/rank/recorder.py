@@ -3,7 +3,7 @@ recorded when the kernel asks (``COLLECTIVES_SIGNAL``, engine/side_signal), even
 thread waits in a collective.
 
 The recorder keeps each process group's collectives with their sequence numbers (gloo's too, in
-the torch we test with). The answer is ``stacks/pure/collectives.slim`` of its dump: a few
+the torch we test with). The answer is ``stacks/pure/recorded.slim`` of its dump: a few
 entries per group, written whole (a temporary file renamed) so the kernel never reads half of
 one. A rank with no process group, or a torch without the recorder, answers no groups.
 
@@ -20,7 +20,7 @@ import sys
 from mlp_magic.engine.identity import collectives_path
 from mlp_magic.engine.private_files import open_private
 from mlp_magic.engine.side_signal import on_signal
-from mlp_magic.stacks.pure.collectives import COLLECTIVES_SIGNAL, slim
+from mlp_magic.stacks.pure.recorded import COLLECTIVES_SIGNAL, slim
 
 # The recorder's size: the name torch reads now, then the older NCCL-only one. The user's
 # setting of either wins; ours keeps a long loop's recent collectives (a ring: older ones go).

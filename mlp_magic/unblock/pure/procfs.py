@@ -34,7 +34,12 @@ def polls(syscall_text: str, machine: str) -> bool:
     words = syscall_text.split()
     if words[:1] == ["running"]:
         return True
-    return bool(words) and words[0].isdigit() and int(words[0]) == SCHED_YIELD.get(machine)
+    return bool(words) and _number(words[0]) == SCHED_YIELD.get(machine)
+
+
+def _number(word: str) -> int | None:
+    """A decimal number of ASCII digits ("²" is a digit to ``str.isdigit``, not to ``int``)."""
+    return int(word) if word.isascii() and word.isdigit() else None
 
 
 def epoll_fd_of(syscall_text: str, machine: str) -> int | None:
@@ -42,7 +47,7 @@ def epoll_fd_of(syscall_text: str, machine: str) -> int | None:
     (``"232 0x13 0x7f... ..."``: the call's number, then its arguments), or None when it is not
     waiting in epoll (running, another call, an unknown machine)."""
     words = syscall_text.split()
-    if len(words) < 2 or not words[0].isdigit() or int(words[0]) not in EPOLL_WAITS.get(machine, ()):
+    if len(words) < 2 or _number(words[0]) not in EPOLL_WAITS.get(machine, ()):
         return None
     try:
         return int(words[1], 16)
@@ -57,7 +62,7 @@ def watched_fds(fdinfo_text: str) -> list[tuple[int, int | None]]:
     found = []
     for line in fdinfo_text.splitlines():
         words = line.split()
-        if len(words) >= 2 and words[0] == "tfd:" and words[1].isdigit():
+        if len(words) >= 2 and words[0] == "tfd:" and _number(words[1]) is not None:
             inodes = [word[4:] for word in words[2:] if word.startswith("ino:")]
             try:
                 inode = int(inodes[0], 16) if inodes else None

@@ -25,3 +25,11 @@ def test_this_python_can_run_an_engine_and_reading_loads_no_email_parser():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     from importlib import metadata
     assert done.stdout.split() == ["None", "False", metadata.version("ipyparallel")], done.stderr
+
+
+def test_only_an_encrypted_worlds_engine_checks_for_curve():
+    assert versions.curve_problem({}) == []
+    assert versions.curve_problem({"IPP_CONNECTION_INFO": "{not json"}) == []
+    assert versions.curve_problem({"IPP_CONNECTION_INFO": '{"curve_serverkey": null}'}) == []
+    # this host's libzmq does CurveZMQ (the test extra's pyzmq wheel bundles it): no problem
+    assert versions.curve_problem({"IPP_CONNECTION_INFO": '{"curve_serverkey": "k"}'}) == []

@@ -7,8 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlp_magic.stacks.pure.collectives import (KEEP, TITLE, group_lines, mismatches, op_name,
-                                               parse_answer, rank_state, section, signature, slim)
+from mlp_magic.stacks.pure.collectives import TITLE, group_lines, mismatches, rank_state, section, signature
+from mlp_magic.stacks.pure.recorded import KEEP, op_name, parse_answer, slim
 from mlp_magic.stacks.pure.frames import Frame, user_line
 
 

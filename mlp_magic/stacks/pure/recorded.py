@@ -1,0 +1,99 @@
+"""A rank's half of the hang report's collectives (pure): what it reports of PyTorch's flight
+recorder when asked (``slim``), and how the kernel reads its answer back (``parse_answer``).
+stacks/pure/collectives sets the ranks' answers side by side.
+
+Nothing of mlp_magic is imported here: every rank's engine loads this module at its start
+(stacks/rank/recorder), and an engine holds only what it needs.
+"""
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Mapping
+
+# The signal that asks a rank for its recorder's state (engine/side_signal: answered by a thread,
+# so while the main thread is blocked in the collective). Real-time: SIGUSR1 is the stacks'.
+COLLECTIVES_SIGNAL = int(signal.SIGRTMIN) + 7
+KEEP = 8   # entries kept per group and rank: enough to name a recent mismatch, small at 512 ranks
+
+
+def slim(raw: Mapping, live: Mapping | None = None) -> dict:
+    """What a rank reports of its recorder's dump (``_dump_fr_trace_json``'s document): per
+    process group its name, description, last enqueued and completed numbers and its last
+    ``KEEP`` collectives (point-to-point entries left out: they have numbers of their own).
+
+    The dump keys groups by a number of their own (``pg_id``) and keeps every group it saw,
+    destroyed ones too, under their names (``process_group``: a default group made again is
+    named "0" again). ``live`` ({name: {"desc", "seq"}}: the rank's groups now, ``seq`` their
+    collectives so far or None) picks, per live name, the newest group of that name; without
+    it, every group of the dump is reported."""
+    status = raw.get("pg_status") or {}
+    by_id: dict = {}
+    for entry in raw.get("entries") or ():
+        if entry.get("is_p2p") or not isinstance(entry.get("collective_seq_id"), int):
+            continue
+        by_id.setdefault(str(entry.get("pg_id")), []).append(entry)
+    newest: dict = {}   # name -> the newest pg_id that carries it
+    for pg_id, entries in by_id.items():
+        name = str((entries[0].get("process_group") or ["?"])[0])
+        if name not in newest or group_order(pg_id) > group_order(newest[name]):
+            newest[name] = pg_id
+    if live is None:
+        live = {str((by_id[i][0].get("process_group") or ["?"])[0]) if i in by_id else i: {}
+                for i in set(status) | set(by_id)}
+        newest.update({i: i for i in status if i not in by_id})
+    return {"groups": [_group(name, live[name], newest.get(name), status, by_id)
+                       for name in sorted(live, key=group_order)]}
+
+
+def _group(name: str, now: Mapping, pg_id, status: Mapping, by_id: Mapping) -> dict:
+    """One live group: the newest recorded group of its name, unless it made no collective yet."""
+    entries = sorted(by_id.get(pg_id, ()), key=lambda e: e["collective_seq_id"])[-KEEP:]
+    numbers = status.get(pg_id) or {}
+    if now.get("seq") == 0:   # a group made again that called nothing yet: not its namesake's past
+        entries, numbers = [], {}
+    descs = [e["process_group"][1] for e in entries if len(e.get("process_group") or ()) > 1]
+    return {"name": name, "desc": now.get("desc") or (descs[-1] if descs else ""),
+            "enqueued": _number(numbers.get("last_enqueued_collective"), entries),
+            "completed": _number(numbers.get("last_completed_collective"), ()),
+            "last": [{"seq": e["collective_seq_id"], "op": op_name(e.get("profiling_name")),
+                      "sizes": e.get("input_sizes") or [], "dtypes": e.get("input_dtypes") or []}
+                     for e in entries]}
+
+
+def group_order(name: str) -> tuple:
+    """Groups by number ("0", "1", "10"), then by name."""
+    return (0, int(name), "") if name.isascii() and name.isdigit() else (1, 0, name)
+
+
+def _number(value, entries) -> int:
+    """A status number (the dump writes them as strings; -1 for none) or, without one, the
+    newest entry's."""
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError):
+        return max((e["collective_seq_id"] for e in entries), default=0)
+
+
+def op_name(profiling_name) -> str:
+    """``gloo:all_reduce`` / ``nccl:all_reduce`` -> ``all_reduce``."""
+    return str(profiling_name or "?").rpartition(":")[2] or "?"
+
+
+def parse_answer(text: str) -> list | str | None:
+    """A rank's answer file -> its groups ([] for a rank with no process group or no recorder),
+    the error its dump met (a string), or None for no answer or one that does not read."""
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(answer, dict) and answer.get("error") and not answer.get("groups"):
+        return str(answer["error"])
+    return checked_groups(answer.get("groups") if isinstance(answer, dict) else None)
+
+
+def checked_groups(groups) -> list | None:
+    """``groups`` when it is a list of groups (each a dict with a name), else None."""
+    if isinstance(groups, list) and all(isinstance(g, dict) and "name" in g for g in groups):
+        return groups
+    return None
