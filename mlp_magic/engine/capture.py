@@ -118,8 +118,8 @@ class TeeStream:
         if log is not None:
             try:
                 log.close()
-            except OSError:
-                pass
+            except OSError as err:   # the buffered rest: a full disk often shows only here
+                self.log_error = f"{self.log_path}: {err.strerror or err}"
 
     @property
     def capped(self) -> int:
