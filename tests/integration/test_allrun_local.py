@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import pty
 import select
 import signal
@@ -144,8 +145,16 @@ def test_ctrl_c_at_any_moment_of_the_start_up_leaves_nothing_running(after):
     weakref callback, before allrun can notice: then a second one stops it.)"""
     proc, out, err = start_and_interrupt("sleep 104.6", lambda: time.sleep(after), again_after=5)
     assert wait_gone("sleep 104.6") == [], (proc.returncode, err)
-    if proc.returncode == 130:
-        assert "Traceback" not in err, err
+    if proc.returncode == 130:   # CPython's own word on the Ctrl-C it dropped is not ours to hide
+        assert "Traceback" not in CPYTHON_DROPPED_CTRL_C.sub("", err), err
+
+
+# What CPython prints (sys.unraisablehook) for a Ctrl-C raised inside an import's weakref callback:
+# it drops it there, before any code of ours can run; a second Ctrl-C then stops the command.
+CPYTHON_DROPPED_CTRL_C = re.compile(
+    r"Exception ignored in: <function _get_module_lock\.<locals>\.cb at 0x[0-9a-f]+>\n"
+    r"Traceback \(most recent call last\):\n  File \"<frozen importlib\._bootstrap>\", line \d+, in cb\n"
+    r"KeyboardInterrupt: ?\n")
 
 
 @pytest.mark.parametrize("noticed", [False, True])
