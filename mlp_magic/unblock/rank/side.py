@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import sys
 import threading
 import time
 
@@ -43,25 +44,35 @@ def _unblock() -> None:
     abort_nccl_groups()
 
 
-_LOOKS, _LOOK_PAUSE_S = 10, 0.005
-_GIL_WAIT_S = 0.001   # getting the GIL back takes longer only while another thread runs Python
+_LOOKS, _LOOK_PAUSE_S = 10, 0.01
+# While looking, a thread that wants the GIL waits this long before the holder is asked to let
+# it go: a wait of half of it is a thread running Python, far above a busy core's scheduling
+# delay (with the default 5 ms interval and a 1 ms bound, a 2-core box running 4 spinning ranks
+# took an MPI call for Python: measured, tests/unit/unblock/rank/test_spin_detection).
+_LOOK_SWITCH_S = 0.05
 
 
 def main_thread_spins_in_c(task_root: str = "/proc/self/task") -> bool:
     """Whether the main thread spins inside a C call that released the GIL: it runs or yields
     in most of a few looks (an MPI call's progress loop; a torch collective's wait sleeps
-    instead), and this thread gets the GIL back at once each time (a rank running Python, which
-    the panel's Unblock may reach, holds it: measured, 19 of 20 waits then take the switch
-    interval, none while mpi4py's Barrier spins)."""
+    instead), and this thread gets the GIL back at once in most of them. A main thread running
+    Python (the panel's Unblock may reach one) takes the GIL while this one sleeps, and keeps
+    it until asked to let go: the sleep then ends a switch interval late."""
     path, machine = f"{task_root}/{threading.main_thread().native_id}/syscall", platform.machine()
     spins = held = 0
-    for _ in range(_LOOKS):
-        spins += polls(_read(path), machine)
-        began = time.perf_counter()
-        time.sleep(0)   # lets the GIL go, and takes it back
-        held += time.perf_counter() - began > _GIL_WAIT_S
-        time.sleep(_LOOK_PAUSE_S)
-    return spins * 2 > _LOOKS and held <= 1
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(_LOOK_SWITCH_S)
+    try:
+        for _ in range(_LOOKS):
+            spins += polls(_read(path), machine)
+            began = time.perf_counter()
+            time.sleep(_LOOK_PAUSE_S)   # the GIL is free to take meanwhile
+            held += time.perf_counter() - began - _LOOK_PAUSE_S > _LOOK_SWITCH_S / 2
+            if held * 2 > _LOOKS:
+                break
+    finally:
+        sys.setswitchinterval(interval)
+    return spins * 2 > _LOOKS and held * 2 <= _LOOKS
 
 
 # NCCL's watchdog, left to its defaults, ends the process at a collective's timeout (error
