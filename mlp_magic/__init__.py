@@ -12,8 +12,9 @@ def load_ipython_extension(ipython):
 
     magics = MlpMagics(ipython)
     ipython.register_magics(magics)
-    # A kernel restart or shutdown stops the World (its processes would otherwise live on).
-    atexit.register(magics.owner.stop)
+    # A kernel restart or shutdown stops the World (its processes would otherwise live on),
+    # unless it is kept (%mpirun --keep): its keeper holds it for the next kernel to attach.
+    atexit.register(magics.owner.leave)
 
 
 def unload_ipython_extension(ipython):
@@ -23,7 +24,7 @@ def unload_ipython_extension(ipython):
 
     owner = owner_of(ipython)
     if owner is not None:
-        atexit.unregister(owner.stop)
+        atexit.unregister(owner.leave)
         owner.stop()
 
 

@@ -5,6 +5,8 @@
     mlp-magic stacks   every rank's Python stack, merged (also %mlp_stacks)
     mlp-magic top      the Worlds' ranks and the GPUs, live
     mlp-magic doctor   every host checked and compared, the odd one named (also %mlp_doctor)
+    mlp-magic worlds   the Worlds on this machine (kernel alive or gone, kept or not)
+    mlp-magic stop ID  stop one of them
 
 The verbs and their options are commands/pure/table's, parsed as the magics' are; each runs its
 ``run_command``. Bad input exits with status 2 and one line on stderr; a host that ``topo --host``
@@ -15,6 +17,7 @@ from __future__ import annotations
 import sys
 from typing import Optional, Sequence
 
+from mlp_magic.commands.pure.parse import one_id
 from mlp_magic.commands.pure.table import COMMANDS, command_verb
 from mlp_magic.core.options import Options, argv_words, parse, usage
 from mlp_magic.errors import MlpMagicError, unwritable_output
@@ -48,9 +51,12 @@ def parse_command(argv: Sequence[str]) -> tuple:
         parsed = parse(argv_words(argv[1:]), options, prog)
     except MlpMagicError as err:
         raise MlpMagicError(f"{err} (see {prog} --help)") from None
-    if parsed.rest is not None:
-        raise MlpMagicError(f"{prog}: unexpected argument {argv[1:][parsed.rest]!r} (see {prog} --help)")
-    return verb, Options(options, parsed.values, parsed.given)
+    words = list(argv[1:][parsed.rest:]) if parsed.rest is not None else []
+    if words and verb.rest != "id":
+        raise MlpMagicError(f"{prog}: unexpected argument {words[0]!r} (see {prog} --help)")
+    found = Options(options, parsed.values, parsed.given)
+    found.world_id = one_id(words, prog, verb.label) if verb.rest == "id" else None
+    return verb, found
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

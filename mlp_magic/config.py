@@ -17,6 +17,7 @@ may change ``os.environ`` between cells, and tests pass their own mappings.
 | ``MLP_MAGIC_PULL_CAP``      | ``pull_cap``              | bytes one rank may send for --pull/--push |
 | ``MLP_MAGIC_NVML_REPLAY``   | ``nvml_replay``           | captures the GPU sampler replays (tests)  |
 | ``MLP_MAGIC_ENCRYPT``       | ``encrypt``               | CurveZMQ across hosts (0: off)            |
+| ``MLP_MAGIC_KEEP_HOURS``    | ``keep_hours``            | a kept World's life with no kernel (8 h)  |
 | ``NO_COLOR``                | ``no_color``              | no colour on terminals                    |
 
 The job's own variables (``MLP_MPI_*``, ``MLP_WORKER_*``, Slurm, torchrun) describe the hosts,
@@ -45,6 +46,8 @@ def _refused(message: str) -> Exception:
 
 HOME = "MLP_MAGIC_HOME"
 ENCRYPT = "MLP_MAGIC_ENCRYPT"
+KEEP_HOURS = "MLP_MAGIC_KEEP_HOURS"
+DEFAULT_KEEP_HOURS = 8.0
 LOG_DIR = "MLP_MAGIC_LOG_DIR"
 LOG_KEEP_DAYS = "MLP_MAGIC_LOG_KEEP_DAYS"
 STATE_DIR = "MLP_MAGIC_STATE_DIR"
@@ -174,6 +177,21 @@ def encrypt(env: Mapping | None = None) -> bool:
     if raw in ("0", "no", "false", "off"):
         return False
     raise _refused(f"{ENCRYPT}={raw!r}: expected 1 (encrypt across hosts, the default) or 0 (do not)")
+
+
+def keep_hours(env: Mapping | None = None) -> float:
+    """``$MLP_MAGIC_KEEP_HOURS``: how long a kept World lives on once its last kernel left
+    (default 8): it never holds GPUs forever."""
+    raw = _env(env).get(KEEP_HOURS, "").strip()
+    if not raw:
+        return DEFAULT_KEEP_HOURS
+    try:
+        hours = float(raw)
+    except ValueError:
+        hours = -1.0
+    if not 0 < hours <= 24 * 365:
+        raise _refused(f"{KEEP_HOURS}={raw!r}: expected a number of hours above 0 (such as 8 or 0.5)")
+    return hours
 
 
 def no_color(env: Mapping | None = None) -> bool:

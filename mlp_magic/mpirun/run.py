@@ -31,7 +31,7 @@ def run_cell(owner, args, code: str, env, notice=print, world=None) -> MpirunRes
     if world is None:
         spec = wanted_spec(args, env, owner.world)
         ranks = chosen_ranks(args.ranks, spec.np)   # a bad --ranks starts nothing
-        world = owner.ensure(spec, restart=args.restart, notice=notice)
+        world = owner.ensure(spec, restart=args.restart, notice=notice, keep=getattr(args, "keep", False))
     else:
         ranks = chosen_ranks(args.ranks, world.np)
     world = owner.idle_world(world, notice)

@@ -41,6 +41,19 @@ def stop(context, options) -> None:
     print(f"stopped the World of {world.np} ranks" if world else "no World running")
 
 
+def keep(context, options) -> None:
+    context.owner.keep(True, notice=context.notice)
+
+
+def no_keep(context, options) -> None:
+    context.owner.keep(False, notice=context.notice)
+
+
+def attach(context, options) -> None:
+    world = context.owner.attach(options.world_id, options.force, notice=context.notice)
+    print(f"attached to {world.describe()}")
+
+
 def restart(context, options) -> None:
     owner = context.owner
     print(owner.ensure(wanted_spec(options, context.env, owner.world), restart=True,

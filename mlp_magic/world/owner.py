@@ -7,12 +7,14 @@ in C) refuses new work rather than queueing it.
 """
 from __future__ import annotations
 
+import os
 import time
 
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure.report import HUNG_HINT
+from mlp_magic.world import attach, keeping, kept, published
 from mlp_magic.world.start.display import StartProgress
 from mlp_magic.world.world import World, WorldSpec
 
@@ -23,15 +25,27 @@ class WorldOwner:
 
     @property
     def world(self) -> World | None:
-        """The running World, or None (never started, stopped, or its start failed)."""
+        """The running World, or None (never started, stopped, its start failed, or another
+        kernel took it over: said once, in one line)."""
         world = self._world
-        return world if world is not None and world.client is not None else None
+        if world is None or world.client is None:
+            return None
+        taker = keeping.taken_over(world)
+        if taker is not None:
+            self._world = None
+            keeping.detach(world)
+            print(f"mlp_magic: World {world.id} was taken over by kernel {kept.kernel_name(taker)} "
+                  "(`%mpirun --attach --force`): this kernel no longer drives it")
+            return None
+        return world
 
-    def ensure(self, spec: WorldSpec, restart: bool = False, notice=print) -> World:
+    def ensure(self, spec: WorldSpec, restart: bool = False, notice=print, keep: bool = False) -> World:
         """The World for ``spec``: the running one when it matches and lives, else a new one (the
-        old one is stopped first, saying why)."""
+        old one is stopped first, saying why); ``keep``: marked to outlive this kernel."""
         world = self.world
         if world is not None and world.spec == spec and not restart and world.alive():
+            if keep and not world.kept:
+                self.keep(True, notice)
             return world
         if world is not None:
             reason = ("restart asked" if restart
@@ -42,6 +56,8 @@ class WorldOwner:
         progress = StartProgress()
         try:
             self._world = World(spec, notice=notice, progress=progress).start()
+            if keep:
+                keeping.set_kept(self._world, True)
         finally:
             progress.close()
         notice(f"mlp_magic: started {self._world.describe()} in {time.monotonic() - started:.1f} s")
@@ -53,6 +69,46 @@ class WorldOwner:
         if world is not None:
             world.stop()
         return world
+
+    def leave(self) -> None:
+        """The kernel exits: a kept World is left to its keeper, any other one stopped."""
+        world = self._world
+        if world is not None and world.kept and world.alive():
+            self._world = None
+            keeping.detach(world)
+        else:
+            self.stop()
+
+    def keep(self, on: bool, notice=print) -> World:
+        """Mark the running World kept (it outlives this kernel) or not."""
+        world = self.world
+        if world is None:
+            raise MlpMagicError("no World running: `%%mpirun --keep` starts one kept")
+        keeping.set_kept(world, on)
+        notice(f"mlp_magic: World {world.id} " + (keeping.describe(world).removeprefix("; ") if on else
+               "is no longer kept: it stops with this kernel"))
+        return world
+
+    def attach(self, world_id: str | None, force: bool, notice=print) -> World:
+        """Take up a running World of this user on this machine (``--attach``)."""
+        if self.world is not None:
+            raise MlpMagicError(f"this kernel drives World {self.world.id} already: `%mpirun --stop` "
+                                "it first, or attach from another kernel")
+        record = kept.find(world_id)
+        if record.get("kernel") == "alive" and not force:
+            raise MlpMagicError(f"World {record['id']} is driven by kernel "
+                                f"{kept.kernel_name(record['pid'])}: `%mpirun --attach ID --force` "
+                                "takes it over (that kernel is told)")
+        facts = attach.read_facts(published.private_part(record)["workdir"])
+        keeper = published.private_part(record).get("keeper") or [None]
+        self._world = attach.attach_world(facts, keeper[0], notice)
+        if record["pid"] != os.getpid():
+            published.withdraw(record["pid"], self._world.state_dir)
+        busy = attach.busy_ranks(self._world)
+        if busy:
+            notice(f"mlp_magic: ranks {fold_ranks(busy)} still run a cell of the kernel that left: "
+                   f"the next cell waits for them (`%mpirun --stacks` shows where)")
+        return self._world
 
     def idle_world(self, world: World, notice=print) -> World:
         """``world``, once no earlier job keeps its ranks busy; else one error naming them."""

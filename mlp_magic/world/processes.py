@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -35,13 +34,6 @@ def _tail(path: str, lines: int = 15) -> str:
         return ""
 
 
-def dies_with_parent(argv: list) -> list:
-    """Run ``argv`` so that it gets SIGTERM if the kernel that started it dies, even by SIGKILL
-    (util-linux setpriv sets PR_SET_PDEATHSIG before exec; no preexec_fn in a threaded kernel)."""
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else list(argv)
-
-
 class ManagedProcess:
     """A child in its own session (process group), output to a log file (0600). ``umask``: the
     child's (the controller's 0o077 makes every file it writes private: its connection files hold
@@ -55,7 +47,7 @@ class ManagedProcess:
         self._log = open_private(log_path, "ab")
         try:
             self.popen = subprocess.Popen(
-                dies_with_parent(argv), stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
                 env=env, start_new_session=True, umask=-1 if umask is None else umask,
             )
         except OSError as err:
@@ -271,11 +263,17 @@ def stop_recorded(record: dict) -> int:
     the ranks are not filtered by host (a hostfile may name this machine by an address), and a
     rank elsewhere that matched both here would be one of this World's own processes, started in
     the same instant. How many were signalled."""
-    ranks = published.recorded_ranks(record)
-    killed = kill_trees(published.recorded_processes(record) + list(ranks.values()))
+    ranks, own = published.recorded_ranks(record), published.recorded_processes(record)
+    killed = kill_trees(own + list(ranks.values()))
     groups = published.recorded_groups(record)
     return killed + len(end_leftovers([dict(groups.get(rank, {}), pid=pid, create_time=started)
-                                       for rank, (pid, started) in ranks.items()]))
+                                       for rank, (pid, started) in ranks.items()] + sessions_of(own)))
+
+
+def sessions_of(own: list) -> list:
+    """The World's own processes (pid, start time) as leaders of their sessions (ManagedProcess):
+    what a killed controller left there (its scheduler) is found by the session's number."""
+    return [{"pid": pid, "create_time": started, "sid": pid} for pid, started in own]
 
 
 def stop_ranks(ranks: list) -> int:

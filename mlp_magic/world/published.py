@@ -21,7 +21,11 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _path(pid: int, directory: str, host: str | None = None) -> str:
+def iso_at(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
+
+
+def record_path(pid: int, directory: str, host: str | None = None) -> str:
     # Host and pid: a shared (NFS) home holds the files of kernels on other machines too.
     return os.path.join(directory, f"{host or socket.gethostname()}-{pid}.json")
 
@@ -44,12 +48,12 @@ def publish(state: dict, directory: str | None = None) -> None:
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
     with os.fdopen(fd, "w") as handle:
         json.dump(state, handle)
-    os.replace(tmp, _path(state["pid"], directory, state["host"]))
+    os.replace(tmp, record_path(state["pid"], directory, state["host"]))
 
 
 def withdraw(pid: int | None = None, directory: str | None = None) -> None:
     try:
-        os.unlink(_path(pid or os.getpid(), directory or config.state_dir()))
+        os.unlink(record_path(pid or os.getpid(), directory or config.state_dir()))
     except FileNotFoundError:
         pass
 
@@ -87,15 +91,30 @@ def _here(state: dict) -> bool:
     return state.get("host", socket.gethostname()) == socket.gethostname()
 
 
+def _kept_alive(state: dict) -> bool:
+    """A kept World whose kernel is gone lives on with its keeper (world/keeper)."""
+    keeper = private_part(state).get("keeper")
+    return bool(state.get("kept")) and isinstance(keeper, list) and len(keeper) == 2 \
+        and isinstance(keeper[0], int) and _alive(keeper[0])
+
+
 def read_worlds(directory: str | None = None) -> list:
-    """The Worlds of this machine's kernels that are alive (a dead kernel's file is left for
-    the reaper; other machines' kernels cannot be checked from here)."""
-    return [s for s in _all_states(directory or config.state_dir()) if _here(s) and _alive(s["pid"])]
+    """The Worlds of this machine that are held: by their kernel alive, or kept by their keeper
+    (a dead kernel's file is left for the reaper; other machines' kernels cannot be checked from
+    here). Each says whether its kernel is "alive" or "gone"."""
+    worlds = []
+    for state in _all_states(directory or config.state_dir()):
+        kernel = _here(state) and _alive(state["pid"])
+        if kernel or (_here(state) and _kept_alive(state)):
+            worlds.append(dict(state, kernel="alive" if kernel else "gone"))
+    return worlds
 
 
 def orphaned_worlds(directory: str | None = None) -> list:
-    """States published by this machine's kernels that died without stopping their World."""
-    return [s for s in _all_states(directory or config.state_dir()) if _here(s) and not _alive(s["pid"])]
+    """States published by this machine's kernels that died without stopping their World (a
+    kept World whose keeper lives is not one)."""
+    return [s for s in _all_states(directory or config.state_dir())
+            if _here(s) and not _alive(s["pid"]) and not _kept_alive(s)]
 
 
 def private_part(record: dict) -> dict:

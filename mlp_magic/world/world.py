@@ -29,7 +29,7 @@ from mlp_magic.engine import identity as engine_identity
 from mlp_magic.engine.ipykernel_private import with_missing
 from mlp_magic.engine.private_files import narrow_tree, private_dirs
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import guards, published
+from mlp_magic.world import attach, guards, keeping, published
 from mlp_magic.world.start import calls as start_calls
 from mlp_magic.ranks.ipp_private import send_interrupt
 from mlp_magic.world.start.launch import start_processes
@@ -39,7 +39,7 @@ from mlp_magic.world.live import LiveWorld
 from mlp_magic.world.start.mpi import MpiInfo
 from mlp_magic.world.processes import reap_orphans, stop_ranks, wait_for_file
 from mlp_magic.ranks.quiet_replies import complete_quiet_outputs
-from mlp_magic.world.start.registration import Waiting, wait_for_engines
+from mlp_magic.world.start.registration import Waiting, start_advice, wait_for_engines
 
 DISPLAY_CAP = 1_000_000  # characters per rank and stream shown in the notebook; the log has all
 DISPLAY_BUDGET = 64_000_000  # ... but all ranks together stay within this (512 ranks: 125 kB each)
@@ -92,6 +92,7 @@ class World:
         self.live = LiveWorld([row.host for row in self.layout], self.publish)   # rank states
         self.waiters = weakref.WeakSet()   # the Requests in flight, woken when a process of ours ends
         self.lifeline: Lifeline | None = None
+        self.keeper, self.kept, self.keep_hours = None, False, None   # world/keeping
         self.reach = None                  # the other hosts' ssh, checked while the start runs
         self._gpus_refreshed_at = float("-inf")
         self._start_deadline = float("inf")
@@ -108,13 +109,15 @@ class World:
                                        self.processes, wake=lambda: [w.wake() for w in list(self.waiters)])
             self.mpi, self.controller_ip, self.reach = launched.mpi, launched.controller_ip, launched.reach
             self.client_file, self.encrypted = launched.client_file, launched.encrypted
-            self.lifeline = Lifeline(self.processes, self._lost_process)
+            keeping.start_keeping(self)   # from now on, this kernel's death stops the World
+            self.watch_processes()
             self._connect()
             self._map_ranks_and_bootstrap()
             self.agents, self.agent_key = start_agents(self)   # live GPUs, actions without the kernel
             self.started_at = published.now_iso()
             self.refresh_gpus()
             self.live.ready()
+            attach.save_facts(self)   # for a kernel that attaches later (--attach)
         except BaseException:  # Ctrl-C included: never leave a half-started World running
             self.stop()
             raise
@@ -128,32 +131,29 @@ class World:
             raise MlpMagicError(f"-np {self.spec.np}: {shortfall}")
 
     def _connect(self) -> None:
-        import ipyparallel
-
         controller = self.processes[0]
         info = wait_for_file(self.client_file, controller, self.budget.stall_s)
         narrow_tree(self.workdir)   # the controller's profile: IPython's README is copied 0644
-        self.client = ipyparallel.Client(info, timeout=self.budget.stall_s)
-        quiet_replies = complete_quiet_outputs(self.client)
-        _quiet_ipyparallel()
+        quiet_replies = self.connect_client(info)
         waiting = Waiting([row.host for row in self.layout], self.processes, self.launcher_log,
-                          self._advice(), self.workdir, self.reach)
+                          start_advice(self.spec, self.controller_ip), self.workdir, self.reach)
         self.waiters.add(waiting)   # the lifeline wakes it when a process of ours ends
         wait_for_engines(self.client, waiting, self.budget, self.progress)
         self.reach.stop()   # every rank registered: every host is reached
         if not quiet_replies:
             guards.plain_replies(self)   # before any request that waits on its output
 
-    def _advice(self) -> list:
-        if not self.spec.topology.is_local:
-            return ["check that every missing host accepts ssh from here (`allrun -H HOSTS hostname`) "
-                    f"and can reach the controller at {self.controller_ip} (no firewall between them)"]
-        cores = len(engine_identity.usable_cpus())
-        if self.spec.np > cores:
-            return [f"fewer ranks (-np): {self.spec.np} ranks on {cores} cores start slowly, "
-                    "and a busy machine slower still"]
-        return ["`%mpirun --restart` to try again; a rank that logged nothing stopped before its "
-                "engine started (its Python's start-up: imports, sitecustomize, file system)"]
+    def connect_client(self, info) -> bool:
+        """The kernel's client of the controller (``info``: its connection file or dict); True
+        when its replies can be quiet (ranks/quiet_replies)."""
+        import ipyparallel
+
+        self.client = ipyparallel.Client(info, timeout=self.budget.stall_s)
+        logging.getLogger("ipyparallel").setLevel(logging.ERROR)   # (un)registrations: ours to say
+        return complete_quiet_outputs(self.client)
+
+    def watch_processes(self) -> None:
+        self.lifeline = Lifeline(self.processes, self._lost_process)
 
     def _map_ranks_and_bootstrap(self) -> None:
         identify, ip = engine_identity.identify, self.controller_ip
@@ -301,7 +301,8 @@ class World:
             "private": {"ranks": {rank: [i.get("pid"), i.get("create_time")]
                                   for rank, i in self.identities.items()},
                         "groups": {r: [i.get("pgid"), i.get("sid")] for r, i in self.identities.items()},
-                        "agent_key": self.agent_key},
+                        "agent_key": self.agent_key, **keeping.private_fields(self)},
+            **keeping.keep_fields(self),
         }
 
     def refresh_gpus(self, timeout: float = 3.0, at_most_every: float = 0.0) -> None:
@@ -336,7 +337,8 @@ class World:
         root = ", as root" if self.as_root else ""
         root += "" if self.spec.topology.is_local else (   # across hosts: can the network read it?
             ", encrypted" if self.encrypted else ", traffic readable on the network: MLP_MAGIC_ENCRYPT=0")
-        return f"World of {self.np} ranks ({mpi}, {self.spec.topology.source}{root}), {state}: {where}"
+        return (f"World of {self.np} ranks ({mpi}, {self.spec.topology.source}{root}), {state}: {where}"
+                + keeping.describe(self))
 
     # ----------------------------------------------------------------------------- stop
     def stop(self) -> None:
@@ -344,6 +346,7 @@ class World:
         to end on its own, then stop whatever is left, and remove this World's files."""
         client, self.client = self.client, None
         clean = client is not None and self.started_at is not None
+        keeping.end_keeping(self)   # the keeper leaves: what ends now ends on purpose
         if self.reach is not None:
             self.reach.stop()
         if self.lifeline is not None:
@@ -392,8 +395,3 @@ class World:
 def _run_dir() -> str:
     """The folder of the Worlds' own folders (0700, as each of them: mkdtemp's)."""
     return private_dirs(os.path.join(config.home(), "run"))
-
-
-def _quiet_ipyparallel() -> None:
-    """ipyparallel logs engine (un)registration to the notebook; that is our job to report."""
-    logging.getLogger("ipyparallel").setLevel(logging.ERROR)

@@ -310,8 +310,8 @@ def _still_running(pids) -> list:
 
 
 def test_a_killed_kernels_world_goes_with_it():
-    """SIGKILL the kernel: its controller and mpiexec get SIGTERM from the kernel's death
-    (PR_SET_PDEATHSIG) and take the engines with them; nothing is left."""
+    """SIGKILL the kernel: the World's keeper (world/keeper) sees it end, and stops the controller,
+    mpiexec and the ranks at once (the World was not kept); nothing is left, the keeper included."""
     kernel, leaders, family = _child_kernel_with_a_world()
     try:
         assert leaders, "the child kernel never started its World"

@@ -78,6 +78,8 @@ OUT = Option(names=("-o", "--out"), dest="out", kind=python_name, metavar="NAME"
 LOG_DIR = Option(names=("--log-dir",), dest="log_dir", kind=text, metavar="DIR",
                  help="the cell's logs under DIR")
 RESTART = Option(names=("--restart",), dest="restart", help="start the World again first")
+KEEP = Option(names=("--keep",), dest="keep", help="the World outlives this kernel (see --attach)")
+FORCE = Option(names=("--force",), dest="force", help="take the World over from the kernel that drives it")
 FRAME = Option(names=("--frame",), dest="frame", kind=whole_number, metavar="K",
                help="the frame K of the failure (0: the innermost of user code)")
 

@@ -43,7 +43,8 @@ def family(verbs, form: str) -> tuple:
 def choose_verb(verbs, given: dict, script: bool, form: str, prog: str, default: str) -> Verb:
     """The one verb the flags (or a script) name; refused when two are named, or in the wrong form."""
     named = [verb for verb in verbs if verb.flag is not None and verb.flag.dest in given]
-    named += [verb for verb in verbs if script and verb.rest == "script"]
+    takes_word = any(verb.rest == "id" for verb in named)   # --attach ID: the word is no script
+    named += [verb for verb in verbs if script and verb.rest == "script" and not takes_word]
     if len(named) > 1:
         raise MlpMagicError(f"{prog}: {named[0].label} and {named[1].label} do not go together")
     verb = named[0] if named else next(v for v in verbs if v.name == default)
@@ -142,17 +143,38 @@ def _choose(verbs, options, line: str, expression, cell, prog: str) -> Choice:
     if expression is not None:
         given["verb:compare"] = "--compare"
     script = [word for word, position in words if parsed.rest is not None and position >= parsed.rest]
+    if script and any(v.rest == "id" and v.flag is not None and v.flag.dest in given for v in verbs):
+        script = _options_after_id(words, parsed, given, options, prog)
     _flags_spelled_as_options(verbs, options, given, bool(script), form)
     default = (LINE_DEFAULT if form == LINE else CELL_DEFAULT) if len(verbs) > 1 else verbs[0].name
     verb = _one_verb(verbs, given, script, form, prog, default)
     refuse_others(verb, given, prog)
     values = {k: v for k, v in parsed.values.items() if not k.startswith("verb:")}
     found = Options((*verb.options, *verb.magic_options), values, given)
+    if verb.rest == "id":
+        found.world_id, script = one_id(script, prog, verb.label), []
     found.script, found.script_args = (script[0], tuple(script[1:])) if script else (None, ())
     found.expression = expression
     valued = verb.flag is not None and verb.flag.takes_value
     found.name = parsed.values.get(verb.flag.dest) if valued else None
     return Choice(verb, found)
+
+
+def _options_after_id(words: list, parsed, given: dict, options, prog: str) -> list:
+    """``--attach ID --force``: the options after the id are parsed too (into ``parsed`` and
+    ``given``); the words left, the id first."""
+    after = parse([(w, p) for w, p in words if p > parsed.rest], options, prog)
+    parsed.values.update(after.values)
+    given.update(after.given)
+    first = next(w for w, p in words if p == parsed.rest)
+    return [first] + [w for w, p in words if after.rest is not None and p >= after.rest]
+
+
+def one_id(words: list, prog: str, label: str) -> str | None:
+    """The one word a verb such as ``--attach [ID]`` takes, or None."""
+    if len(words) > 1:
+        raise MlpMagicError(f"{prog}: {label} takes one World id, got {' '.join(words)!r}")
+    return words[0] if words else None
 
 
 def _flags_spelled_as_options(verbs, options, given: dict, script: bool, form: str) -> None:

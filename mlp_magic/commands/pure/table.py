@@ -9,11 +9,11 @@ line); an option another verb of the magic takes "does not go with" this one.
 from __future__ import annotations
 
 from mlp_magic.commands.pure.options import (
-    ALL_OUTPUTS, CONNECT_TIMEOUT, COPY, DIFF, DOCTOR_TIMEOUT, EXCLUDE, FANOUT, FRACTION, FRAME, FROM_FILE,
-    HELP, HOST_LIST, HOST_TIMEOUT, HOSTFILE, INTERVAL, JSON, LINK_RANKS, LINKS, LINKS_BACKEND, LOG_DIR, MATCH,
-    NATIVE, NO_FOLD, NO_GROUP, NO_IMPORT, NO_PROBE, NP, ONCE, OUT, OUTDIR, OVERSUBSCRIBE, PACKAGE, PIDS,
-    PROBE_TIMEOUT, PYTHON, RANKS, REFRESH, RESTART, SIZE, SSH, STACKS_TIMEOUT, STATUS_TIMEOUT, THREADS,
-    TIMEOUT, TOPO_FILE, TOPO_HOST)
+    ALL_OUTPUTS, CONNECT_TIMEOUT, COPY, DIFF, DOCTOR_TIMEOUT, EXCLUDE, FANOUT, FORCE, FRACTION, FRAME,
+    FROM_FILE, HELP, HOST_LIST, HOST_TIMEOUT, HOSTFILE, INTERVAL, JSON, KEEP, LINK_RANKS, LINKS,
+    LINKS_BACKEND, LOG_DIR, MATCH, NATIVE, NO_FOLD, NO_GROUP, NO_IMPORT, NO_PROBE, NP, ONCE, OUT, OUTDIR,
+    OVERSUBSCRIBE, PACKAGE, PIDS, PROBE_TIMEOUT, PYTHON, RANKS, REFRESH, RESTART, SIZE, SSH, STACKS_TIMEOUT,
+    STATUS_TIMEOUT, THREADS, TIMEOUT, TOPO_FILE, TOPO_HOST)
 from mlp_magic.core.options import Option, Options, python_name
 from mlp_magic.core.records import Record
 
@@ -29,7 +29,7 @@ class Verb(Record, frozen=True):
     options: tuple = ()         # taken in the notebook and in a terminal
     magic_options: tuple = ()   # in the notebook only (-o NAME)
     command_options: tuple = ()   # in a terminal only (--json, --help)
-    rest: str = ""              # what follows the options: "", "command", "script" or "expression"
+    rest: str = ""              # what follows the options: "", "command", "script", "expression", "id"
     run: str = ""               # "module:function", called (context, options) by the magic
     run_command: str = ""       # "module:function", called (options) by the command: its exit status
     summary: str = ""
@@ -52,7 +52,7 @@ def _flag(name: str, kind=None, metavar: str = "") -> Option:
 
 WORLD = (NP, HOSTFILE, HOST_LIST, OVERSUBSCRIBE)
 SHOWN = (NO_GROUP, DIFF, NO_FOLD, ALL_OUTPUTS, OUT, LOG_DIR)
-CELL_OPTIONS = (*WORLD, RANKS, TIMEOUT, *SHOWN, RESTART)
+CELL_OPTIONS = (*WORLD, RANKS, TIMEOUT, *SHOWN, RESTART, KEEP)
 VALUES = (RANKS, OUT, TIMEOUT)
 WORLDS = "mlp_magic.mpirun.verbs"
 
@@ -71,6 +71,12 @@ MPIRUN = (
     Verb(name="stop", magic="mpirun", flag=_flag("stop"), run=f"{WORLDS}:stop", summary="stop the World"),
     Verb(name="restart", magic="mpirun", flag=_flag("restart"), options=WORLD, run=f"{WORLDS}:restart",
          summary="start the World again"),
+    Verb(name="keep", magic="mpirun", flag=_flag("keep"), run=f"{WORLDS}:keep",
+         summary="the World outlives this kernel (until MLP_MAGIC_KEEP_HOURS with no kernel)"),
+    Verb(name="no-keep", magic="mpirun", flag=_flag("no-keep"), run=f"{WORLDS}:no_keep",
+         summary="the World stops with this kernel again"),
+    Verb(name="attach", magic="mpirun", flag=_flag("attach"), rest="id", options=(FORCE,),
+         run=f"{WORLDS}:attach", summary="take up a running World of yours on this machine: --attach [ID]"),
     Verb(name="unblock", magic="mpirun", flag=_flag("unblock"), options=(RANKS,),
          run="mlp_magic.unblock.verbs:unblock",
          summary="end the hung torch.distributed collectives, keeping every rank's process and state"),
@@ -120,6 +126,11 @@ COMMANDS = (
          run_command="mlp_magic.cluster.top:run_top",
          summary="the Worlds' ranks and every host's GPUs, live"),
     DOCTOR,
+    Verb(name="worlds", command="worlds", options=(JSON,), command_options=(HELP,),
+         run_command="mlp_magic.world.kept:run_worlds",
+         summary="the Worlds on this machine: kernel alive or gone, ranks, hosts, kept"),
+    Verb(name="stop", command="stop", rest="id", command_options=(HELP,),
+         run_command="mlp_magic.world.kept:run_stop", summary="stop a World: stop ID"),
 )
 
 

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 from mlp_magic.world.pure.budget import StartBudget
 from mlp_magic.world.pure.progress import missing_report, progress_line
+from mlp_magic.engine.identity import usable_cpus
 from mlp_magic.engine.pure.versions import refusal_error
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.ranks.ipp_private import on_registration
@@ -154,3 +155,16 @@ def _read(path: str) -> str:
             return handle.read()[-200_000:]
     except OSError:
         return ""
+
+
+def start_advice(spec, controller_ip: str) -> list:
+    """What to try when ranks do not register (said with the ranks that did not)."""
+    if not spec.topology.is_local:
+        return ["check that every missing host accepts ssh from here (`allrun -H HOSTS hostname`) "
+                f"and can reach the controller at {controller_ip} (no firewall between them)"]
+    cores = len(usable_cpus())
+    if spec.np > cores:
+        return [f"fewer ranks (-np): {spec.np} ranks on {cores} cores start slowly, "
+                "and a busy machine slower still"]
+    return ["`%mpirun --restart` to try again; a rank that logged nothing stopped before its "
+            "engine started (its Python's start-up: imports, sitecustomize, file system)"]

@@ -237,8 +237,9 @@ def test_each_command_and_its_options(argv, values):
 
 
 @pytest.mark.parametrize("argv, message", [
-    ([], "give a command: topo, status, stacks, top, doctor (see mlp-magic --help)"),
-    (["nope"], "unknown command 'nope': one of topo, status, stacks, top, doctor (see mlp-magic --help)"),
+    ([], "give a command: topo, status, stacks, top, doctor, worlds, stop (see mlp-magic --help)"),
+    (["nope"], "unknown command 'nope': one of topo, status, stacks, top, doctor, worlds, stop "
+               "(see mlp-magic --help)"),
     (["--json"], "unknown command '--json'"),
     (["topo", "--bogus"], "mlp-magic topo: unknown option '--bogus' (see mlp-magic topo --help)"),
     (["topo", "x"], "mlp-magic topo: unexpected argument 'x' (see mlp-magic topo --help)"),
@@ -261,7 +262,7 @@ def test_help_asks_for_the_overview():
 def test_main_exits_0_with_help(capsys):
     assert main(["--help"]) == 0
     out, err = capsys.readouterr()
-    assert out.startswith("usage: mlp-magic {topo,status,stacks,top,doctor}") and err == ""
+    assert out.startswith("usage: mlp-magic {topo,status,stacks,top,doctor,worlds,stop}") and err == ""
     assert all(f"  {verb.command}" in out for verb in COMMANDS)
     assert main(["stacks", "--help"]) == 0
     out, err = capsys.readouterr()
@@ -270,9 +271,10 @@ def test_main_exits_0_with_help(capsys):
 
 
 @pytest.mark.parametrize("argv, stderr", [
-    ([], "mlp-magic: give a command: topo, status, stacks, top, doctor (see mlp-magic --help)\n"),
-    (["nope"], "mlp-magic: unknown command 'nope': one of topo, status, stacks, top, doctor "
-               "(see mlp-magic --help)\n"),
+    ([], "mlp-magic: give a command: topo, status, stacks, top, doctor, worlds, stop "
+         "(see mlp-magic --help)\n"),
+    (["nope"], "mlp-magic: unknown command 'nope': one of topo, status, stacks, top, doctor, worlds, "
+               "stop (see mlp-magic --help)\n"),
     (["stacks", "--bogus"], "mlp-magic stacks: unknown option '--bogus' (see mlp-magic stacks --help)\n"),
     (["doctor", "--fraction", "2"], "mlp-magic doctor: --fraction: expected a fraction in (0, 1], got '2' "
                                     "(see mlp-magic doctor --help)\n"),

@@ -114,4 +114,4 @@ def test_the_magics_and_commands():
     defaults = {verb.name: verb for verb in MPIRUN if verb.flag is None or verb.name == LINE_DEFAULT}
     assert defaults[CELL_DEFAULT].form in (CELL, BOTH) and defaults[LINE_DEFAULT].form in (LINE, BOTH)
     assert all(verb.form in (LINE, CELL, BOTH) for verb in VERBS)
-    assert all(verb.rest in ("", "command", "script", "expression") for verb in VERBS)
+    assert all(verb.rest in ("", "command", "script", "expression", "id") for verb in VERBS)

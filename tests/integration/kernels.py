@@ -1,0 +1,85 @@
+"""Kernels in processes of their own, driven cell by cell (a World that outlives its kernel needs
+a kernel that can die: the test's own shell cannot)."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+
+from tests.timing import hang_bound
+
+DRIVER = r"""
+import json, sys
+from IPython.testing.globalipapp import start_ipython
+ip = start_ipython()
+ip.run_line_magic("load_ext", "mlp_magic")
+print("READY", flush=True)
+for line in sys.stdin:
+    result = ip.run_cell(json.loads(line))
+    error = result.error_in_exec or result.error_before_exec
+    print("\nCELL-DONE " + json.dumps(None if error is None else str(error)), flush=True)
+"""
+
+
+class Kernel:
+    """A Python with IPython and mlp_magic loaded; ``cell(code)`` runs one and returns (its
+    output, its error or None)."""
+
+    def __init__(self, env: dict | None = None):
+        self.process = subprocess.Popen([sys.executable, "-c", DRIVER], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        env={**os.environ, **(env or {})})
+        self.pid = self.process.pid
+        self._read_until("READY", hang_bound(30))
+
+    def cell(self, code: str, seconds: float = 120) -> tuple:
+        self.process.stdin.write(json.dumps(code) + "\n")
+        self.process.stdin.flush()
+        lines = self._read_until("CELL-DONE", hang_bound(seconds))
+        error = json.loads(lines[-1].removeprefix("CELL-DONE "))
+        return "".join(lines[:-1]), error
+
+    def _read_until(self, marker: str, seconds: float) -> list:
+        deadline, lines = time.monotonic() + seconds, []
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                raise AssertionError(f"the kernel ended: {''.join(lines)[-3000:]}")
+            lines.append(line)
+            if line.startswith(marker):
+                return lines
+        raise AssertionError(f"no {marker} within {seconds} s: {''.join(lines)[-3000:]}")
+
+    def world_pids(self) -> set:
+        """Every process of its World: its children's trees (the keeper's too)."""
+        parent = psutil.Process(self.pid)
+        return {p.pid for p in parent.children(recursive=True)}
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
+
+    def exit(self) -> None:
+        """As a kernel shut down from Jupyter: its interpreter ends normally (atexit runs)."""
+        self.process.stdin.close()
+        self.process.wait(hang_bound(30))
+
+
+def running(pids) -> set:
+    alive = set()
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.add(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def wait_until_gone(pids, seconds: float) -> set:
+    deadline = time.monotonic() + seconds
+    while running(pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return running(pids)
