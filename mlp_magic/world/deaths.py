@@ -1,4 +1,5 @@
-"""Which rank of a World died during a cell, and how: read from its launcher's log.
+"""Which rank of a World died during a cell, and how: read from its launcher's log. And what a
+World whose controller died says, and does with its ranks.
 
 The launcher names the first rank to fail once the job has ended, a moment after the kernel
 notices. Nothing announces that line (a file: no event for it without inotify, which the
@@ -7,6 +8,7 @@ rank, or every launcher process has ended (its log is then complete), or the dea
 """
 from __future__ import annotations
 
+import signal
 import time
 
 from mlp_magic.core.deadline import until
@@ -29,3 +31,30 @@ def how_ranks_died(world) -> str:
     until(complete, deadline, longest_s=0.1)
     pid_of_rank = {rank: identity["pid"] for rank, identity in world.identities.items()}
     return death_note(read[0], world.exited_ranks(), pid_of_rank, world.host_of)
+
+
+def controller_lost(world) -> None:
+    """The controller ended (killed, the OOM killer's pick): nothing reaches the ranks any more,
+    so they are stopped now, not at their heartbeat's end, with what the controller left in its
+    session (its scheduler); from the lifeline's thread. How it ended is read first (stopping
+    its group reaps it)."""
+    controller = world.processes[0]
+    controller.end = _how(controller)
+    for process in world.processes:
+        process.stop()
+
+
+def _how(process) -> str:
+    code = process.popen.poll() if process.popen is not None else None
+    if code is None:
+        return "ended"
+    return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+
+
+def controller_ended(world) -> str:
+    """One line for the next cell when the World's controller ended, else ""."""
+    ended = world.lifeline.ended if world.lifeline is not None else None
+    if ended is None or not world.processes or ended is not world.processes[0]:
+        return ""
+    return (f"the World's controller ({ended.name}, pid {ended.pid}) {getattr(ended, 'end', 'ended')}: "
+            "its ranks were stopped, and what they held is lost; run the cell again to start a new World")

@@ -15,6 +15,7 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure.report import HUNG_HINT
 from mlp_magic.world import attach, keeping, kept, published
+from mlp_magic.world.deaths import controller_ended
 from mlp_magic.world.start.display import StartProgress
 from mlp_magic.world.world import World, WorldSpec
 
@@ -47,6 +48,10 @@ class WorldOwner:
             if keep and not world.kept:
                 self.keep(True, notice)
             return world
+        lost = controller_ended(world) if world is not None and not restart else ""
+        if lost:
+            self.stop()
+            raise MlpMagicError(lost)
         if world is not None:
             reason = ("restart asked" if restart
                       else "it stopped" if not world.alive() else "hosts or -np changed")

@@ -33,6 +33,7 @@ from mlp_magic.world import attach, guards, keeping, published
 from mlp_magic.world.start import calls as start_calls
 from mlp_magic.ranks.ipp_private import send_interrupt
 from mlp_magic.world.start.launch import start_processes
+from mlp_magic.world.deaths import controller_lost
 from mlp_magic.world.lifeline import Lifeline, wait_for_ends
 from mlp_magic.agent.launch import start_agents
 from mlp_magic.world.live import LiveWorld
@@ -276,8 +277,11 @@ class World:
         """One of the World's own processes (controller, launcher) has ended."""
         return self.lifeline is not None and self.lifeline.ended is not None
 
-    def _lost_process(self, _process) -> None:
-        """From the lifeline's thread: every rank is gone with it; wake whoever waits on them."""
+    def _lost_process(self, process) -> None:
+        """From the lifeline's thread: every rank is gone with it (the ranks of a dead controller
+        are stopped: nothing can reach them); wake whoever waits on them."""
+        if process is self.processes[0]:
+            controller_lost(self)
         self.live.all_died()
         for requests in list(self.waiters):
             requests.wake()

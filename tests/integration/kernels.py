@@ -57,6 +57,16 @@ class Kernel:
         parent = psutil.Process(self.pid)
         return {p.pid for p in parent.children(recursive=True)}
 
+    def child(self, program: str):
+        """Its live child process whose command line names ``program``, or None."""
+        for process in psutil.Process(self.pid).children():
+            try:
+                if program in " ".join(process.cmdline()):
+                    return process
+            except psutil.Error:   # a zombie, or gone
+                continue
+        return None
+
     def kill(self) -> None:
         self.process.kill()
         self.process.wait(10)
