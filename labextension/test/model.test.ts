@@ -18,6 +18,7 @@ import {
   cellLine,
   highlightedRanks,
   LATE_AFTER_S,
+  orphaned,
   SILENT_FACTOR,
   SILENT_MIN_S,
   snippetFor,
@@ -294,6 +295,10 @@ test('World key and title, with and without an id', () => {
   assert.equal(worldKey({ pid: 4766 }), '4766');
   assert.equal(worldTitle(world([rank(0, 'idle', 1)], { mpi: 'openmpi' })), 'World worker0-4766-1 · 1 rank · openmpi · running');
   assert.equal(worldTitle({ pid: 7, np: 4 }), 'World of kernel 7 · 4 ranks');
+  assert.equal(worldTitle({ pid: 7, np: 2, kept: true, kernel: 'alive' }), 'World of kernel 7 · 2 ranks · kept');
+  const left = { pid: 7, np: 2, kept: true, kernel: 'gone', keep_hours: 0.5 };
+  assert.equal(worldTitle(left), 'World of kernel 7 · 2 ranks · kept, no kernel (stops 30 min after it left)');
+  assert.ok(orphaned(left) && !orphaned({ pid: 7, kernel: 'alive' }) && !orphaned({ pid: 7 }));
 });
 
 test('a host row of the table', () => {

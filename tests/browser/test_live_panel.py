@@ -114,6 +114,35 @@ def test_the_unblock_button_ends_a_hung_collective_and_the_ranks_keep_their_stat
     assert kernel.next(60) == {"ended": True, "error": None}
 
 
+def test_a_kept_world_whose_kernel_was_killed_is_shown_and_its_restart_says_stop(browser, start_lab, kernel):
+    """Issue 32: a kept World outlives its SIGKILLed kernel; the panel shows it with no kernel,
+    and its Restart action, which nothing could follow, is Stop (its dialog too); it stops it."""
+    import psutil
+
+    kernel.run("%%mpirun -np 2 --keep\nx = 1")
+    assert kernel.next(120) == {"ended": True, "error": None}
+    family = kernel.process_tree()
+    kernel.process.kill()
+    kernel.process.wait(10)
+    panel = Panel(browser, start_lab())
+    world = panel.locator(".jp-MlpLive-world")
+    title = world.locator(".jp-MlpLive-worldTitle")
+    title.filter(has_text="kept, no kernel (stops 8 h after it left)").wait_for(timeout=UI_TIMEOUT_MS)
+    button = world.locator("button[data-action=restart]")
+    assert button.inner_text() == "Stop" and "no kernel drives it" in button.get_attribute("title")
+    panel.page.screenshot(path=str(ARTIFACTS / "mlp-live-panel-kept.png"))
+    button.click()
+    confirm = panel.page.locator(".jp-Dialog button.jp-mod-warn")
+    assert confirm.inner_text() == "Stop"
+    assert "kept with no kernel" in panel.page.locator(".jp-Dialog-body").inner_text()
+    with panel.page.expect_response(lambda reply: urlsplit(reply.url).path.endswith("/restart")) as reply:
+        confirm.click()
+    assert reply.value.status == 200 and reply.value.json()["stopped"] is True
+    world.wait_for(state="detached", timeout=UI_TIMEOUT_MS)   # its keeper withdrew its record
+    _, alive = psutil.wait_procs(family, timeout=hang_bound(15))
+    assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
+
+
 def test_the_panel_reconnects_after_the_server_restarts(browser, start_lab, kernel):
     kernel.run("%%mpirun -np 2\npass")
     assert kernel.next(120)["error"] is None

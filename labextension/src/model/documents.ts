@@ -136,6 +136,13 @@ export interface IWorld {
   /** The World's own processes (its controller and launcher). */
   processes?: { pid: number; create_time: number | null }[];
   agents?: { [host: string]: WorldAgent };
+  /** Marked to outlive its kernel (`%mpirun --keep`); with no kernel, stopped after `keep_hours`. */
+  kept?: boolean;
+  keep_hours?: number | null;
+  /** Since when a kept World has had no kernel (null while one drives it). */
+  idle_since?: string | null;
+  /** Whether the kernel that drives it lives ("gone": kept, waiting for `%mpirun --attach`). */
+  kernel?: 'alive' | 'gone' | string;
 }
 
 /** The cluster's one JSON document (cluster/model.py ClusterState.to_json). */

@@ -132,7 +132,20 @@ export function worldTitle(world: IWorld): string {
   if (world.state) {
     parts.push(world.state);
   }
+  if (world.kept) {
+    parts.push(orphaned(world) ? `kept, no kernel (stops ${keptFor(world)} after it left)` : 'kept');
+  }
   return parts.join(' · ');
+}
+
+/** A kept World whose kernel is gone: `%mpirun --attach` takes it up; the panel can only stop it. */
+export function orphaned(world: IWorld): boolean {
+  return world.kernel === 'gone';
+}
+
+function keptFor(world: IWorld): string {
+  const hours = world.keep_hours ?? 8;
+  return hours >= 1 ? `${hours} h` : `${Math.round(hours * 60)} min`;
 }
 
 export interface ICellLine {

@@ -22,6 +22,7 @@ import {
   IStraggler,
   snippetFor,
   stragglers,
+  orphaned,
   summaryLine,
   worldKey,
   worldTitle
@@ -35,6 +36,9 @@ export const INSERT_COMMAND = 'notebook:replace-selection';
 const RESTART_BODY =
   'Restart stops every rank of this World now; the next %%mpirun cell starts a fresh one. ' +
   "The ranks' variables are lost.";
+const STOP_BODY =
+  'This World is kept with no kernel (`%mpirun --attach` in a notebook takes it up). ' +
+  "Stop ends every rank now; the ranks' variables are lost.";
 
 const sanitizer = new Sanitizer();
 
@@ -168,6 +172,7 @@ export class WorldView {
     this._selection.hidden = this._selected.size === 0;
     setText(this._selection.firstChild as HTMLElement, `selected: ${rankList([...this._selected])} `);
     const actionable = !!world.id && world.state !== 'stopped';
+    this.nameRestart(orphaned(world));
     for (const button of this._buttons) {
       button.disabled = !actionable;
       if (!world.id) {
@@ -212,20 +217,33 @@ export class WorldView {
     await this.run('Unblocking', async () => unblockText(await unblockWorld(id)));
   }
 
+  /** A kept World with no kernel has nothing to restart it: its Restart says Stop. */
+  private nameRestart(stop: boolean): void {
+    const button = this._buttons.find(b => b.dataset.action === 'restart');
+    if (button) {
+      button.textContent = stop ? 'Stop' : 'Restart';
+      button.title = stop
+        ? 'Stop every rank of this kept World (no kernel drives it)'
+        : 'Stop every rank of this World; the next %%mpirun cell starts a fresh one';
+    }
+  }
+
   private async restart(): Promise<void> {
+    const stop = orphaned(this._world);
+    const verb = stop ? 'Stop' : 'Restart';
     const result = await showDialog({
-      title: `Restart ${worldTitle(this._world)}?`,
-      body: RESTART_BODY,
-      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Restart' })]
+      title: `${verb} ${worldTitle(this._world)}?`,
+      body: stop ? STOP_BODY : RESTART_BODY,
+      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: verb })]
     });
     if (!result.button.accept) {
       return;
     }
     const id = this.key;
-    await this.run('Restarting', async () => {
+    await this.run(stop ? 'Stopping' : 'Restarting', async () => {
       // The answer counts the processes stopped (model/answers.ts); the person needs what comes next.
       await restartWorld(id);
-      return 'The World was stopped; the next %%mpirun cell starts a fresh one.';
+      return stop ? 'The World was stopped.' : 'The World was stopped; the next %%mpirun cell starts a fresh one.';
     });
   }
 
