@@ -6,18 +6,26 @@ from mlp_magic.core.ranges import fold_hosts
 HEADER = ("ID", "KERNEL", "RANKS", "HOSTS", "STATE", "KEPT", "NO KERNEL SINCE")
 
 
+def _shown(value) -> str:
+    """A record's value on one line of a terminal: what does not print is a "?"."""
+    return "".join(c if c.isprintable() else "?" for c in str(value))
+
+
 def world_row(record: dict) -> tuple:
     """The columns of one World: its id, its kernel (pid, alive or gone), ranks, hosts, state
     (busy while a rank runs a cell), whether it is kept (and for how long with no kernel)."""
-    ranks = [r for r in record.get("ranks") or () if isinstance(r, dict)]
+    listed = record.get("ranks")
+    ranks = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
     hosts = fold_hosts(dict.fromkeys(str(r.get("host")) for r in ranks)) if ranks else "-"
     busy = sum(r.get("state") == "busy" for r in ranks)
     state = str(record.get("state") or "?") + (f", {busy} busy" if busy else "")
     hours = record.get("keep_hours")
-    kept = f"yes, {hours:g} h" if record.get("kept") and isinstance(hours, (int, float)) else "no"
+    numeric = isinstance(hours, (int, float)) and not isinstance(hours, bool)
+    kept = f"yes, {hours:g} h" if record.get("kept") is True and numeric else "no"
     kernel = f"{record.get('pid')} {record.get('kernel', '?')}"
-    return (str(record.get("id")), kernel, str(record.get("np", len(ranks))), hosts, state, kept,
-            str(record.get("idle_since") or "-"))
+    row = (record.get("id"), kernel, record.get("np", len(ranks)), hosts, state, kept,
+           record.get("idle_since") or "-")
+    return tuple(_shown(value) for value in row)
 
 
 def worlds_table(records: list) -> str:
