@@ -42,7 +42,7 @@ def test_found_by_id_by_its_start_or_as_the_only_one(tmp_path, sleeper):
         kept.find("vm-1", str(tmp_path))
     with pytest.raises(MlpMagicError, match=r"^2 Worlds on this machine: give the id of one\nID +KERNEL"):
         kept.find(None, str(tmp_path))
-    with pytest.raises(MlpMagicError, match=r"^no World 'nope' on this machine: `mlp-magic worlds` lists them$"):
+    with pytest.raises(MlpMagicError, match=r"^no World 'nope' on this machine: `mlp-magic worlds` lists"):
         kept.find("nope", str(tmp_path))
 
 
@@ -59,7 +59,7 @@ def test_a_world_of_a_dead_kernel_is_not_found(tmp_path, sleeper):
 def test_another_users_world_is_named_and_left_alone(tmp_path, sleeper):
     path = publish(tmp_path, sleeper().pid, "vm-3-0")
     os.chown(path, 65534, 65534)
-    with pytest.raises(MlpMagicError, match=r"^World vm-3-0 belongs to user (nobody|id 65534): only they can"):
+    with pytest.raises(MlpMagicError, match=r"^World vm-3-0 belongs to user (nobody|id 65534): only they"):
         kept.find("vm-3-0", str(tmp_path))
 
 
