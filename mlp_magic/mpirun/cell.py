@@ -25,12 +25,13 @@ class Outcome(enum.Enum):
     TIMEOUT = "timeout"          # --timeout passed: the running ranks were interrupted
     INTERRUPTED = "interrupted"  # Ctrl-C / the stop button: the running ranks were interrupted
     DIED = "died"                # an engine or the launcher went away during the cell
+    HOST_LOST = "host lost"      # a host stopped answering (world/host_watch): the others interrupted
 
     @property
     def unfinished_status(self) -> str:
         """The status of a rank that had not finished when the cell ended this way."""
         return {Outcome.TIMEOUT: status.TIMEOUT, Outcome.INTERRUPTED: status.INTERRUPTED,
-                Outcome.DIED: status.DIED}.get(self, status.TIMEOUT)
+                Outcome.DIED: status.DIED, Outcome.HOST_LOST: status.INTERRUPTED}.get(self, status.TIMEOUT)
 
 
 class Cell:

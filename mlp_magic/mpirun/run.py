@@ -17,7 +17,8 @@ from mlp_magic.mpirun.plan import chosen_ranks, wanted_spec
 from mlp_magic.mpirun.show import raise_for_failures, show
 from mlp_magic.output import display, logs
 from mlp_magic.stacks.snapshot import stack_snapshot
-from mlp_magic.world.deaths import how_ranks_died
+from mlp_magic.world.deaths import how_ranks_died, lost_hosts_note
+from mlp_magic.world.host_watch import HostWatch
 
 # A long cell's GPU inventory (memory, load) is taken again after it, at most this often.
 GPUS_AFTER_LONG_CELL_EVERY_S = 60.0
@@ -46,7 +47,11 @@ def _run_on(world, ranks: list, args, code: str) -> MpirunResult:
     live = display.LiveOutput(fold=args.fold and args.group and not args.diff)
     cell = Cell(world, code, ranks, cell_dir)
     world.busy_job = cell   # from now on, a later cell is refused while this one's ranks run
-    cell.outcome = _follow(cell, live, args.timeout)
+    watch = HostWatch.of_cell(world, cell.ranks, cell.job.requests.news)
+    try:
+        cell.outcome = _follow(cell, live, args.timeout, watch)
+    finally:
+        watch.stop()
     live.add(cell.new_output(every_rank=True))
     stacks = stack_snapshot(world, cell.ranks, cell_dir) if cell.outcome is Outcome.TIMEOUT else None
     results = _finish(cell)
@@ -57,9 +62,10 @@ def _run_on(world, ranks: list, args, code: str) -> MpirunResult:
     return show(cell, code, results, args, live, stacks)
 
 
-def _follow(cell: Cell, live: display.LiveOutput, timeout: float | None) -> Outcome:
+def _follow(cell: Cell, live: display.LiveOutput, timeout: float | None, watch: HostWatch) -> Outcome:
     """Wait for the cell, streaming output; return how it ended. The wait wakes on events only
-    (ranks/waiting), and when output already in is due on screen (``live.wake_at``)."""
+    (ranks/waiting), and when output already in is due on screen (``live.wake_at``); a host
+    that stops answering wakes it too (world/host_watch)."""
     deadline = cell.started + timeout if timeout else None
     try:
         while True:
@@ -71,6 +77,8 @@ def _follow(cell: Cell, live: display.LiveOutput, timeout: float | None) -> Outc
                 return Outcome.TIMEOUT
             if cell.job.world_ended():
                 return Outcome.DIED
+            if watch.lost:
+                return _lost_hosts(cell, watch.lost)
     except KeyboardInterrupt:
         return Outcome.INTERRUPTED
 
@@ -87,16 +95,26 @@ def _finish(cell: Cell) -> list:
         # the controller reports the other engines' ends a moment later: their requests end then
         cell.job.requests.wait_done(time.monotonic() + 0.3)
     stuck = set(cell.unfinished_ranks())
-    if cell.outcome in (Outcome.TIMEOUT, Outcome.INTERRUPTED):
-        cell.job.interrupt()
+    lost = {rank for ranks in cell.world.lost_hosts.values() for rank in ranks}
+    if cell.outcome in (Outcome.TIMEOUT, Outcome.INTERRUPTED, Outcome.HOST_LOST):
+        cell.job.interrupt(skip=frozenset(lost))
         cell.still_running = cell.unfinished_ranks()
     marker = cell.outcome.unfinished_status
     results = cell.results(unfinished_status=marker)
     for result in results:
         if result.rank in stuck:
-            result.status = marker
+            result.status = status.UNREACHABLE if result.rank in lost else marker
             result.error = ""  # the KeyboardInterrupt we sent is not the rank's own error
     return results
+
+
+def _lost_hosts(cell: Cell, lost: dict) -> Outcome:
+    """Hosts that stopped answering: their ranks are given up on, the World with them."""
+    world = cell.world
+    for host in lost:
+        world.lost_hosts[host] = [rank for rank in cell.ranks if world.host_of(rank) == host]
+    cell.death_note = lost_hosts_note(world.lost_hosts, lost)
+    return Outcome.HOST_LOST
 
 
 def _after_the_cell(cell: Cell, world, results: list) -> None:

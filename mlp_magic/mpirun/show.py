@@ -31,7 +31,7 @@ def outcome_note(cell: Cell) -> str:
     """The footer's word on a cell that did not simply end: timed out, interrupted, died."""
     if cell.outcome is Outcome.DONE:
         return ""
-    if cell.outcome is Outcome.DIED:
+    if cell.outcome in (Outcome.DIED, Outcome.HOST_LOST):
         return cell.death_note or "ranks died during the cell; `%mpirun --restart` starts a new World"
     what = "timed out" if cell.outcome is Outcome.TIMEOUT else "interrupted"
     if cell.still_running:

@@ -130,7 +130,7 @@ class RankJob:
         return self.futures[self._index[rank]].msg_id
 
     # ------------------------------------------------------------------ stopping
-    def interrupt(self, grace: float | None = None) -> bool:
+    def interrupt(self, grace: float | None = None, skip: frozenset = frozenset()) -> bool:
         """Stop the ranks still running; True if they stopped.
 
         Waits until ``grace`` seconds pass with no rank stopping: 128 ranks' replies take longer
@@ -141,7 +141,7 @@ class RankJob:
         """
         grace = interrupt_grace(self.world.ranks_per_cpu) if grace is None else grace
         for _ in range(2):   # again for ranks that seem not to have heard the first
-            running = self.unfinished_ranks()
+            running = [rank for rank in self.unfinished_ranks() if rank not in skip]   # skip: unreachable
             if not running:
                 break
             jobs = {self.world.rank_to_engine[rank]: self.msg_id(rank) for rank in running}

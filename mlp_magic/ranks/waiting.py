@@ -39,6 +39,7 @@ class Requests:
         self.ranks = list(ranks)
         self._live = world.live if track else None
         self._woken = threading.Event()
+        self._news = False   # a watcher's: the wait returns (news())
         self._lock = threading.Lock()
         self._left = [len(group) for group in futures]
         self._unfinished = sum(1 for n in self._left if n)
@@ -80,6 +81,12 @@ class Requests:
         """From the World's lifeline: one of its processes ended."""
         self._woken.set()
 
+    def news(self) -> None:
+        """From a watcher of the waiting side's (world/host_watch: a host gone quiet): the wait
+        returns, for its caller to look."""
+        self._news = True
+        self._woken.set()
+
     # ----------------------------------------------------------------- the waiting side
     def unfinished(self) -> list:
         """The ranks whose request is not over, in the order given."""
@@ -103,7 +110,8 @@ class Requests:
             self._woken.clear()
             if self.done():
                 return True
-            if self._wrote or self.world_ended():
+            if self._wrote or self.world_ended() or self._news:
+                self._news = False
                 return False
             left = None if until is None else until - time.monotonic()
             if left is not None and left <= 0:

@@ -58,3 +58,43 @@ def controller_ended(world) -> str:
         return ""
     return (f"the World's controller ({ended.name}, pid {ended.pid}) {getattr(ended, 'end', 'ended')}: "
             "its ranks were stopped, and what they held is lost; run the cell again to start a new World")
+
+
+def lost_hosts_note(lost_hosts: dict, silent: dict) -> str:
+    """The cell's note when hosts stopped answering ({host: ranks}, {host: seconds silent})."""
+    from mlp_magic.core.ranges import fold_hosts, fold_ranks
+
+    ranks = sorted(rank for ranks in lost_hosts.values() for rank in ranks)
+    hosts = fold_hosts(lost_hosts)
+    return (f"{hosts} stopped answering (nothing for {max(silent.values()):.0f} s: a link or the host "
+            f"is down): ranks {fold_ranks(ranks)} there are lost, the other ranks were interrupted; "
+            f"`%mpirun --restart` starts the World again once {hosts} answers (`allrun -H {hosts} hostname`)")
+
+
+def lost_hosts_refusal(world) -> str:
+    """The next cell's one line after hosts were lost, else ""."""
+    if not world.lost_hosts:
+        return ""
+    from mlp_magic.core.ranges import fold_hosts
+
+    hosts = fold_hosts(world.lost_hosts)
+    return (f"the World lost {hosts} in its last cell: the ranks there are gone, and an MPI World "
+            f"cannot go on without them; run the cell again to start a new World once {hosts} "
+            f"answers (`allrun -H {hosts} hostname`)")
+
+
+def unregistered_refusal(world) -> str:
+    """One line when ranks' engines are no longer registered with the controller (it gave up on
+    their heartbeats: a host gone quiet between cells), else ""."""
+    try:
+        registered = set(world.client.ids)
+    except Exception:  # noqa: BLE001 - a client that cannot say: the cell itself will
+        return ""
+    gone = sorted(rank for rank, engine in world.rank_to_engine.items() if engine not in registered)
+    if not gone:
+        return ""
+    from mlp_magic.core.ranges import fold_hosts, fold_ranks
+
+    hosts = fold_hosts(dict.fromkeys(world.host_of(rank) for rank in gone))
+    return (f"ranks {fold_ranks(gone)} on {hosts} left the World (the controller heard nothing from "
+            "them for too long): what they held is lost; run the cell again to start a new World")

@@ -15,7 +15,7 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure.report import HUNG_HINT
 from mlp_magic.world import attach, keeping, kept, published
-from mlp_magic.world.deaths import controller_ended
+from mlp_magic.world.deaths import controller_ended, lost_hosts_refusal, unregistered_refusal
 from mlp_magic.world.start.display import StartProgress
 from mlp_magic.world.world import World, WorldSpec
 
@@ -44,14 +44,16 @@ class WorldOwner:
         """The World for ``spec``: the running one when it matches and lives, else a new one (the
         old one is stopped first, saying why); ``keep``: marked to outlive this kernel."""
         world = self.world
+        lost = "" if world is None or restart else (
+            controller_ended(world) or lost_hosts_refusal(world)
+            or (world.alive() and unregistered_refusal(world)))   # a dead launcher: restarted, as ever
+        if lost:
+            self.stop()
+            raise MlpMagicError(lost)
         if world is not None and world.spec == spec and not restart and world.alive():
             if keep and not world.kept:
                 self.keep(True, notice)
             return world
-        lost = controller_ended(world) if world is not None and not restart else ""
-        if lost:
-            self.stop()
-            raise MlpMagicError(lost)
         if world is not None:
             reason = ("restart asked" if restart
                       else "it stopped" if not world.alive() else "hosts or -np changed")

@@ -94,6 +94,7 @@ class World:
         self.waiters = weakref.WeakSet()   # the Requests in flight, woken when a process of ours ends
         self.lifeline: Lifeline | None = None
         self.keeper, self.kept, self.keep_hours = None, False, None   # world/keeping
+        self.lost_hosts: dict = {}     # host -> ranks: stopped answering during a cell (host_watch)
         self.reach = None                  # the other hosts' ssh, checked while the start runs
         self._gpus_refreshed_at = float("-inf")
         self._start_deadline = float("inf")
@@ -354,13 +355,13 @@ class World:
         if self.reach is not None:
             self.reach.stop()
         if self.lifeline is not None:
-            self.lifeline.close()   # what ends now ends on purpose
+            self.lifeline.close()
         self.live.close()
         if client is not None:
             try:
                 if clean:
                     client.shutdown(targets="all", hub=False, block=False)
-                    self._wait_for_launcher(2.0 + self.spec.np / 64)
+                    wait_for_ends(self.processes[1:], 2.0 + self.spec.np / 64)   # on their pidfds
                 client.close(linger=0)
             except Exception:  # a half-dead client must not stop the teardown
                 pass
@@ -377,9 +378,6 @@ class World:
         their groups (a cell's ``os.fork``). Each checked by pid and start time."""
         here = socket.gethostname()
         stop_ranks([i for i in self.identities.values() if i.get("host") == here])
-
-    def _wait_for_launcher(self, seconds: float) -> None:
-        wait_for_ends(self.processes[1:], seconds)   # on their pid file descriptors
 
     def _remove_files(self, keep_logs: bool) -> None:
         """The workdir holds the HMAC-keyed connection files; a failed start keeps its logs
