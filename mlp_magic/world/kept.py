@@ -22,7 +22,7 @@ def worlds(directory: str | None = None) -> list:
 
 def find(world_id: str | None, directory: str | None = None) -> dict:
     """The record of World ``world_id`` (its id, or the start of it); without one, the only World
-    not driven by this process. One error line otherwise."""
+    there is. One error line otherwise."""
     directory = directory or config.state_dir()
     found = worlds(directory)
     if world_id:
@@ -33,12 +33,11 @@ def find(world_id: str | None, directory: str | None = None) -> dict:
         if len(matches) > 1:
             raise MlpMagicError(f"{world_id!r} is the start of {len(matches)} Worlds' ids: give more of it")
         return _ours(matches[0], directory)
-    others = [r for r in found if r.get("pid") != os.getpid()]
-    if len(others) == 1:
-        return _ours(others[0], directory)
-    if not others:
+    if len(found) == 1:
+        return _ours(found[0], directory)
+    if not found:
         raise MlpMagicError(f"no World to attach to on this machine ({LISTED})")
-    raise MlpMagicError(f"{len(others)} Worlds on this machine: give the id of one\n{worlds_table(others)}")
+    raise MlpMagicError(f"{len(found)} Worlds on this machine: give the id of one\n{worlds_table(found)}")
 
 
 def _ours(record: dict, directory: str) -> dict:

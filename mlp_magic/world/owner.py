@@ -102,7 +102,7 @@ class WorldOwner:
             raise MlpMagicError(f"this kernel drives World {self.world.id} already: `%mpirun --stop` "
                                 "it first, or attach from another kernel")
         record = kept.find(world_id)
-        if record.get("kernel") == "alive" and not force:
+        if record.get("kernel") == "alive" and record["pid"] != os.getpid() and not force:
             raise MlpMagicError(f"World {record['id']} is driven by kernel "
                                 f"{kept.kernel_name(record['pid'])}: `%mpirun --attach ID --force` "
                                 "takes it over (that kernel is told)")
