@@ -1,7 +1,8 @@
 """``python -m mlp_magic.agent``: the per-host agent's process.
 
 Served (the World's, started by ``agent/rank/start``): the first line on stdin is the setup,
-``{"key": hex, "bind": address, "ranks": {rank: {"pid", "create_time", "pgid", "sid"}}, "log_root": path}``
+``{"key": hex, "bind": address, "ranks": {rank: {"pid", "create_time", "pgid", "sid"}}, "log_root": path,
+"tls": {"cert", "key"} or null}`` (TLS: agent/tls)
 (on stdin, never on argv: ``ps`` shows argv); the first line on stdout is the answer,
 ``{"port": N, "pid": P}`` or ``{"error": "..."}``. It then serves ``agent/server`` until its
 stdin closes or its parent ends (the rank that started it died); then it stops what the host's
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -27,6 +29,7 @@ from mlp_magic.gpu.sampler import open_sampler
 from mlp_magic.agent.feed import Feed
 from mlp_magic.agent.protocol import key_bytes
 from mlp_magic.agent.server import AgentServer, listening_socket
+from mlp_magic.agent.tls import server_context
 
 
 def _setup(line: bytes) -> dict:
@@ -39,11 +42,12 @@ def _setup(line: bytes) -> dict:
                  for rank, info in dict(setup.get("ranks") or {}).items()}
         bind = str(setup.get("bind") or "127.0.0.1")
         log_root = str(setup.get("log_root") or config.log_root())
+        tls = setup.get("tls") and {"cert": str(setup["tls"]["cert"]), "key": str(setup["tls"]["key"])}
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise MlpMagicError(f"bad agent setup on stdin: {type(error).__name__}: {error}"[:300]) from None
     if not key:
         raise MlpMagicError("bad agent setup on stdin: an empty key")
-    return {"key": key, "bind": bind, "ranks": ranks, "log_root": log_root}
+    return {"key": key, "bind": bind, "ranks": ranks, "log_root": log_root, "tls": tls or None}
 
 
 def _setup_line() -> bytes:
@@ -108,12 +112,13 @@ def serve() -> int:
     stop = threading.Event()
     try:
         setup = _setup(_setup_line())
+        tls = setup["tls"] and server_context(setup["tls"]["cert"], setup["tls"]["key"])
         listener = listening_socket(setup["bind"])
-    except (MlpMagicError, OSError) as error:
+    except (MlpMagicError, OSError, ssl.SSLError) as error:
         _say({"error": str(error) if isinstance(error, MlpMagicError) else f"cannot listen: {error}"})
         return 2
     feed = _start_feed(stop)
-    server = AgentServer(listener, feed, setup["key"], setup["ranks"], setup["log_root"])
+    server = AgentServer(listener, feed, setup["key"], setup["ranks"], setup["log_root"], tls=tls or None)
     _start_thread(server.serve_forever)
     _say({"port": server.port, "pid": os.getpid()})
     stop.wait()

@@ -4,7 +4,8 @@
     answer = await call(addr, port, key, "tail", rank=3, stream="stderr", log_dir=cell_dir)
     await subscribe(addr, port, key, on_message)     # static, history, then a sample a second
 
-``key`` is the World's ``agent_key`` (hex) or its bytes. Whatever goes wrong is one
+``key`` is the World's ``agent_key``: hex or its bytes (plain TCP), or ``{"key", "cert"}``
+(TLS to an agent holding that certificate, pinned: agent/tls). Whatever goes wrong is one
 ``AgentError`` saying which: the connection was refused (no agent there), the agent refused
 the key, it did not answer in time, or it refused the request (its own words).
 """
@@ -15,7 +16,8 @@ import inspect
 import json
 
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.agent.protocol import ANSWER_LIMIT, auth_digest, key_bytes
+from mlp_magic.agent.protocol import ANSWER_LIMIT, auth_digest, secret_and_cert
+from mlp_magic.agent.tls import AGENT_NAME, client_context
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -58,11 +60,12 @@ async def _request(addr: str, port: int, key, op: str, args: dict, timeout: floa
     """An open, authenticated connection with the request sent: (reader, writer, where)."""
     where = _where(addr, port)
     try:
-        secret = key_bytes(key)
-    except ValueError:
+        secret, cert = secret_and_cert(key)
+    except (ValueError, TypeError):
         raise AgentError(f"{where}: the key is not hex") from None
     try:
-        connecting = asyncio.open_connection(addr, port, limit=ANSWER_LIMIT)
+        tls = {"ssl": client_context(cert), "server_hostname": AGENT_NAME} if cert else {}
+        connecting = asyncio.open_connection(addr, port, limit=ANSWER_LIMIT, **tls)
         reader, writer = await asyncio.wait_for(connecting, timeout)
     except asyncio.TimeoutError:
         raise AgentError(f"{where} did not answer within {timeout:g} s") from None

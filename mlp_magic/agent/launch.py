@@ -16,6 +16,7 @@ import secrets
 
 from mlp_magic import config
 from mlp_magic.core.local_names import stays_here
+from mlp_magic.agent.tls import make_certificate
 from mlp_magic.core.placement import first_rank_per_host
 from mlp_magic.engine.bootstrap import AGENT_CHORE, run_chore
 from mlp_magic.errors import MlpMagicError
@@ -23,6 +24,7 @@ from mlp_magic.ranks.job import CHORE, call_each
 from mlp_magic.ranks.remote_errors import Failed
 
 START_TIMEOUT_S = 15.0
+AGENT_START_S = 10.0   # each agent's own start, within the chore
 LOOPBACK = "127.0.0.1"
 
 
@@ -40,12 +42,16 @@ def _host_ranks(world, host: str) -> dict:
 
 
 def start_agents(world, timeout: float = START_TIMEOUT_S) -> tuple:
-    """({host: {"addr", "port", "pid"} or {"error": text}}, key hex) for the World's record."""
+    """({host: {"addr", "port", "pid"} or {"error": text}}, the key) for the World's record: hex,
+    or ``{"key": hex, "cert": PEM}`` where the agents serve TLS (an encrypted World: agent/tls)."""
     key = secrets.token_hex(32)
+    tls = _certificate(world) if world.encrypted else None
     firsts = first_rank_per_host(world.layout)
     addresses = {rank: _address(world, rank) for rank in firsts.values()}
-    arguments = {rank: (AGENT_CHORE, key, addresses[rank], _host_ranks(world, host), config.log_root())
+    arguments = {rank: (AGENT_CHORE, key, addresses[rank], _host_ranks(world, host), config.log_root(),
+                        AGENT_START_S, tls)
                  for host, rank in firsts.items()}
+    key = {"key": key, "cert": tls["cert"]} if tls else key
     try:
         answers = call_each(world, arguments, run_chore, timeout=timeout, what="starting the GPU agents",
                             kind=CHORE)
@@ -62,6 +68,17 @@ def start_agents(world, timeout: float = START_TIMEOUT_S) -> tuple:
     if note:
         world.notice(note)
     return agents, key
+
+
+def _certificate(world) -> dict | None:
+    """The agents' TLS certificate and key ({"cert", "key"} PEMs); None, said once, without openssl."""
+    try:
+        cert, key = make_certificate()
+    except OSError as error:
+        world.notice(f"mlp_magic: the GPU agents' connections are not encrypted ({error}): cell output "
+                     "they serve (the panel's Tail) is readable on the network")
+        return None
+    return {"cert": cert, "key": key}
 
 
 def _why(answer) -> str:

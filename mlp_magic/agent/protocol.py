@@ -36,6 +36,16 @@ def key_bytes(key) -> bytes:
     return bytes(key) if isinstance(key, (bytes, bytearray)) else bytes.fromhex(str(key))
 
 
+def secret_and_cert(key) -> tuple:
+    """A World's agent key as its record keeps it: hex (plain TCP), or ``{"key": hex, "cert":
+    PEM}`` (TLS, that certificate pinned: agent/tls); (the HMAC key's bytes, the PEM or None)."""
+    if isinstance(key, dict):
+        if not key.get("key"):
+            raise ValueError("a TLS agent key with no key")
+        return key_bytes(key["key"]), key.get("cert") or None
+    return key_bytes(key), None
+
+
 def auth_digest(key: bytes, nonce: str) -> str:
     return hmac.new(key, nonce.encode("ascii", "replace"), hashlib.sha256).hexdigest()
 

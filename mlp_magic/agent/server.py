@@ -29,8 +29,9 @@ def listening_socket(bind_addr: str) -> socket.socket:
 class AgentServer:
     """Serves the ops of one agent: its feed, its key, its ranks and its log root."""
 
-    def __init__(self, listener: socket.socket, feed: Feed, key: bytes, ranks: dict, log_root: str):
-        self.listener, self.feed, self.key = listener, feed, key
+    def __init__(self, listener: socket.socket, feed: Feed, key: bytes, ranks: dict, log_root: str,
+                 tls=None):
+        self.listener, self.feed, self.key, self.tls = listener, feed, key, tls   # tls: an SSLContext
         self.ranks, self.log_root = ranks, log_root
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
 
@@ -52,11 +53,13 @@ class AgentServer:
 
     def _serve(self, connection: socket.socket) -> None:
         try:
+            connection.settimeout(REQUEST_TIMEOUT_S)   # the TLS handshake's bound too
+            if self.tls is not None:
+                connection = self.tls.wrap_socket(connection, server_side=True)
             with connection:
-                connection.settimeout(REQUEST_TIMEOUT_S)
                 self._converse(connection)
-        except Exception:   # a client gone, a timeout, anything: this connection only
-            pass
+        except Exception:   # a client gone, a timeout, a failed handshake, anything: this one only
+            connection.close()
         finally:
             self._slots.release()
 

@@ -1,5 +1,6 @@
 """%%mpirun across namespace hosts: mpiexec's ssh launcher, the controller on the bridge
 address, IPP_* forwarded, MASTER_ADDR = rank 0's host, mpi4py and torch gloo across hosts."""
+import asyncio
 import json
 import os
 
@@ -92,7 +93,8 @@ SPIED_CELL = ("%%mpirun -o spied\ncode_marker = 'mlp-code-marker-5e1f'\n"
 def test_the_worlds_traffic_across_hosts_is_encrypted_unless_turned_off(two_hosts, capsys, monkeypatch,
                                                                         encrypt):
     """Issue 32: a listener on the bridge sees a cell's code and output in the clear with
-    MLP_MAGIC_ENCRYPT=0 (the capture works), and neither with the default CurveZMQ."""
+    MLP_MAGIC_ENCRYPT=0 (the capture works), and neither with the default CurveZMQ; the same for
+    a rank's output read through its host's agent (TLS)."""
     from tests.multihost.capture import Capture
     from tests.multihost.netns import BRIDGE
 
@@ -109,6 +111,13 @@ def test_the_worlds_traffic_across_hosts_is_encrypted_unless_turned_off(two_host
     readable = encrypt == "0"
     assert capture.saw(b"mlp-code-marker-5e1f") == readable
     assert capture.saw(b"mlp-marker-out 42") == readable
+    # the agents' connections too: the panel's Tail of rank 2 (on worker1) through its agent (TLS)
+    from mlp_magic.panel import actions
+
+    with Capture(BRIDGE) as agent_capture:
+        text = asyncio.run(actions.tail(worlds.current_world().state(), 2, "stdout"))
+    assert "mlp-marker-out 42" in text and agent_capture.frames > 0
+    assert agent_capture.saw(b"mlp-marker-out 42") == readable
 
 
 def test_each_host_keeps_its_own_logs(two_hosts):

@@ -105,16 +105,18 @@ def _spawn(setup: bytes, timeout: float) -> tuple:
     return process, {"port": int(answer["port"]), "pid": int(answer["pid"])}
 
 
-def start_agent(key_hex: str, bind_addr: str, ranks: dict, log_root: str, timeout: float = 10.0) -> dict:
+def start_agent(key_hex: str, bind_addr: str, ranks: dict, log_root: str, timeout: float = 10.0,
+                tls: dict | None = None) -> dict:
     """This host's agent, started once per engine: {"port", "pid"}. ``ranks``: {rank: {"pid",
     "create_time", "pgid", "sid"}} of this host's engines (the ones it may interrupt, and whose
     groups it empties when they end); ``log_root``: the only
-    folder whose cell logs it may read. A start that fails: one MlpMagicError."""
+    folder whose cell logs it may read; ``tls``: {"cert", "key"} PEMs it serves TLS with (a World
+    across hosts: agent/tls). A start that fails: one MlpMagicError."""
     with _lock:
         running = _agent.get("process")
         if running is not None and running.poll() is None:
             return dict(_agent["answer"])
-        setup = {"key": key_hex, "bind": bind_addr, "log_root": log_root,
+        setup = {"key": key_hex, "bind": bind_addr, "log_root": log_root, "tls": tls,
                  "ranks": {str(rank): {"pid": info["pid"], "create_time": info["create_time"],
                                        "pgid": info.get("pgid"), "sid": info.get("sid")}
                            for rank, info in ranks.items()}}
