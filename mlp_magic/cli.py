@@ -102,12 +102,13 @@ def _host_probe_failed(exc: Exception) -> bool:
 
 def run() -> None:
     """The console script (``mlp-magic``, ``python -m mlp_magic.cli``): ``main`` in a process of
-    its own, where ssl can stay out, as in allrun's: no subcommand opens TLS, yet asyncio (the
+    its own, where ssl can stay out, as in allrun's: no subcommand but top opens TLS, yet asyncio (the
     ssh transport) loads libssl and libcrypto just in case, a fifth of a stacks call's own CPU.
     SIGTERM stops the command as a Ctrl-C does: its hosts' processes are stopped first."""
     from mlp_magic.ssh.interrupts import terminate_as_interrupt
 
-    sys.modules.setdefault("ssl", None)
+    if sys.argv[1:2] != ["top"]:   # top follows the agents, which serve TLS across hosts
+        sys.modules.setdefault("ssl", None)
     terminate_as_interrupt()
     code = main()
     if _said_unwritable():   # what was written may fail only now (a full disk)

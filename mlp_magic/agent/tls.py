@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import ssl
 import subprocess
 import tempfile
 
@@ -46,8 +45,11 @@ def make_certificate() -> tuple:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def server_context(cert_pem: str, key_pem: str) -> ssl.SSLContext:
-    """The agent's side: its certificate and key, loaded through a private file removed at once."""
+def server_context(cert_pem: str, key_pem: str):
+    """The agent's side (an ``ssl.SSLContext``): its certificate and key, loaded through a
+    private file removed at once."""
+    import ssl   # here: the commands that never open TLS keep ssl out (cli.run)
+
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     folder = tempfile.mkdtemp(prefix="mlp-agent-tls-")
@@ -62,8 +64,10 @@ def server_context(cert_pem: str, key_pem: str) -> ssl.SSLContext:
     return context
 
 
-def client_context(cert_pem: str) -> ssl.SSLContext:
+def client_context(cert_pem: str):
     """A client's side: the World's agent certificate is the only one trusted (pinned)."""
+    import ssl
+
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.check_hostname = False   # agents are reached by address; the pinned certificate decides

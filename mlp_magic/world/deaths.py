@@ -52,9 +52,13 @@ def _how(process) -> str:
 
 
 def controller_ended(world) -> str:
-    """One line for the next cell when the World's controller ended, else ""."""
+    """One line for the next cell when the World's controller was lost (killed, OOM), else "".
+    One stopped on purpose (the panel's Restart, ``mlp-magic stop``: SIGTERM, which it ends on
+    cleanly) says nothing: the next cell starts a new World, as the Restart button promises."""
     ended = world.lifeline.ended if world.lifeline is not None else None
     if ended is None or not world.processes or ended is not world.processes[0]:
+        return ""
+    if getattr(ended, "end", "") in ("exited with status 0", f"was killed by {signal.SIGTERM.name}"):
         return ""
     return (f"the World's controller ({ended.name}, pid {ended.pid}) {getattr(ended, 'end', 'ended')}: "
             "its ranks were stopped, and what they held is lost; run the cell again to start a new World")

@@ -78,7 +78,8 @@ def end_keeping(world) -> None:
         except OSError:
             pass
     process, world.keeper = world.keeper, None
-    if process is not None and hasattr(process, "wait"):
+    if process is not None and hasattr(process, "wait"):   # our child (not an attached World's)
+        process.terminate()   # it would see the keep file gone within a tick: no need to wait one
         try:
             process.wait(keeper.TICK_S * 3)
         except Exception:  # noqa: BLE001 - a keeper that does not leave is ended

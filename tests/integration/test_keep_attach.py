@@ -26,8 +26,11 @@ def listed() -> list:
 
 
 @pytest.fixture
-def kernels():
-    """Kernels made by the test; at the end each is killed and every World listed is stopped."""
+def kernels(tmp_path, monkeypatch):
+    """Kernels made by the test, publishing their Worlds in a folder of the test's own (the test
+    session's World is never listed, nor stopped); at the end each is killed and every World
+    listed there is stopped."""
+    monkeypatch.setenv("MLP_MAGIC_STATE_DIR", str(tmp_path / "worlds"))
     made = []
     yield lambda **env: made.append(Kernel(env)) or made[-1]
     for kernel in made:
