@@ -2,8 +2,10 @@
 a kernel that can die: the test's own shell cannot)."""
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -32,6 +34,8 @@ class Kernel:
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                         env={**os.environ, **(env or {})})
         self.pid = self.process.pid
+        self._lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
         self._read_until("READY", hang_bound(30))
 
     def cell(self, code: str, seconds: float = 120) -> tuple:
@@ -42,15 +46,26 @@ class Kernel:
         return "".join(lines[:-1]), error
 
     def _read_until(self, marker: str, seconds: float) -> list:
+        """Its lines up to the one with ``marker`` (from the marker on: an older IPython writes
+        terminal title sequences without a newline before it); every wait bounded (a thread
+        reads the pipe)."""
         deadline, lines = time.monotonic() + seconds, []
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if not line:
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self._lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
                 raise AssertionError(f"the kernel ended: {''.join(lines)[-3000:]}")
+            if marker in line:
+                return lines + [line[line.index(marker):]]
             lines.append(line)
-            if line.startswith(marker):
-                return lines
         raise AssertionError(f"no {marker} within {seconds} s: {''.join(lines)[-3000:]}")
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
 
     def world_pids(self) -> set:
         """Every process of its World: its children's trees (the keeper's too)."""
