@@ -14,7 +14,9 @@ import re
 from typing import Dict, Mapping, NamedTuple, Optional, Sequence
 
 MARK = "mlp_magic cannot run in this Python:"
-_REFUSAL = re.compile(r"\[rank (\d+)\] " + re.escape(MARK) + r" (.+)$")
+# a reason ends at the line's end or where another rank's line begins: ranks share the launcher's
+# log, and two writing at once may land on one line
+_REFUSAL = re.compile(r"\[rank (\d+)\] " + re.escape(MARK) + r" (.+?)(?=\[rank \d+\] |$)")
 
 
 class Needed(NamedTuple):
@@ -72,9 +74,9 @@ def refusals(log_text: str, hosts_by_rank: Sequence[str]) -> Dict[str, str]:
     """{host: its problems} from the refusal lines in a launcher's log (a host's first line)."""
     found: Dict[str, str] = {}
     for line in log_text.splitlines():
-        match = _REFUSAL.search(line.strip())
-        if match and int(match.group(1)) < len(hosts_by_rank):
-            found.setdefault(hosts_by_rank[int(match.group(1))], match.group(2))
+        for match in _REFUSAL.finditer(line.strip()):
+            if int(match.group(1)) < len(hosts_by_rank):
+                found.setdefault(hosts_by_rank[int(match.group(1))], match.group(2).strip())
     return found
 
 

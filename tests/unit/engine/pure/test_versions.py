@@ -75,3 +75,14 @@ def test_every_refusing_host_is_in_the_line(lines):
     error = refusal_error(log, HOSTS)
     assert (error is None) == (not lines)
     assert set(refusals(log, HOSTS)) == {HOSTS[rank] for rank, _ in lines}
+
+
+def test_two_ranks_refusals_written_onto_one_line_are_both_read():
+    """Ranks share the launcher's log: two writing at once may land on one line (seen in CI)."""
+    from mlp_magic.engine.pure.versions import MARK, refusal_error
+
+    line = (f"[rank 1] {MARK} ipyparallel 8.8.0 (needs >=9.0.0,<10)"
+            f"[rank 0] {MARK} ipyparallel 8.8.0 (needs >=9.0.0,<10)\n")
+    assert refusal_error(line, ["localhost", "localhost"]) == (
+        "the engines cannot start, mlp_magic needs another Python there: "
+        "localhost: ipyparallel 8.8.0 (needs >=9.0.0,<10)")
