@@ -80,18 +80,24 @@ def log_root(explicit: str | None = None, env: Mapping | None = None) -> str:
     return explicit or _env(env).get(LOG_DIR) or os.path.join(home(env), "logs")
 
 
+def _number(env: Mapping | None, name: str, default: float, fits, expected: str) -> float:
+    """The variable ``name`` as a number ``fits`` accepts (default when unset); else one error."""
+    raw = _env(env).get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not fits(value):
+        raise _refused(f"{name}={raw!r}: expected {expected}")
+    return value
+
+
 def log_keep_days(env: Mapping | None = None) -> float:
     """Days cell logs are kept (``$MLP_MAGIC_LOG_KEEP_DAYS``, default 30); 0: forever."""
-    raw = _env(env).get(LOG_KEEP_DAYS, "").strip()
-    if not raw:
-        return DEFAULT_LOG_KEEP_DAYS
-    try:
-        days = float(raw)
-    except ValueError:
-        days = -1.0
-    if not days >= 0 or days == float("inf"):
-        raise _refused(f"{LOG_KEEP_DAYS}={raw!r}: expected a number of days (0 keeps every log)")
-    return days
+    return _number(env, LOG_KEEP_DAYS, DEFAULT_LOG_KEEP_DAYS, lambda days: 0 <= days < float("inf"),
+                   "a number of days (0 keeps every log)")
 
 
 def state_dir(env: Mapping | None = None) -> str:
@@ -182,16 +188,8 @@ def encrypt(env: Mapping | None = None) -> bool:
 def keep_hours(env: Mapping | None = None) -> float:
     """``$MLP_MAGIC_KEEP_HOURS``: how long a kept World lives on once its last kernel left
     (default 8): it never holds GPUs forever."""
-    raw = _env(env).get(KEEP_HOURS, "").strip()
-    if not raw:
-        return DEFAULT_KEEP_HOURS
-    try:
-        hours = float(raw)
-    except ValueError:
-        hours = -1.0
-    if not 0 < hours <= 24 * 365:
-        raise _refused(f"{KEEP_HOURS}={raw!r}: expected a number of hours above 0 (such as 8 or 0.5)")
-    return hours
+    return _number(env, KEEP_HOURS, DEFAULT_KEEP_HOURS, lambda hours: 0 < hours <= 24 * 365,
+                   "a number of hours above 0 (such as 8 or 0.5)")
 
 
 def no_color(env: Mapping | None = None) -> bool:

@@ -39,13 +39,12 @@ def controller_lost(world) -> None:
     session (its scheduler); from the lifeline's thread. How it ended is read first (stopping
     its group reaps it)."""
     controller = world.processes[0]
-    controller.end = _how(controller)
+    controller.end_code = controller.popen.poll() if controller.popen is not None else None
     for process in world.processes:
         process.stop()
 
 
-def _how(process) -> str:
-    code = process.popen.poll() if process.popen is not None else None
+def _how(code) -> str:
     if code is None:
         return "ended"
     return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
@@ -58,9 +57,10 @@ def controller_ended(world) -> str:
     ended = world.lifeline.ended if world.lifeline is not None else None
     if ended is None or not world.processes or ended is not world.processes[0]:
         return ""
-    if getattr(ended, "end", "") in ("exited with status 0", f"was killed by {signal.SIGTERM.name}"):
+    code = getattr(ended, "end_code", None)
+    if code in (0, -signal.SIGTERM):
         return ""
-    return (f"the World's controller ({ended.name}, pid {ended.pid}) {getattr(ended, 'end', 'ended')}: "
+    return (f"the World's controller ({ended.name}, pid {ended.pid}) {_how(code)}: "
             "its ranks were stopped, and what they held is lost; run the cell again to start a new World")
 
 

@@ -7,6 +7,7 @@ keeper waits for a kernel to attach, ``$MLP_MAGIC_KEEP_HOURS`` at most.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import psutil
@@ -101,6 +102,7 @@ def detach(world) -> None:
             pass
 
 
+@functools.lru_cache(maxsize=64)   # a World's record is written 5 times a second; its keeper stays
 def _started(pid: int):
     try:
         return psutil.Process(pid).create_time()

@@ -11,6 +11,7 @@ import pytest
 from mlp_magic.stacks.pure.frames import frame_text, rank_frames
 from tests import worlds
 from mlp_magic.stacks import snapshot as stacks
+from tests.integration.kernels import running
 from tests.timing import hang_bound, wait_until
 
 from tests.integration.conftest import child_pids, run, timed_run
@@ -299,14 +300,7 @@ def _child_kernel_with_a_world():
 
 
 def _still_running(pids) -> list:
-    alive = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
+    return sorted(running(pids))
 
 
 def test_a_killed_kernels_world_goes_with_it():

@@ -55,3 +55,20 @@ def bed(healthy_testbed, monkeypatch):
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("MLP_MAGIC_SSH", raising=False)
     return healthy_testbed
+
+
+@pytest.fixture
+def two_hosts(ip, healthy_testbed, tmp_path, monkeypatch):
+    """The test's shell, a hostfile of two 2-slot workers, and the bed; no World before or after,
+    every link up again after."""
+    bed = healthy_testbed
+    hostfile = str(tmp_path / "hostfile")
+    with open(hostfile, "w") as handle:
+        handle.write("# two workers, two ranks each\nworker0 slots=2\nworker1 slots=2\n")
+    monkeypatch.setenv("MLP_MAGIC_SSH", " ".join(bed.ssh_command()))
+    for key, value in bed.env().items():
+        monkeypatch.setenv(key, value)
+    ip.run_line_magic("mpirun", "--stop")  # never reuse a World from another suite
+    yield ip, hostfile, bed
+    bed.set_link(1, True)
+    ip.run_line_magic("mpirun", "--stop")

@@ -12,21 +12,6 @@ pytestmark = pytest.mark.timeout(400)
 SLEEPY = "%%mpirun\nimport time\nprint('before', rank, flush=True)\ntime.sleep(60)\nprint('after', rank)"
 
 
-@pytest.fixture
-def two_hosts(ip, healthy_testbed, tmp_path, monkeypatch):
-    bed = healthy_testbed
-    hostfile = str(tmp_path / "hostfile")
-    with open(hostfile, "w") as handle:
-        handle.write("worker0 slots=2\nworker1 slots=2\n")
-    monkeypatch.setenv("MLP_MAGIC_SSH", " ".join(bed.ssh_command()))
-    for key, value in bed.env().items():
-        monkeypatch.setenv(key, value)
-    ip.run_line_magic("mpirun", "--stop")
-    yield ip, hostfile, bed
-    bed.set_link(1, True)
-    ip.run_line_magic("mpirun", "--stop")
-
-
 def test_a_host_whose_link_goes_down_mid_cell_is_named_within_30_s(two_hosts, capsys):
     ip, hostfile, bed = two_hosts
     assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\nx = rank").success

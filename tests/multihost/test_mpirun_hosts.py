@@ -12,20 +12,6 @@ from tests.timing import hang_bound
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture
-def two_hosts(ip, healthy_testbed, tmp_path, monkeypatch):
-    bed = healthy_testbed
-    hostfile = str(tmp_path / "hostfile")
-    with open(hostfile, "w") as handle:
-        handle.write("# two workers, two ranks each\nworker0 slots=2\nworker1 slots=2\n")
-    monkeypatch.setenv("MLP_MAGIC_SSH", " ".join(bed.ssh_command()))
-    for key, value in bed.env().items():
-        monkeypatch.setenv(key, value)
-    ip.run_line_magic("mpirun", "--stop")  # never reuse a World from another suite
-    yield ip, hostfile, bed
-    ip.run_line_magic("mpirun", "--stop")
-
-
 def test_mpirun_across_two_hosts(two_hosts, capsys):
     ip, hostfile, bed = two_hosts
     result = ip.run_cell(f"""%%mpirun --hostfile {hostfile} -np 4 -o where
