@@ -28,6 +28,17 @@ def unload_ipython_extension(ipython):
         owner.stop()
 
 
+def breakpoint(ranks=None, when=True):
+    """In a ``%%mpirun`` cell or script: stop this rank here, as ``breakpoint()`` does, only on
+    ``ranks`` (a rank, or several; None: every rank) and only where ``when`` is true. The
+    stopped ranks take pdb's commands from ``%mpirun --pdb CMD``."""
+    import sys
+
+    from mlp_magic.debugging.rank.breakpoints import conditional
+
+    conditional(ranks, when, sys._getframe(1))
+
+
 def _jupyter_labextension_paths():
     """Where the prebuilt "MLP Cluster" panel lives (for `jupyter labextension develop`)."""
     return [{"src": "labextension", "dest": "mlp-magic"}]

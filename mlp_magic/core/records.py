@@ -61,6 +61,10 @@ class Record:
     def _values(self) -> tuple:
         return tuple(getattr(self, name) for name in self._fields)
 
+    def replace(self, **changes):
+        """A copy with ``changes`` (what dataclasses.replace does); an unknown field is a TypeError."""
+        return type(self)(**{**dict(zip(self._fields, self._values())), **changes})
+
     def __eq__(self, other):
         if other.__class__ is not self.__class__:
             return NotImplemented

@@ -14,6 +14,8 @@ ERROR = "error"            # the cell raised on this rank
 TIMEOUT = "timeout"        # still running when --timeout passed
 DIED = "died"              # the engine process went away during the cell
 INTERRUPTED = "interrupted"
+PAUSED = "paused"          # stopped at a breakpoint: the cell goes on when the debugger says so
+QUIT = "quit"              # the debugger was told to quit (`%mpirun --pdb q`, Ctrl-C while stopped)
 # Host statuses (allrun) add these.
 FAILED = "failed"          # the command exited non-zero
 UNREACHABLE = "unreachable"

@@ -16,6 +16,7 @@ from mlp_magic.engine import forget_modules, restore_modules
 from mlp_magic.engine.capture import install_capture, own_log_root
 from mlp_magic.engine.exits import install_exit_status
 from mlp_magic.engine.identity import stacks_path
+from mlp_magic.debugging.rank import breakpoints
 from mlp_magic.engine.sigint import install_sigint_gate
 from mlp_magic.stacks.rank import recorder
 from mlp_magic.unblock.rank import side as unblock_side
@@ -124,6 +125,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     install_capture(shell, int(variables["RANK"]), display_cap)
     # debugging/rank/postmortem, which reads it, loads when a failure is inspected
     install_failure_hook(shell)
+    breakpoints.install(shell)   # breakpoint() stops the rank; pdb's commands come on the control channel
     _register_stack_dump()
     unblock_side.install()   # %mpirun --unblock's thread: ends a hung collective, the process stays
     recorder.install()       # the hang report's collectives: which one each rank is in

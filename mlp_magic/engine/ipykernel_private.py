@@ -21,6 +21,12 @@ contract against the installed ipykernel).
   its debugger (and imports debugpy) only where ``ipykernel.debugger._is_debugpy_available`` is
   true. Where the flag is gone, engine/main leaves the debugger module to be imported as before.
 
+- ``CONTROL_HANDLERS``, for debugging/rank/breakpoints: the kernel's table of control-channel
+  handlers (``control_handlers``, called as ``(stream, idents, msg)``, awaited when they return an
+  awaitable), served by ipykernel's control thread while the main thread is stopped in pdb. Where
+  it is not there, ``breakpoint()`` on a rank raises one clear error instead of waiting for
+  commands that could never come.
+
 ``missing()`` names what this engine found missing; the World says it once (world/guards).
 """
 from __future__ import annotations
@@ -31,6 +37,7 @@ KERNEL_HOOKS = ("_publish_status", "finish_metadata", "_publish_execute_input", 
 FD_PIPE = ("_fid", "_original_stdstream_copy", "_original_stdstream_fd", "_should_watch")
 DEBUGGER_MODULE, DEBUGGER_FLAG = "ipykernel.debugger", "_is_debugpy_available"
 EXECUTE_HANDLER = ("shell_handlers", "execute_request")
+CONTROL_HANDLERS = "control_handlers"
 
 _MISSING: dict = {}        # name -> what it was for, as found in this engine
 _REPLACED: list = []       # (object, name, original or None when it was the class's) to restore
@@ -111,6 +118,17 @@ def run_every_cell(kernel) -> bool:
         return handler(stream, idents, msg)
     execute_request._mlp_runs_every_cell = True
     handlers[name] = execute_request
+    return True
+
+
+def add_control_handler(kernel, msg_type: str, handler) -> bool:
+    """Serve ``msg_type`` on the kernel's control channel with ``handler``; False, noted missing,
+    where the kernel keeps no such table."""
+    handlers = getattr(kernel, CONTROL_HANDLERS, None)
+    if not isinstance(handlers, dict):
+        _MISSING[f"Kernel.{CONTROL_HANDLERS}"] = "breakpoints on the ranks (debugging/rank/breakpoints)"
+        return False
+    handlers[msg_type] = handler
     return True
 
 

@@ -18,6 +18,10 @@ from mlp_magic.ranks.remote_errors import traceback_text
 from mlp_magic.world.guards import KEPT_RESULTS, say_once
 
 
+STREAMS = ("stdout", "stderr")
+QUIT_TEXT = "quit at the debugger\n"
+
+
 class Outcome(enum.Enum):
     """How a cell ended, as the kernel saw it."""
 
@@ -26,20 +30,23 @@ class Outcome(enum.Enum):
     INTERRUPTED = "interrupted"  # Ctrl-C / the stop button: the running ranks were interrupted
     DIED = "died"                # an engine or the launcher went away during the cell
     HOST_LOST = "host lost"      # a host stopped answering (world/host_watch): the others interrupted
+    PAUSED = "paused"            # every rank still running stopped at a breakpoint: it goes on later
 
     @property
     def unfinished_status(self) -> str:
         """The status of a rank that had not finished when the cell ended this way."""
         return {Outcome.TIMEOUT: status.TIMEOUT, Outcome.INTERRUPTED: status.INTERRUPTED,
-                Outcome.DIED: status.DIED, Outcome.HOST_LOST: status.INTERRUPTED}.get(self, status.TIMEOUT)
+                Outcome.DIED: status.DIED, Outcome.HOST_LOST: status.INTERRUPTED,
+                Outcome.PAUSED: status.PAUSED}.get(self, status.TIMEOUT)
 
 
 class Cell:
     """The cell ``code`` on ``ranks`` of ``world``: sent at creation, then followed until it ends."""
 
-    def __init__(self, world, code: str, ranks: list, log_dir: str):
+    def __init__(self, world, code: str, ranks: list, log_dir: str, args=None):
         self.world = world
         self.log_dir = log_dir
+        self.code, self.args = code, args   # kept: a debugger command follows the cell again
         self.job = RankJob.execute(world, ranks, f"{code}\n{CELL_TAG}{log_dir}\n",
                                    before_wait=lambda: world.live.cell_started(code, ranks, log_dir))
         self.ranks = self.job.ranks
@@ -50,13 +57,32 @@ class Cell:
         self.still_running: list[int] = []    # ranks still running after the interrupt (stuck in C)
         self.ended_badly = False              # a rank failed, or still runs: unblocked, maybe
         self.death_note = ""                  # which rank died first, and how (Outcome.DIED)
+        self.shown_upto: dict = {}            # {rank: (stdout, stderr) lengths} shown when it paused
+        self.finished_shown: set = set()      # ranks whose end was shown when it paused
+        self.quit = False                     # the debugger was told to quit (`%mpirun --pdb q`)
 
     # ------------------------------------------------------------------ what the World asks a busy job
     def unfinished_ranks(self) -> list:
         return self.job.unfinished_ranks()
 
     def settle(self) -> None:
-        self.job.settle()
+        if not self.paused_ranks():   # stopped ranks stay stopped: nothing to wait for
+            self.job.settle()
+
+    # ------------------------------------------------------------------ breakpoints
+    def paused_ranks(self) -> dict:
+        """{rank: where it stopped} of the ranks stopped at a breakpoint."""
+        return {self.ranks[i]: dict(content.get("where") or {}, stop=content.get("stop", 0))
+                for i, content in sorted(self.job.requests.paused.items())}
+
+    def index_of(self, rank: int) -> int:
+        return self.ranks.index(rank)
+
+    def mark_shown(self) -> None:
+        """What each rank wrote so far was shown (the cell paused): a command that moves the
+        ranks on shows what follows."""
+        self.shown_upto = {rank: tuple(len(self._metadata(i).get(name) or "") for name in STREAMS)
+                           for i, rank in enumerate(self.ranks)}
 
     def wait_while_freed(self, ranks: list, grace: float) -> None:
         self.job.wait_while_freed(ranks, grace)
@@ -108,7 +134,8 @@ class Cell:
                 result.status = _error_status(error)
                 # A dead engine's "traceback" is ipyparallel's bookkeeping, not the rank's:
                 # the cell's note says which rank died and how.
-                result.error = "" if result.status == status.DIED else traceback_text(error)
+                result.error = "" if result.status == status.DIED else \
+                    QUIT_TEXT if result.status == status.QUIT else traceback_text(error)
         result.displays = list(metadata.get("outputs") or [])
         if metadata.get("execute_result"):
             result.displays.append(metadata["execute_result"])
@@ -136,6 +163,8 @@ def _error_status(error) -> str:
     name = getattr(error, "ename", type(error).__name__)
     if name == "KeyboardInterrupt":
         return status.INTERRUPTED
+    if name == "BdbQuit":   # pdb's quit, from `%mpirun --pdb q` or Ctrl-C while stopped
+        return status.QUIT
     if name in ("EngineError",) or "EngineError" in type(error).__name__:
         return status.DIED
     return status.ERROR

@@ -14,7 +14,7 @@ from mlp_magic.core.results import MpirunResult
 from mlp_magic.mpirun import collector
 from mlp_magic.mpirun.cell import Cell, Outcome
 from mlp_magic.mpirun.plan import chosen_ranks, wanted_spec
-from mlp_magic.mpirun.show import raise_for_failures, show
+from mlp_magic.mpirun.show import raise_for_failures, show, show_paused
 from mlp_magic.output import display, logs
 from mlp_magic.stacks.snapshot import stack_snapshot
 from mlp_magic.world.deaths import how_ranks_died, lost_hosts_note
@@ -43,36 +43,50 @@ def run_cell(owner, args, code: str, env, notice=print, world=None) -> MpirunRes
 
 
 def _run_on(world, ranks: list, args, code: str) -> MpirunResult:
-    cell_dir = logs.new_cell_dir(args.log_dir)
-    live = display.LiveOutput(fold=args.fold and args.group and not args.diff)
-    cell = Cell(world, code, ranks, cell_dir)
+    cell = Cell(world, code, ranks, logs.new_cell_dir(args.log_dir), args)
     world.busy_job = cell   # from now on, a later cell is refused while this one's ranks run
+    return follow(cell, cell.started + args.timeout if args.timeout else None)
+
+
+def follow(cell: Cell, deadline: float | None, give_up: bool = True) -> MpirunResult | None:
+    """Follow the cell until it ends (or its ranks stop at breakpoints), then show it. Also after
+    a debugger command moved stopped ranks on (debugging/stopped): ``give_up`` False leaves ranks
+    still running at ``deadline`` alone (a step into a collective), and returns None."""
+    args, world = cell.args, cell.world
+    live = display.LiveOutput(fold=args.fold and args.group and not args.diff)
     watch = HostWatch.of_cell(world, cell.ranks, cell.job.requests.news)
     try:
-        cell.outcome = _follow(cell, live, args.timeout, watch)
+        cell.outcome = _follow(cell, live, deadline, watch)
     finally:
         watch.stop()
     live.add(cell.new_output(every_rank=True))
-    stacks = stack_snapshot(world, cell.ranks, cell_dir) if cell.outcome is Outcome.TIMEOUT else None
+    if cell.outcome is Outcome.PAUSED:
+        return show_paused(cell, live)
+    if cell.outcome is Outcome.TIMEOUT and not give_up:
+        live.finish({"text/plain": ""})
+        return None
+    stacks = stack_snapshot(world, cell.ranks, cell.log_dir) if cell.outcome is Outcome.TIMEOUT else None
     results = _finish(cell)
     cell.ended_badly = bool(cell.still_running) or any(r.status != status.OK for r in results)
     if cell.job.done():
-        world.live.cell_ended(cell_dir)
+        world.live.cell_ended(cell.log_dir)
     _after_the_cell(cell, world, results)
-    return show(cell, code, results, args, live, stacks)
+    return show(cell, cell.code, results, args, live, stacks)
 
 
-def _follow(cell: Cell, live: display.LiveOutput, timeout: float | None, watch: HostWatch) -> Outcome:
+def _follow(cell: Cell, live: display.LiveOutput, deadline: float | None, watch: HostWatch) -> Outcome:
     """Wait for the cell, streaming output; return how it ended. The wait wakes on events only
     (ranks/waiting), and when output already in is due on screen (``live.wake_at``); a host
-    that stops answering wakes it too (world/host_watch)."""
-    deadline = cell.started + timeout if timeout else None
+    that stops answering wakes it too (world/host_watch), and so does a rank stopping at a
+    breakpoint."""
     try:
         while True:
             wake = [t for t in (deadline, live.wake_at()) if t is not None]
             if cell.job.wait(min(wake) if wake else None):
                 return Outcome.DONE
             live.add(cell.new_output())
+            if cell.job.requests.all_paused():
+                return Outcome.PAUSED
             if deadline is not None and time.monotonic() >= deadline:
                 return Outcome.TIMEOUT
             if cell.job.world_ended():

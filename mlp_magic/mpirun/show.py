@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from mlp_magic.core import results as status
 from mlp_magic.core.ranges import fold_ranks, rank_words
+from mlp_magic.debugging.pure.stops import HINT, stops_text
 from mlp_magic.core.results import MpirunResult
 from mlp_magic.errors import RankFailure
 from mlp_magic.mpirun.cell import Cell, Outcome
@@ -16,19 +17,57 @@ from mlp_magic.unblock.pure.report import HUNG_HINT
 
 
 def show(cell: Cell, code: str, results: list, args, live: display.LiveOutput, stacks) -> MpirunResult:
-    """Write the summary, replace the live tail with the grouped output; the cell's result."""
+    """Write the summary, replace the live tail with the grouped output; the cell's result.
+    After its ranks stopped at a breakpoint, only what followed is shown (the log has it all)."""
     summary = logs.write_summary(cell.log_dir, code, results, {"outcome": cell.outcome.value})
-    footer = display.footer(results, cell.log_dir, outcome_note(cell))
+    shown = _since_paused(cell, results)
+    footer = display.footer(shown, cell.log_dir, outcome_note(cell))
+    bundle = _bundle(cell, shown, footer, live, stacks)
+    display.publish_rich_outputs(shown, args.all_outputs)
+    return MpirunResult(results, cell.log_dir, summary, bundle["text/plain"], bundle.get("text/html", ""))
+
+
+def show_paused(cell: Cell, live: display.LiveOutput) -> MpirunResult:
+    """Every rank still running stopped at a breakpoint: the output so far, where they stopped,
+    how to go on. The cell is not over: the World stays busy with it."""
+    results = cell.results(unfinished_status=status.PAUSED)
+    shown = _since_paused(cell, results)
+    stopped = cell.paused_ranks()
+    finished = [r.rank for r in shown if r.status != status.PAUSED]
+    note = f"{rank_words(sorted(stopped))} stopped at a breakpoint: {HINT}"
+    footer = f"{stops_text(stopped, finished=finished)}\n{display.footer(shown, cell.log_dir, note)}"
+    bundle = _bundle(cell, shown, footer, live, None)
+    cell.mark_shown()
+    cell.finished_shown.update(finished)
+    return MpirunResult(results, cell.log_dir, None, bundle["text/plain"], bundle.get("text/html", ""))
+
+
+def _bundle(cell: Cell, results: list, footer: str, live: display.LiveOutput, stacks) -> dict:
+    args = cell.args
     bundle = display.summary(results, group=args.group, diff=args.diff, footer=footer,
                              html_too=live.notebook, stack_report=stacks, fold=args.fold,
                              follows=display.rank_maps(cell.world.layout))
     live.finish(bundle)
-    display.publish_rich_outputs(results, args.all_outputs)
-    return MpirunResult(results, cell.log_dir, summary, bundle["text/plain"], bundle.get("text/html", ""))
+    return bundle
+
+
+def _since_paused(cell: Cell, results: list) -> list:
+    """The results as the notebook shows them now: the ranks whose end it showed already left
+    out, the others' streams from where the last pause left them."""
+    shown = []
+    for result in results:
+        if result.rank in cell.finished_shown:
+            continue
+        out, err = cell.shown_upto.get(result.rank, (0, 0))
+        shown.append(result.replace(stdout=result.stdout[out:], stderr=result.stderr[err:])
+                     if out or err else result)
+    return shown
 
 
 def outcome_note(cell: Cell) -> str:
     """The footer's word on a cell that did not simply end: timed out, interrupted, died."""
+    if cell.quit:
+        return "quit at the debugger: the stopped ranks' cells ended there; the World is still usable"
     if cell.outcome is Outcome.DONE:
         return ""
     if cell.outcome in (Outcome.DIED, Outcome.HOST_LOST):
@@ -41,8 +80,10 @@ def outcome_note(cell: Cell) -> str:
 
 
 def raise_for_failures(result: MpirunResult) -> None:
+    """RankFailure for a cell that ended with ranks that did not succeed (not while ranks are
+    stopped at a breakpoint: the cell is not over)."""
     failed = [r for r in result.results if r.status != status.OK]
-    if failed:
+    if failed and not any(r.status == status.PAUSED for r in failed):
         kinds = sorted({r.status for r in failed})
         raise RankFailure(f"{' / '.join(kinds)} on ranks {fold_ranks(r.rank for r in failed)} "
                           f"({len(failed)} of {len(result)}); details above", result)

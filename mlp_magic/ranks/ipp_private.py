@@ -13,6 +13,9 @@
   controller, as ``Client.interrupt`` would but without waiting for every engine's reply); missing,
   the ranks' processes get SIGINT (agent/signals: here directly, elsewhere through each host's
   agent), said once. Not the public ``send_signal``: it asks the engines' nannies, and ours have none.
+- ``send_control``: the same method for a request of ours on the control channel (a stopped
+  rank's pdb command: debugging/stopped), one engine at a time so that each answer is its own
+  future; missing, breakpoints' commands cannot be sent, said in one line.
 - ``reply_hooks``: the client's reply handlers by message type (``_queue_handlers``) and its
   output futures by request (``_output_futures``), for ranks/quiet_replies. The engines leave out
   a quiet request's 'idle', which only these let the client do without; missing, the World asks
@@ -117,6 +120,15 @@ def send_interrupt(client, engines: list) -> bool:
         return False
     send(targets=engines, msg_type="interrupt_request", content={}, block=False)
     return True
+
+
+def send_control(client, engine: int, msg_type: str, content: dict):
+    """``msg_type`` with ``content`` to ``engine`` on the control channel, not waiting: a future
+    whose result is [the reply message]; None where the client has no such method."""
+    send = getattr(client, CONTROL_REQUEST, None)
+    if send is None:
+        return None
+    return send(targets=[engine], msg_type=msg_type, content=content, block=False)
 
 
 REPLY_KINDS = ("execute_reply", "apply_reply")

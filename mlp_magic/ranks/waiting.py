@@ -22,6 +22,7 @@ from typing import Optional, Sequence
 from mlp_magic.ranks.ipp_private import is_engine_death, on_iopub
 
 OUTPUT_MESSAGES = frozenset({"stream", "display_data", "execute_result", "error"})
+PAUSED = "mlp_paused"   # a rank stopped at a breakpoint (debugging/rank/breakpoints.PAUSED)
 
 
 class Requests:
@@ -44,6 +45,8 @@ class Requests:
         self._left = [len(group) for group in futures]
         self._unfinished = sum(1 for n in self._left if n)
         self._wrote: set = set()           # indices whose rank wrote since take_wrote()
+        self.paused: dict = {}             # index -> where its rank stopped ({"stop": n, "where": ...})
+        self._resumed: dict = {}           # index -> the last stop a command moved it on from
         self.wakes = 0                     # how often a wait woke up (no events: none)
         if self._live is not None:
             self._live.sent(self.ranks)
@@ -61,6 +64,7 @@ class Requests:
             finished = self._left[index] == 0
             if finished:
                 self._unfinished -= 1
+                self.paused.pop(index, None)
         if self._live is not None:
             if is_engine_death(future):
                 self._live.died([self.ranks[index]])
@@ -70,12 +74,42 @@ class Requests:
             self._woken.set()
 
     def _on_iopub(self, index: int, msg: dict) -> None:
-        if msg.get("header", {}).get("msg_type") not in OUTPUT_MESSAGES:
+        kind = msg.get("header", {}).get("msg_type")
+        if kind == PAUSED:
+            self.stopped(index, msg.get("content") or {})
+            return
+        if kind not in OUTPUT_MESSAGES:
             return
         self._wrote.add(index)
         if self._live is not None:
             self._live.wrote(self.ranks[index])
         self._woken.set()
+
+    def stopped(self, index: int, content: dict) -> None:
+        """Rank ``index`` stopped at a breakpoint (its iopub message, or a debugger's reply);
+        a stop older than the last one a command moved it on from is stale."""
+        with self._lock:
+            if content.get("stop", 0) <= self._resumed.get(index, 0) or not self._left[index]:
+                return
+            self.paused[index] = content
+        if self._live is not None:
+            self._live.paused(self.ranks[index])
+        self.news()
+
+    def resumed(self, indices) -> None:
+        """A command moves these ranks on (``n``, ``c``...): they run until they stop again."""
+        with self._lock:
+            for index in indices:
+                stop = self.paused.pop(index, {}).get("stop", 0)
+                self._resumed[index] = max(self._resumed.get(index, 0), stop)
+        if self._live is not None:
+            self._live.resumed([self.ranks[i] for i in indices])
+
+    def all_paused(self) -> bool:
+        """Every rank still running is stopped at a breakpoint (and one is)."""
+        with self._lock:
+            running = [i for i, left in enumerate(self._left) if left]
+            return bool(running) and all(i in self.paused for i in running)
 
     def wake(self) -> None:
         """From the World's lifeline: one of its processes ended."""

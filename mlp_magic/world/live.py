@@ -61,6 +61,12 @@ class LiveWorld:
     def ended(self, rank: int) -> None:
         self._change("ended", rank)
 
+    def paused(self, rank: int) -> None:
+        self._change("paused", rank)
+
+    def resumed(self, ranks: Sequence[int]) -> None:
+        self._change("resumed", ranks)
+
     def wrote(self, rank: int) -> None:
         self._change("wrote", rank)
 

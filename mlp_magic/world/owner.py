@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import time
 
-from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.core.ranges import fold_ranks, rank_words
+from mlp_magic.debugging.pure.stops import HINT
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure.report import HUNG_HINT
@@ -131,6 +132,10 @@ class WorldOwner:
                 for line in regroup(world):
                     notice(f"mlp_magic: {line}")
             return world
+        stopped = getattr(job, "paused_ranks", dict)()   # a cell's ranks at a breakpoint
+        if stopped:
+            raise MlpMagicError(f"{rank_words(sorted(stopped))} stopped at a breakpoint in an earlier "
+                                f"cell: {HINT}")
         raise MlpMagicError(
             f"ranks {fold_ranks(busy)} are still running an earlier cell that timed out or was "
             f"interrupted (blocked in a C call?): `%mpirun --stacks` shows where; {HUNG_HINT}"

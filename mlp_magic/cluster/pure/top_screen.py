@@ -3,7 +3,7 @@
 The same document the panel shows (cluster/live), drawn for a terminal: per World its summary line,
 the running cell, the stragglers, one row per host with a mark per rank; then the GPUs, one row per
 GPU while the hosts are few, one row per host (a mark per GPU, by utilisation) at scale. Marks:
-``#`` busy, ``.`` idle, ``x`` dead, ``s`` starting, ``!`` a straggler.
+``#`` busy, ``.`` idle, ``p`` paused at a breakpoint, ``x`` dead, ``s`` starting, ``!`` a straggler.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.world.pure.rank_states import RankState, age_text, by_host, stragglers, summary_line
 
-MARKS = {"busy": "#", "idle": ".", "dead": "x", "starting": "s"}
+MARKS = {"busy": "#", "idle": ".", "dead": "x", "starting": "s", "paused": "p"}
 STRAGGLER = "!"
 LEVELS = " .:-=+*#%@"          # a GPU's utilisation, 0-100 %, in ten steps
 PER_GPU_UP_TO_HOSTS = 8        # more hosts than this: one GPU row per host (the heatmap)

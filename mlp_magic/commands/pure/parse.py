@@ -72,38 +72,41 @@ def refuse_others(verb: Verb, given: dict, prog: str) -> None:
             raise MlpMagicError(f"{prog}: {spelled} does not go with {verb.label}{alone}")
 
 
-# ---------------------------------------------------------------------------- --compare
-# --compare takes the rest of the line as a Python expression (no $NAME expansion, no shell
-# quoting: "x['a']" stays as written); the options that may follow it are taken off its end.
-# (the patterns compile when first used: allrun's start-up never needs them)
-_COMPARE = r"(?:^|\s)--compare(?:=|\s+|$)"
+# ---------------------------------------------------------------------------- --compare, --pdb
+# --compare takes the rest of the line as a Python expression, --pdb as a pdb command (no $NAME
+# expansion, no shell quoting: "x['a']" stays as written); the options that may follow it are
+# taken off its end. (the patterns compile when first used: allrun's start-up never needs them)
+_REST_FLAG = r"(?:^|\s)--(compare|pdb)(?:=|\s+|$)"
 _OPTION = r"(?:--ranks|--targets|-o|--out|--timeout)(?:\s+|=)\S+"
-_AFTER_COMPARE = rf"\s+{_OPTION}\s*$"
-_BEFORE_EXPR = rf"^\s*{_OPTION}\s+(?=\S)"
+_AFTER_REST = rf"\s+{_OPTION}\s*$"
+_BEFORE_REST = rf"^\s*{_OPTION}\s+(?=\S)"
 
 
 def split_expression(line: str, options) -> tuple:
-    """"-o c --compare m.w[0] --ranks 1-3" -> ("-o c --ranks 1-3", "m.w[0]"); (line, None)
-    without --compare, or when a script comes first (--compare is then the script's)."""
-    found = re.search(_COMPARE, line)
+    """"-o c --compare m.w[0] --ranks 1-3" -> ("-o c --ranks 1-3", "m.w[0]", "compare"); (line,
+    None, None) without --compare or --pdb, or when a script comes first (the flag is then the
+    script's). --pdb's command may be empty (the stopped ranks are listed)."""
+    found = re.search(_REST_FLAG, line)
     if found is None or _script_before(line[:found.start()], options):
-        return line, None
+        return line, None, None
+    flag = found.group(1)
     head, expr, tail = line[:found.start()], " " + line[found.end():], ""
-    while (before := re.match(_BEFORE_EXPR, expr)) is not None:
+    while (before := re.match(_BEFORE_REST, expr)) is not None:
         expr, head = " " + expr[before.end():], f"{head} {before.group(0)}"
-    while (after := re.search(_AFTER_COMPARE, expr)) is not None:
+    while (after := re.search(_AFTER_REST, expr)) is not None:
         expr, tail = expr[:after.start()], after.group(0) + tail
     expr = expr.strip()
-    if expr[:1] in "'\"" and expr[-1:] == expr[:1] and len(expr) > 1 and expr[0] not in expr[1:-1]:
+    if flag == "compare" and expr[:1] in "'\"" and expr[-1:] == expr[:1] and len(expr) > 1 \
+            and expr[0] not in expr[1:-1]:
         expr = expr[1:-1]
-    if not expr.strip():
+    if flag == "compare" and not expr.strip():
         raise MlpMagicError("%mpirun: --compare: give an expression, the rest of the line "
                             "(e.g. %mpirun --compare model.state_dict())")
     ours = sorted(set(expr.split()) & {name for option in options for name in option.names})
     if ours:
-        raise MlpMagicError(f"%mpirun: --compare takes the rest of the line, {ours[0]} included; "
-                            "put it before --compare, or drop it")
-    return head + tail, expr
+        raise MlpMagicError(f"%mpirun: --{flag} takes the rest of the line, {ours[0]} included; "
+                            f"put it before --{flag}, or drop it")
+    return head + tail, expr, flag
 
 
 def _script_before(head: str, options) -> bool:
@@ -121,13 +124,14 @@ def choose_in_line(magic: str, line: str, cell: str | None, env, user_ns=None) -
     prog = f"%{'%' if cell is not None else ''}{magic}"
     verbs = verbs_of_magic(magic)
     options = family(verbs, LINE if cell is None else CELL)
-    line, expression = split_expression(line or "", options) if magic == "mpirun" else (line or "", None)
+    line, expression, flag = split_expression(line or "", options) if magic == "mpirun" \
+        else (line or "", None, None)
     try:
         expanded = expand_vars(line, env, user_ns)
     except MlpMagicError as err:
         raise MlpMagicError(f"{prog}: {err}") from None
     try:
-        return _choose(verbs, options, expanded, expression, cell, prog)
+        return _choose(verbs, options, expanded, (expression, flag), cell, prog)
     except MlpMagicError as err:
         if expanded == line:
             raise
@@ -135,13 +139,15 @@ def choose_in_line(magic: str, line: str, cell: str | None, env, user_ns=None) -
         raise MlpMagicError(f"{err}{note}") from None
 
 
-def _choose(verbs, options, line: str, expression, cell, prog: str) -> Choice:
+def _choose(verbs, options, line: str, rest: tuple, cell, prog: str) -> Choice:
+    """``rest``: (the rest of the line --compare or --pdb took, that flag's name) or (None, None)."""
     form = LINE if cell is None else CELL
     words = words_of(line, prog)
     parsed = parse(words, options, prog)
     given = dict(parsed.given)
+    expression, flag = rest
     if expression is not None:
-        given["verb:compare"] = "--compare"
+        given[f"verb:{flag}"] = f"--{flag}"
     script = [word for word, position in words if parsed.rest is not None and position >= parsed.rest]
     if script and any(v.rest == "id" and v.flag is not None and v.flag.dest in given for v in verbs):
         script = _options_after_id(words, parsed, given, options, prog)

@@ -85,6 +85,10 @@ MPIRUN = (
     Verb(name="compare", magic="mpirun", flag=_flag("compare", metavar="EXPR"), rest="expression",
          options=VALUES, run="mlp_magic.values.verbs:compare",
          summary="which ranks hold equal values of EXPR, and how the others differ"),
+    Verb(name="pdb", magic="mpirun", flag=_flag("pdb", metavar="CMD"), form=BOTH, rest="expression",
+         options=(RANKS, TIMEOUT), run="mlp_magic.debugging.stopped:pdb",
+         summary="a pdb command on every rank stopped at a breakpoint (%%mpirun --pdb: Python in "
+                 "their frames)"),
     Verb(name="pull", magic="mpirun", flag=_flag("pull", python_name, "NAME"), options=VALUES,
          run="mlp_magic.values.verbs:pull", summary="{rank: NAME} from the ranks"),
     Verb(name="push", magic="mpirun", flag=_flag("push", python_name, "NAME"), options=VALUES,

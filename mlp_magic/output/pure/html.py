@@ -21,6 +21,8 @@ _ACCENTS = {
     "died": "#c62828",
     "timeout": "#ef6c00",
     "interrupted": "#ef6c00",
+    "paused": "#1565c0",
+    "quit": "#ef6c00",
     "unreachable": "#6a1b9a",
 }
 # A group longer than this shows its first lines, with the whole text folded in <details>.

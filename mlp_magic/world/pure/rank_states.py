@@ -2,9 +2,10 @@
 
 ``RankStates`` is changed by the kernel's one rank-waiting loop (``ranks/waiting``): a rank is
 ``busy`` from the moment a request of ours is sent to it until its answer and its output are in,
-``idle`` otherwise, ``starting`` until the World's start has set it up, ``dead`` once its engine or
-the World is gone. Each rank also keeps when it entered its state (``since``) and when it last
-wrote to stdout or stderr (``last_output``). The panel, ``mlp-magic top`` and ``status`` read the
+``paused`` while it is stopped at a breakpoint inside one, ``idle`` otherwise, ``starting`` until
+the World's start has set it up, ``dead`` once its engine or the World is gone. Each rank also
+keeps when it entered its state (``since``) and when it last wrote to stdout or stderr
+(``last_output``). The panel, ``mlp-magic top`` and ``status`` read the
 same rows (``to_json``); ``summary_line`` and ``stragglers`` say what matters first.
 """
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Dict, List, Optional, Sequence
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.core.records import Record
 
-STARTING, IDLE, BUSY, DEAD = "starting", "idle", "busy", "dead"
-STATES = (STARTING, IDLE, BUSY, DEAD)
+STARTING, IDLE, BUSY, PAUSED, DEAD = "starting", "idle", "busy", "paused", "dead"
+STATES = (STARTING, IDLE, BUSY, PAUSED, DEAD)
 NAMED_AT_MOST = 6        # a minority of ranks is named when it has at most this many...
 NAMED_TEXT_AT_MOST = 40  # ...or when its folded ranks ("0-99,128-255") are this short
 LATE_AFTER_S = 2.0       # busy this long after most ranks finished: a straggler
@@ -76,8 +77,20 @@ class RankStates:
         """One request on ``rank`` ended: idle once none is left."""
         row = self.rows[rank]
         row.requests = max(0, row.requests - 1)
-        if row.requests == 0 and row.state == BUSY:
+        if row.requests == 0 and row.state in (BUSY, PAUSED):
             self._set(row, IDLE, now)
+
+    def paused(self, rank: int, now: float) -> None:
+        """The rank stopped at a breakpoint, inside its request: paused until a command moves it on."""
+        row = self.rows[rank]
+        if row.state == BUSY:
+            self._set(row, PAUSED, now)
+
+    def resumed(self, ranks: Sequence[int], now: float) -> None:
+        """A debugger command moved these paused ranks on: busy again, in the same request."""
+        for rank in ranks:
+            if self.rows[rank].state == PAUSED:
+                self._set(self.rows[rank], BUSY, now)
 
     def wrote(self, rank: int, now: float) -> None:
         self.rows[rank].last_output = now

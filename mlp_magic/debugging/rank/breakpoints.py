@@ -1,0 +1,104 @@
+"""``breakpoint()`` on a rank: the rank stops there, and pdb's commands reach it on the control channel.
+
+Installed in every rank at the World's start (engine/bootstrap), and light: pdb and the debugger
+(debugging/rank/debugger) load only when a rank first stops.
+
+- ``sys.breakpointhook`` becomes ``stop_here``; ``PYTHONBREAKPOINT`` still rules where it is set
+  ("0": no stop; "module.function": that hook), as Python's own hook would read it.
+- A stopped rank's main thread waits in pdb for its next command, inside the cell: the shell
+  channel is the cell's. Commands come on the control channel instead, which ipykernel serves on
+  a thread of its own: ``answer`` hands each one to the debugger and replies with what pdb wrote,
+  once pdb asks for its next command (or after the request's ``wait``, saying it still runs).
+- Each time a rank stops, it says so on iopub as a message of the cell's (``PAUSED``): the
+  kernel's wait for the cell wakes on it, without a request of its own.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+REQUEST, REPLY, PAUSED = "mlp_pdb_request", "mlp_pdb_reply", "mlp_paused"
+_STATE: dict = {}   # "kernel": the engine's kernel; "debugger": this cell's RankDebugger
+
+
+def install(shell) -> bool:
+    """``breakpoint()`` stops this rank from now on (again at a re-bootstrap: replaced, never
+    stacked); False where its kernel cannot be reached while stopped (then ``breakpoint()``
+    raises one clear error)."""
+    from mlp_magic.engine.ipykernel_private import add_control_handler
+
+    sys.breakpointhook = stop_here
+    if "hook" in _STATE:
+        shell.events.unregister("post_run_cell", _STATE["hook"])
+    _STATE["hook"] = _cell_ended
+    shell.events.register("post_run_cell", _cell_ended)
+    kernel = getattr(shell, "kernel", None)
+    reachable = kernel is not None and add_control_handler(kernel, REQUEST, answer)
+    _STATE["kernel"] = kernel if reachable else None
+    return reachable
+
+
+def stop_here(*args, **kwargs):
+    """``sys.breakpointhook``: stop in the caller's frame, unless PYTHONBREAKPOINT says otherwise."""
+    if os.environ.get("PYTHONBREAKPOINT"):
+        return sys.__breakpointhook__(*args, **kwargs)
+    return stop(sys._getframe(1))
+
+
+def stop(frame) -> None:
+    """Stop this rank in ``frame``, for commands from the notebook."""
+    kernel = _STATE.get("kernel")
+    if kernel is None:
+        raise RuntimeError("breakpoint(): this rank's ipykernel has no control handler table, "
+                           "so a stopped rank could not be reached (see `%mpirun --status`)")
+    debugger = _STATE.get("debugger")
+    if debugger is None or debugger.quitting:
+        from mlp_magic.debugging.rank.debugger import RankDebugger
+
+        debugger = _STATE["debugger"] = RankDebugger(lambda content: _publish(kernel, content))
+    debugger.set_trace(frame)
+
+
+def conditional(ranks, when, frame) -> None:
+    """``mlp_magic.breakpoint``: stop only on ``ranks`` (an int, or a collection; None: all) and
+    where ``when`` is true."""
+    rank = int(os.environ.get("RANK", "-1"))
+    if ranks is not None and rank not in ((ranks,) if isinstance(ranks, int) else ranks):
+        return
+    if not when:
+        return
+    if os.environ.get("PYTHONBREAKPOINT") == "0":
+        return
+    stop(frame)
+
+
+def _cell_ended(_result=None) -> None:
+    """The cell is over: its debugger goes (a later ``breakpoint()`` makes a new one), and with
+    it the tracing a step left on."""
+    debugger = _STATE.pop("debugger", None)
+    if debugger is not None:
+        sys.settrace(None)
+        debugger.close()
+
+
+def _publish(kernel, content: dict) -> None:
+    """``PAUSED`` on iopub, as a message of the running cell (the kernel's wait follows it)."""
+    for stream in (sys.stdout, sys.stderr):   # what the cell printed first reaches the notebook first
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed or odd stream must not keep the rank from stopping
+            pass
+    kernel.session.send(kernel.iopub_socket, PAUSED, content, parent=kernel.get_parent("shell"),
+                        ident=b"mlp_magic." + PAUSED.encode())
+
+
+async def answer(stream, idents, msg) -> None:
+    """The control channel's handler: one pdb command (or none: where the rank is) and its answer."""
+    content = msg.get("content") or {}
+    debugger = _STATE.get("debugger")
+    if debugger is None:
+        reply = {"state": "none", "output": "", "where": None}
+    else:
+        reply = await debugger.ask(content.get("command"), content.get("code"),
+                                   float(content.get("wait", 1.0)))
+    _STATE["kernel"].session.send(stream, REPLY, {"status": "ok", **reply}, parent=msg, ident=idents)

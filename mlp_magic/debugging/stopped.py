@@ -1,0 +1,152 @@
+"""``%mpirun --pdb CMD`` and ``%%mpirun --pdb``: pdb's commands on every rank stopped at a breakpoint.
+
+The ranks' cell is still running (the World's ``busy_job``): their main threads wait inside pdb,
+so each command goes on the control channel (debugging/rank/breakpoints), one request per rank
+at once, and the answers come back as pdb wrote them, grouped and folded like a cell's output.
+A command that moves the ranks on (``n``, ``s``, ``c``...) is followed as the cell is
+(mpirun/run.follow): its output streams, and it ends when every rank stopped again or finished.
+"""
+from __future__ import annotations
+
+import time
+
+from mlp_magic.core import results as status
+from mlp_magic.core.ranges import parse_ranks, rank_words
+from mlp_magic.core.results import RankResult
+from mlp_magic.debugging.pure.stops import parse_command, stops_text
+from mlp_magic.errors import MlpMagicError
+from mlp_magic.mpirun.cell import Cell
+from mlp_magic.mpirun.run import follow
+from mlp_magic.output import display
+from mlp_magic.ranks.ipp_private import send_control
+
+REQUEST = "mlp_pdb_request"   # debugging/rank/breakpoints.REQUEST (rank code is not loaded here)
+ANSWER_WAIT_S = 10.0   # a command that leaves the rank where it is (p, where, list): its answer
+STEP_REPLY_S = 0.5     # a step this quick answers in its reply; a longer one is followed
+STEP_BOUND_S = 30.0    # a step (n, s, r, unt) is followed this long; ranks still running are named
+QUIT_GRACE_S = 3.0     # after q: the ranks not stopped (in a collective with the others?) are interrupted
+REPLY_MARGIN_S = 5.0   # the control channel's own time, on top of the rank's wait
+CONTINUING = frozenset({"c", "cont", "continue"})
+
+
+def pdb(context, options) -> None:
+    cell = paused_cell(context.owner.world)
+    code = (context.cell or "").strip() and context.cell
+    if code and (options.expression or "").strip():
+        raise MlpMagicError("%%mpirun --pdb: give a pdb command on the line or a block of Python in "
+                            "the cell, not both")
+    if not code and not (options.expression or "").strip():
+        print(listing(cell))
+        return
+    ranks = chosen_ranks(cell, options.ranks)
+    if code:
+        _show_answers(context, cell, ask(cell, ranks, {"code": code}, ANSWER_WAIT_S))
+        return
+    command = parse_command(options.expression)
+    try:
+        if command.quits:
+            quit_debugging(context, cell, ranks)
+        elif command.resumes:
+            _resume(context, cell, ranks, command, options.timeout)
+        else:
+            _show_answers(context, cell, ask(cell, ranks, {"command": command.text}, ANSWER_WAIT_S),
+                          title=f"(Pdb) {command.text}")
+    except KeyboardInterrupt:   # Ctrl-C while waiting for an answer: the debugging ends
+        quit_debugging(context, cell, sorted(cell.paused_ranks()))
+
+
+def paused_cell(world) -> Cell:
+    """The cell whose ranks are stopped at a breakpoint; one error where there is none."""
+    cell = getattr(world, "busy_job", None) if world is not None else None
+    if not isinstance(cell, Cell) or not cell.paused_ranks():
+        raise MlpMagicError("%mpirun --pdb: no rank is stopped at a breakpoint (breakpoint() in a "
+                            "%%mpirun cell stops the ranks that reach it)")
+    return cell
+
+
+def chosen_ranks(cell: Cell, spec: str | None) -> list:
+    """The stopped ranks, or those of ``--ranks``; a rank that is not stopped is one error."""
+    stopped = cell.paused_ranks()
+    if not spec:
+        return sorted(stopped)
+    ranks = parse_ranks(spec, cell.world.np)
+    absent = [rank for rank in ranks if rank not in stopped]
+    if absent:
+        raise MlpMagicError(f"%mpirun --pdb --ranks {spec}: {rank_words(absent)} not stopped at a "
+                            f"breakpoint (stopped: {rank_words(sorted(stopped))})")
+    return ranks
+
+
+def listing(cell: Cell) -> str:
+    stopped = cell.paused_ranks()
+    running = [rank for rank in cell.unfinished_ranks() if rank not in stopped]
+    finished = [rank for rank in cell.ranks if rank not in stopped and rank not in running]
+    return stops_text(stopped, running=running, finished=finished)
+
+
+def ask(cell: Cell, ranks: list, content: dict, wait: float) -> dict:
+    """{rank: reply or None} of one request on each rank's control channel, sent at once; a rank
+    whose reply says where it stopped updates the cell's record of it (after ``up``, a step)."""
+    world = cell.world
+    sent = {rank: send_control(world.client, world.rank_to_engine[rank], REQUEST, {**content, "wait": wait})
+            for rank in ranks}
+    if any(future is None for future in sent.values()):
+        raise MlpMagicError("%mpirun --pdb: this ipyparallel client cannot send control requests "
+                            "(Client._send_control_request): mlp_magic needs ipyparallel>=9.0,<10")
+    deadline = time.monotonic() + wait + REPLY_MARGIN_S
+    replies = {}
+    for rank, future in sent.items():
+        try:
+            replies[rank] = future.result(timeout=max(0.0, deadline - time.monotonic()))[0]["content"]
+        except Exception:  # noqa: BLE001 - no answer in time (or the engine went): shown as such
+            replies[rank] = None
+        else:
+            _note_stop(cell, rank, replies[rank])
+    return replies
+
+
+def _note_stop(cell: Cell, rank: int, reply: dict) -> None:
+    if reply.get("state") == "stopped" and reply.get("where"):
+        stop = {"stop": reply.get("stop", 0), "where": reply["where"]}
+        cell.job.requests.stopped(cell.index_of(rank), stop)
+
+
+def _resume(context, cell: Cell, ranks: list, command, timeout: float | None) -> None:
+    """Move the ranks on, then follow the cell until they stop again or it ends."""
+    cell.job.requests.resumed([cell.index_of(rank) for rank in ranks])
+    replies = ask(cell, ranks, {"command": command.text}, STEP_REPLY_S)
+    if command.word in CONTINUING:   # like a cell: until the next stop or the end (or --timeout)
+        follow(cell, time.monotonic() + timeout if timeout else None)
+    else:
+        bound = timeout or STEP_BOUND_S
+        if follow(cell, time.monotonic() + bound, give_up=False) is None:
+            running = [rank for rank in cell.unfinished_ranks() if rank not in cell.paused_ranks()]
+            print(f"mlp_magic: {rank_words(running)} still running `{command.text}` after {bound:g} s "
+                  "(in a collective the other ranks have not reached?): `%mpirun --pdb` lists them "
+                  "once they stop; `%mpirun --pdb q` or Ctrl-C ends the debugging")
+    said = {rank: reply for rank, reply in replies.items() if reply and reply.get("output")}
+    if said:
+        _show_answers(context, cell, said, title=f"(Pdb) {command.text}")
+
+
+def quit_debugging(context, cell: Cell, ranks: list) -> None:
+    """``q`` on the stopped ranks: their cells end with "quit at the debugger"; the ranks not
+    stopped are interrupted a moment later, and the cell's end is shown."""
+    cell.quit = True
+    cell.job.requests.resumed([cell.index_of(rank) for rank in ranks])
+    ask(cell, ranks, {"command": "q"}, STEP_REPLY_S)
+    follow(cell, time.monotonic() + QUIT_GRACE_S)
+
+
+def _show_answers(context, cell: Cell, replies: dict, title: str = "") -> None:
+    """Each rank's answer as a cell's output: grouped, numbers folded; no answer named."""
+    results = [RankResult(rank=rank, host=cell.world.host_of(rank),
+                          stdout=reply.get("output", "") if reply else "",
+                          status=status.OK if reply else status.TIMEOUT)
+               for rank, reply in sorted(replies.items())]
+    silent = [r.rank for r in results if r.status != status.OK]
+    note = f"{rank_words(silent)} gave no answer (still running the command?)" if silent else ""
+    bundle = display.summary(results, group=True, diff=False, footer=("mlp_magic: " + note) if note else "",
+                             html_too=True, fold=True, follows=display.rank_maps(cell.world.layout))
+    text = (f"{title}:\n" if title else "") + bundle["text/plain"]
+    context.show(text, bundle["text/html"])
