@@ -8,6 +8,8 @@ A command that moves the ranks on (``n``, ``s``, ``c``...) is followed as the ce
 """
 from __future__ import annotations
 
+import base64
+import pickle
 import time
 
 from mlp_magic.core import results as status
@@ -19,6 +21,7 @@ from mlp_magic.mpirun.cell import Cell
 from mlp_magic.mpirun.run import follow
 from mlp_magic.output import display
 from mlp_magic.ranks.ipp_private import send_control
+from mlp_magic.ranks.remote_errors import Failed
 
 REQUEST = "mlp_pdb_request"   # debugging/rank/breakpoints.REQUEST (rank code is not loaded here)
 ANSWER_WAIT_S = 10.0   # a command that leaves the rank where it is (p, where, list): its answer
@@ -55,10 +58,16 @@ def pdb(context, options) -> None:
         quit_debugging(context, cell, sorted(cell.paused_ranks()))
 
 
+def stopped_cell(world) -> Cell | None:
+    """The cell whose ranks are stopped at a breakpoint, or None."""
+    cell = getattr(world, "busy_job", None) if world is not None else None
+    return cell if isinstance(cell, Cell) and cell.paused_ranks() else None
+
+
 def paused_cell(world) -> Cell:
     """The cell whose ranks are stopped at a breakpoint; one error where there is none."""
-    cell = getattr(world, "busy_job", None) if world is not None else None
-    if not isinstance(cell, Cell) or not cell.paused_ranks():
+    cell = stopped_cell(world)
+    if cell is None:
         raise MlpMagicError("%mpirun --pdb: no rank is stopped at a breakpoint (breakpoint() in a "
                             "%%mpirun cell stops the ranks that reach it)")
     return cell
@@ -87,9 +96,14 @@ def listing(cell: Cell) -> str:
 def ask(cell: Cell, ranks: list, content: dict, wait: float) -> dict:
     """{rank: reply or None} of one request on each rank's control channel, sent at once; a rank
     whose reply says where it stopped updates the cell's record of it (after ``up``, a step)."""
+    return ask_each(cell, {rank: content for rank in ranks}, wait)
+
+
+def ask_each(cell: Cell, contents: dict, wait: float) -> dict:
+    """``ask`` with a request of its own for each rank ({rank: content})."""
     world = cell.world
     sent = {rank: send_control(world.client, world.rank_to_engine[rank], REQUEST, {**content, "wait": wait})
-            for rank in ranks}
+            for rank, content in contents.items()}
     if any(future is None for future in sent.values()):
         raise MlpMagicError("%mpirun --pdb: this ipyparallel client cannot send control requests "
                             "(Client._send_control_request): mlp_magic needs ipyparallel>=9.0,<10")
@@ -150,3 +164,26 @@ def _show_answers(context, cell: Cell, replies: dict, title: str = "") -> None:
                              html_too=True, fold=True, follows=display.rank_maps(cell.world.layout))
     text = (f"{title}:\n" if title else "") + bundle["text/plain"]
     context.show(text, bundle["text/html"])
+
+
+class ByControl:
+    """Our functions called on stopped ranks, on their control channel (values/compare's
+    ``reach``): they run beside pdb, and what they evaluate, they evaluate in the stopped frame."""
+
+    def __init__(self, cell: Cell):
+        self.cell = cell
+
+    def call(self, ranks: list, function, *args, timeout=None, what: str = "") -> dict:
+        return self.call_each({rank: args for rank in ranks}, function, timeout, what)
+
+    def call_each(self, arguments: dict, function, timeout=None, what: str = "") -> dict:
+        target = f"{function.__module__}:{function.__qualname__}"
+        contents = {rank: {"call": base64.b64encode(pickle.dumps((target, tuple(args)))).decode()}
+                    for rank, args in arguments.items()}
+        replies = ask_each(self.cell, contents, timeout or ANSWER_WAIT_S)
+        silent = [rank for rank, reply in replies.items() if reply is None]
+        if silent:
+            raise MlpMagicError(f"{what or 'the call'}: {rank_words(silent)} did not answer on the "
+                                "control channel (stopped in a C call?)")
+        return {rank: Failed(reply["error"]) if "error" in reply else pickle.loads(base64.b64decode(reply["value"]))
+                for rank, reply in replies.items()}

@@ -116,7 +116,7 @@ def _finish(cell: Cell) -> list:
     marker = cell.outcome.unfinished_status
     results = cell.results(unfinished_status=marker)
     for result in results:
-        if result.rank in stuck:
+        if result.rank in stuck and result.status != status.QUIT:   # a stopped rank quit at its debugger
             result.status = status.UNREACHABLE if result.rank in lost else marker
             result.error = ""  # the KeyboardInterrupt we sent is not the rank's own error
     return results

@@ -43,46 +43,63 @@ def check_expression(expr: str) -> None:
         raise MlpMagicError(f"%mpirun --compare: cannot compile {expr!r}: {err}") from None
 
 
-def compare(world, expr: str, ranks: list, timeout: float | None = None) -> Comparison:
+class ByShell:
+    """The ranks reached as ever, by requests on their shell channel (ranks/job). Ranks stopped
+    at a breakpoint are reached on their control channel instead (debugging/stopped.ByControl),
+    and evaluate in their frames."""
+
+    def __init__(self, world):
+        self.world = world
+
+    def call(self, ranks: list, function, *args, timeout=None, what: str = "") -> dict:
+        return call(self.world, ranks, function, *args, timeout=timeout, what=what)
+
+    def call_each(self, arguments: dict, function, timeout=None, what: str = "") -> dict:
+        return call_each(self.world, arguments, function, timeout=timeout, what=what)
+
+
+def compare(world, expr: str, ranks: list, timeout: float | None = None, reach=None) -> Comparison:
+    """``reach``: how the ranks are asked (ByShell(world) by default)."""
     check_expression(expr)
+    reach = reach or ByShell(world)
     token = secrets.token_hex(8)
-    answers = call(world, ranks, on_rank.summarize, expr, token, timeout=timeout, what="%mpirun --compare")
+    answers = reach.call(ranks, on_rank.summarize, expr, token, timeout=timeout, what="%mpirun --compare")
     summaries = {rank: {"error": answer.message} if isinstance(answer, Failed) else answer
                  for rank, answer in answers.items()}
     groups, errors = group_summaries(summaries)
     comparison = Comparison(expr, groups, errors, sum(len(pickle.dumps(a)) for a in summaries.values()))
     if len(groups) > 1:
-        _explain(world, token, comparison)
+        _explain(reach, token, comparison)
     return comparison
 
 
-def _ask(world, rank: int, function, *args):
-    answer = call(world, [rank], function, *args, timeout=DETAIL_TIMEOUT, what="%mpirun --compare")[rank]
+def _ask(reach, rank: int, function, *args):
+    answer = reach.call([rank], function, *args, timeout=DETAIL_TIMEOUT, what="%mpirun --compare")[rank]
     if isinstance(answer, Failed):
         raise MlpMagicError(f"%mpirun --compare: rank {rank} failed while comparing: {answer.message}")
     return answer
 
 
-def _ask_each(world, arguments: dict, function) -> dict:
-    answers = call_each(world, arguments, function, timeout=DETAIL_TIMEOUT, what="%mpirun --compare")
+def _ask_each(reach, arguments: dict, function) -> dict:
+    answers = reach.call_each(arguments, function, timeout=DETAIL_TIMEOUT, what="%mpirun --compare")
     for rank, answer in answers.items():
         if isinstance(answer, Failed):
             raise MlpMagicError(f"%mpirun --compare: rank {rank} failed while comparing: {answer.message}")
     return answers
 
 
-def _explain(world, token: str, comparison: Comparison) -> None:
+def _explain(reach, token: str, comparison: Comparison) -> None:
     """Which leaves each minority group has that differ, and by how much (steps 3a-e above)."""
     major, minors = comparison.groups[0], comparison.groups[1:]
     reference_rank = major.ranks[0]
     reshaped = [g for g in minors if g.summary["structure"] != major.summary["structure"]]
-    reference = _ask(world, reference_rank, on_rank.leaf_digests, token, bool(reshaped))
+    reference = _ask(reach, reference_rank, on_rank.leaf_digests, token, bool(reshaped))
     by_index = dict(reference, paths=None)
-    found = _ask_each(world, {g.ranks[0]: (token, reference if g in reshaped else by_index)
+    found = _ask_each(reach, {g.ranks[0]: (token, reference if g in reshaped else by_index)
                               for g in minors}, on_rank.differences)
     asked = {(rank, ref): (ref, chunks) for rank, answer in found.items()
              for ref, _, _, chunks in answer["listed"] if ref is not None}
-    details = _ask(world, reference_rank, on_rank.leaf_details, token, asked) if asked else {}
+    details = _ask(reach, reference_rank, on_rank.leaf_details, token, asked) if asked else {}
     wanted = {}
     for group in minors:
         rank, answer = group.ranks[0], found[group.ranks[0]]
@@ -90,7 +107,7 @@ def _explain(world, token: str, comparison: Comparison) -> None:
         group.diffs, wanted[rank] = _leaf_diffs(rank, answer, details)
         if not group.differing:
             group.note = "same entries; the containers' types or order differ"
-    _relay_and_measure(world, token, comparison, reference_rank, {r: w for r, w in wanted.items() if w})
+    _relay_and_measure(reach, token, comparison, reference_rank, {r: w for r, w in wanted.items() if w})
 
 
 def _leaf_diffs(rank: int, answer: dict, details: dict) -> tuple:
@@ -111,13 +128,13 @@ def _leaf_diffs(rank: int, answer: dict, details: dict) -> tuple:
     return diffs, wanted
 
 
-def _relay_and_measure(world, token: str, comparison: Comparison, reference_rank: int, wanted: dict) -> None:
+def _relay_and_measure(reach, token: str, comparison: Comparison, reference_rank: int, wanted: dict) -> None:
     """The minority ranks send their differing pieces (within the budgets); the majority's rank
     computes max |a - b| over them."""
     if not wanted:
         return
     budget = min(GROUP_RELAY, TOTAL_RELAY // len(wanted))
-    sent = _ask_each(world, {rank: (token, {own: pieces for _, own, pieces, _ in plan.values()}, budget)
+    sent = _ask_each(reach, {rank: (token, {own: pieces for _, own, pieces, _ in plan.values()}, budget)
                              for rank, plan in wanted.items()}, on_rank.differing_pieces)
     groups = {g.ranks[0]: g for g in comparison.groups[1:]}
     relay = {}
@@ -125,7 +142,7 @@ def _relay_and_measure(world, token: str, comparison: Comparison, reference_rank
         for position, (ref, own, _, _) in wanted[rank].items():
             relay[(rank, position)] = (ref, pieces.get(own, []))
         groups[rank].relayed = sum(len(data) for found in pieces.values() for _, data in found)
-    measured = _ask(world, reference_rank, on_rank.max_differences, token, relay)
+    measured = _ask(reach, reference_rank, on_rank.max_differences, token, relay)
     for (rank, position), (largest, flat, note) in measured.items():
         diff, (_, _, refined, differing) = groups[rank].diffs[position], wanted[rank][position]
         diff.max_diff = largest

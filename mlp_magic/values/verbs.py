@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from mlp_magic import config
 from mlp_magic.core.ranges import parse_ranks
+from mlp_magic.debugging.stopped import ByControl, chosen_ranks, stopped_cell
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.values import compare as comparing
 from mlp_magic.values import transfer
@@ -17,10 +18,15 @@ def _idle_world_and_ranks(context, options) -> tuple:
 
 
 def compare(context, options) -> None:
-    """The grouped comparison is printed; ``-o NAME`` keeps the Comparison."""
+    """The grouped comparison is printed; ``-o NAME`` keeps the Comparison. Ranks stopped at a
+    breakpoint compare in their frames (on their control channel: debugging/stopped)."""
     comparing.check_expression(options.expression)   # a syntax error runs nothing
-    world, ranks = _idle_world_and_ranks(context, options)
-    found = comparing.compare(world, options.expression, ranks, options.timeout)
+    stopped = stopped_cell(context.owner.world)
+    if stopped is not None:
+        world, ranks, reach = stopped.world, chosen_ranks(stopped, options.ranks), ByControl(stopped)
+    else:
+        (world, ranks), reach = _idle_world_and_ranks(context, options), None
+    found = comparing.compare(world, options.expression, ranks, options.timeout, reach=reach)
     context.store(options.out, found)
     print(found.text)
 

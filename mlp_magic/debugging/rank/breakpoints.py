@@ -81,6 +81,22 @@ def _cell_ended(_result=None) -> None:
         debugger.close()
 
 
+def _call(blob: str) -> dict:
+    """``function(*args)`` of a pickled ("module:function", args) from the kernel (the session's
+    signature vouches for it, as for any ipyparallel request); its value pickled, or its error."""
+    import base64
+    import importlib
+    import pickle
+
+    target, args = pickle.loads(base64.b64decode(blob))
+    module, _, name = target.partition(":")
+    try:
+        value = getattr(importlib.import_module(module), name)(*args)
+    except Exception as error:  # noqa: BLE001 - the kernel shows it as that rank's answer
+        return {"state": "called", "error": f"{type(error).__name__}: {error}"}
+    return {"state": "called", "value": base64.b64encode(pickle.dumps(value)).decode()}
+
+
 def _publish(kernel, content: dict) -> None:
     """``PAUSED`` on iopub, as a message of the running cell (the kernel's wait follows it)."""
     for stream in (sys.stdout, sys.stderr):   # what the cell printed first reaches the notebook first
@@ -92,11 +108,23 @@ def _publish(kernel, content: dict) -> None:
                         ident=b"mlp_magic." + PAUSED.encode())
 
 
+def frame_namespace():
+    """(globals, locals) of the frame this rank is stopped in, or None where it is not stopped:
+    what ``%mpirun --compare`` evaluates in (values/rank/compare)."""
+    debugger = _STATE.get("debugger")
+    if debugger is None or debugger.state != "stopped":
+        return None
+    return debugger.curframe.f_globals, debugger.curframe_locals
+
+
 async def answer(stream, idents, msg) -> None:
-    """The control channel's handler: one pdb command (or none: where the rank is) and its answer."""
+    """The control channel's handler: one pdb command (or none: where the rank is) and its
+    answer; or a call of one of our functions (``--compare`` on stopped ranks), run here."""
     content = msg.get("content") or {}
     debugger = _STATE.get("debugger")
-    if debugger is None:
+    if "call" in content:
+        reply = _call(content["call"])
+    elif debugger is None:
         reply = {"state": "none", "output": "", "where": None}
     else:
         reply = await debugger.ask(content.get("command"), content.get("code"),

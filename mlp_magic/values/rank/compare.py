@@ -16,6 +16,7 @@ import hashlib
 
 from mlp_magic.values.pure.compare import align_paths, differing_slots
 from mlp_magic.values.rank import summaries
+from mlp_magic.debugging.rank.breakpoints import frame_namespace
 from mlp_magic.engine.bootstrap import engine_shell
 
 LISTED = 8               # differing leaves described in detail per group (core.compare.KEYS_SHOWN)
@@ -41,8 +42,9 @@ def summarize(expr: str, token: str) -> dict:
     shell = engine_shell()
     if release not in shell.events.callbacks["pre_run_cell"]:
         shell.events.register("pre_run_cell", release)
+    namespace = frame_namespace() or (shell.user_ns, None)   # stopped at a breakpoint: its frame
     try:
-        value = eval(compile(expr, "<--compare>", "eval"), shell.user_ns)
+        value = eval(compile(expr, "<--compare>", "eval"), *namespace)
     except Exception as exc:
         return {"error": error_line(exc)}
     try:

@@ -1,0 +1,261 @@
+"""Breakpoints on every rank, on a real World of 4 ranks: breakpoint() stops the ranks, the cell
+returns showing where, ``%mpirun --pdb CMD`` drives pdb on all of them at once over the control
+channel, and the World stays usable after ``c``, ``q`` or Ctrl-C."""
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from mlp_magic.errors import MlpMagicError
+from tests import worlds
+from tests.integration.conftest import run, timed_run
+from tests.timing import hang_bound
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def world(ip):
+    run(ip, "%mpirun --stop")
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    yield ip
+    run(ip, "%mpirun --stop")
+
+
+@pytest.fixture
+def bp(world, capsys):
+    """The 4-rank World, its output read per step; after the test no rank is left stopped."""
+    capsys.readouterr()
+    yield world
+    cell = getattr(worlds.current_world(), "busy_job", None)
+    if cell is not None and getattr(cell, "paused_ranks", dict)():
+        run(world, "%mpirun --pdb q")
+
+
+def cell(ip, capsys, text: str):
+    error = run(ip, text)
+    return error, capsys.readouterr().out
+
+
+def stopped_ranks() -> dict:
+    return worlds.current_world().busy_job.paused_ranks()
+
+
+def states() -> list:
+    return [row["state"] for row in worlds.current_world().live.record()["ranks"]]
+
+
+ONE_LINE = "%%mpirun\nx = rank * 2\nbreakpoint()\ny = x + 1\nprint('after', y)\n"
+
+
+def test_every_rank_stops_at_one_line_and_the_cell_shows_where(bp, capsys):
+    error, out = cell(bp, capsys, ONE_LINE)
+    assert error is None, out
+    assert "ranks 0-3 (4) stopped at cell:3 <module>" in out, out
+    assert "  -> 3  y = x + 1" in out and "     2  breakpoint()" in out, out
+    assert "after {" not in out and "after 1" not in out
+    assert sorted(stopped_ranks()) == [0, 1, 2, 3]
+    assert states() == ["paused"] * 4
+    refused, out = cell(bp, capsys, "%%mpirun\nprint('queued?')")
+    assert isinstance(refused, MlpMagicError) and "\n" not in str(refused)
+    assert "ranks 0-3 stopped at a breakpoint in an earlier cell: `%mpirun --pdb CMD`" in str(refused)
+    error, out = cell(bp, capsys, "%mpirun --pdb")
+    assert error is None and "ranks 0-3 (4) stopped at cell:3 <module>" in out, out
+
+
+def test_p_of_a_value_that_differs_per_rank_is_folded(bp, capsys):
+    assert cell(bp, capsys, ONE_LINE)[0] is None
+    error, out = cell(bp, capsys, "%mpirun --pdb p x")
+    assert error is None, out
+    assert "(Pdb) p x" in out and "ranks 0-3 (4)" in out and "{0,2,4,6}" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb p x + 100 --ranks 1,3")
+    assert error is None and "{102,106}" in out and "ranks 1,3 (2)" in out, out
+
+
+def test_c_runs_to_the_end_shows_what_followed_and_the_world_goes_on(bp, capsys):
+    assert cell(bp, capsys, ONE_LINE)[0] is None
+    error, out = cell(bp, capsys, "%mpirun --pdb c")
+    assert error is None, out
+    assert "after {1,3,5,7}" in out, out
+    assert states() == ["idle"] * 4
+    error, out = cell(bp, capsys, "%%mpirun -o later\nprint('later', x, y)")
+    assert error is None, out
+    assert [r.stdout for r in bp.user_ns["later"]] == [f"later {2 * r} {2 * r + 1}\n" for r in range(4)]
+
+
+TWO_LINES = """%%mpirun
+def work(v):
+    w = v * 3
+    return w + 1
+
+if rank % 2:
+    breakpoint()
+    odd = work(rank)
+else:
+    breakpoint()
+    even = work(rank)
+print('done')
+"""
+
+
+def test_ranks_stopped_at_two_lines_are_grouped_apart_and_n_s_step_across_a_call(bp, capsys):
+    error, out = cell(bp, capsys, TWO_LINES)
+    assert error is None, out
+    assert "ranks 1,3 (2) stopped at cell:7 <module>" in out, out
+    assert "ranks 0,2 (2) stopped at cell:10 <module>" in out, out
+    # s steps into the function: every rank now at its call, then at its lines
+    error, out = cell(bp, capsys, "%mpirun --pdb s")
+    assert error is None and "ranks 0-3 (4) stopped at cell:1 work" in out and "--Call--" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb n")
+    assert error is None and "ranks 0-3 (4) stopped at cell:2 work" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb n")
+    assert error is None and "ranks 0-3 (4) stopped at cell:3 work" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb p w")
+    assert error is None and "{0,3,6,9}" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb up")
+    assert error is None, out
+    error, out = cell(bp, capsys, "%mpirun --pdb")
+    assert "ranks 1,3 (2) stopped at cell:7 <module>" in out and "ranks 0,2 (2) stopped at cell:10" in out, out
+    # n over the rest: back in the cell, past the call
+    assert cell(bp, capsys, "%mpirun --pdb down")[0] is None
+    error, out = cell(bp, capsys, "%mpirun --pdb r")
+    assert error is None, out
+    error, out = cell(bp, capsys, "%mpirun --pdb n")
+    assert error is None and "ranks 0-3 (4) stopped at cell:11 <module>" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb c")
+    assert error is None and "done" in out, out
+
+
+def test_a_conditional_breakpoint_stops_one_rank_while_the_others_finish(bp, capsys):
+    error, out = cell(bp, capsys, "%%mpirun\nimport mlp_magic\nprint('before', rank)\n"
+                                  "mlp_magic.breakpoint(ranks=2, when=rank > 1)\nprint('after', rank)")
+    assert error is None, out
+    assert "rank 2 stopped at cell:4 <module>" in out, out
+    assert "ranks 0-1,3 (3) finished" in out, out
+    assert sorted(stopped_ranks()) == [2]
+    assert states() == ["idle", "idle", "paused", "idle"]
+    error, out = cell(bp, capsys, "%mpirun --pdb c")
+    assert error is None and "after 2" in out and "after 0" not in out, out
+
+
+def test_q_ends_the_debugging_with_one_line_and_the_world_stays_usable(bp, capsys):
+    assert cell(bp, capsys, ONE_LINE)[0] is None
+    error, out = cell(bp, capsys, "%mpirun --pdb q")
+    assert error is None, out
+    assert "quit at the debugger" in out and "World is still usable" in out, out
+    assert "BdbQuit" not in out and "Traceback" not in out, out
+    assert states() == ["idle"] * 4
+    error, out = cell(bp, capsys, "%%mpirun -o next\nprint(rank)")
+    assert error is None and [r.stdout for r in bp.user_ns["next"]] == [f"{r}\n" for r in range(4)]
+
+
+def test_ctrl_c_while_ranks_are_stopped_ends_their_cells(bp, capsys):
+    """Ranks 1-3 stopped, rank 0 still running: Ctrl-C ends every rank's cell, the stopped ones
+    with "quit at the debugger"."""
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    error, elapsed = timed_run(bp, "%%mpirun -o ended\nimport time\nif rank == 0:\n    time.sleep(60)\n"
+                                   "else:\n    breakpoint()\n    print('not reached')")
+    timer.join()
+    out = capsys.readouterr().out
+    assert elapsed < hang_bound(2.0 + 2.0), elapsed
+    ended = bp.user_ns["ended"]
+    assert [r.status for r in ended] == ["interrupted", "quit", "quit", "quit"], out
+    assert "not reached" not in out
+    assert [ended[r].error for r in (1, 2, 3)] == ["quit at the debugger\n"] * 3
+    assert run(bp, "%%mpirun -o next\nprint(rank)") is None
+
+
+def test_a_block_of_python_runs_in_every_stopped_frame_and_changes_its_locals(bp, capsys):
+    error, out = cell(bp, capsys, "%%mpirun\ndef f(a):\n    b = a + 1\n    breakpoint()\n"
+                                  "    return b\nresult = f(rank)\nprint('result', result)")
+    assert error is None and "ranks 0-3 (4) stopped at cell:4 f" in out, out
+    error, out = cell(bp, capsys, "%%mpirun --pdb\nb = b * 100\nprint('b is', b)")
+    assert error is None and "b is {100,200,300,400}" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb c")
+    assert error is None and "result {100,200,300,400}" in out, out
+
+
+def test_a_pdb_error_on_one_rank_is_shown_under_that_rank_only(bp, capsys):
+    assert cell(bp, capsys, "%%mpirun\nif rank != 3:\n    z = 5\nbreakpoint()\npass")[0] is None
+    error, out = cell(bp, capsys, "%mpirun --pdb p z")
+    assert error is None, out
+    assert "ranks 0-2 (3)" in out and "\n5\n" in out, out
+    assert "rank 3" in out and "NameError: name 'z' is not defined" in out, out
+    assert sorted(stopped_ranks()) == [0, 1, 2, 3]
+
+
+def test_a_breakpoint_inside_a_script_stops_there(bp, capsys, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import sys\nloss = 1.0 / (1 + int(sys.argv[1]))\nbreakpoint()\n"
+                      "print('loss', loss)\n")
+    error, out = cell(bp, capsys, f"%mpirun {script} 3")
+    assert error is None, out
+    assert f"ranks 0-3 (4) stopped at {script}:4 <module>" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb p loss")
+    assert error is None and "0.25" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb c")
+    assert error is None and "loss 0.25" in out, out
+
+
+def test_compare_evaluates_in_the_stopped_frames(bp, capsys):
+    assert cell(bp, capsys, "%%mpirun\ndef g():\n    inner = [rank % 2, 7]\n    breakpoint()\n"
+                            "    return inner\ng()")[0] is None
+    error, out = cell(bp, capsys, "%mpirun --compare inner")
+    assert error is None, out
+    assert "ranks 0,2" in out and "ranks 1,3" in out, out
+
+
+def test_bad_input_is_one_line_each(bp, capsys):
+    error, _ = cell(bp, capsys, "%mpirun --pdb p 1")
+    assert isinstance(error, MlpMagicError) and "no rank is stopped at a breakpoint" in str(error)
+    assert cell(bp, capsys, ONE_LINE)[0] is None
+    for line, expected in (("%mpirun --pdb p 1 --ranks 9", "--ranks"),
+                           ("%mpirun --pdb interact", "'interact' cannot be sent to the ranks")):
+        error, out = cell(bp, capsys, line)
+        assert isinstance(error, MlpMagicError) and "\n" not in str(error), (line, error, out)
+        assert expected in str(error), (line, error)
+    assert sorted(stopped_ranks()) == [0, 1, 2, 3]   # nothing changed
+
+
+def test_an_empty_command_is_one_line(bp, capsys):
+    assert cell(bp, capsys, ONE_LINE)[0] is None
+    error, out = cell(bp, capsys, "%%mpirun --pdb p x\nx = 1")
+    assert isinstance(error, MlpMagicError) and "not both" in str(error), error
+
+
+def test_a_step_into_a_collective_waits_within_a_bound_and_names_the_running_ranks(bp, capsys, monkeypatch):
+    from mlp_magic.debugging import stopped
+
+    monkeypatch.setattr(stopped, "STEP_BOUND_S", 2.0)
+    assert cell(bp, capsys, "%%mpirun\nbreakpoint()\ncomm.Barrier()\nprint('through')")[0] is None
+    # ranks 0-2 step into the barrier, which waits for rank 3, still stopped
+    error, elapsed = timed_run(bp, "%mpirun --pdb n --ranks 0-2")
+    out = capsys.readouterr().out
+    assert error is None, out
+    assert 2.0 <= elapsed < hang_bound(2.0 + 1.0), elapsed
+    assert "ranks 0-2 still running `n` after 2 s" in out, out
+    assert states() == ["busy", "busy", "busy", "paused"]
+    error, out = cell(bp, capsys, "%mpirun --pdb n --ranks 3")
+    assert error is None and "ranks 0-3 (4) stopped at cell:3 <module>" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb c")
+    assert error is None and "through" in out, out
+
+
+def test_a_timeout_on_c_interrupts_as_a_cell_timeout_does(bp, capsys):
+    assert cell(bp, capsys, "%%mpirun -o slow\nimport time\nbreakpoint()\ntime.sleep(60)\nprint('late')")[0] \
+        is None
+    error, elapsed = timed_run(bp, "%mpirun --pdb c --timeout 2")
+    out = capsys.readouterr().out
+    assert elapsed < hang_bound(2.0 + 2.0), elapsed
+    assert "timed out" in out and "late" not in out, out
+    assert run(bp, "%%mpirun -o next\nprint(rank)") is None
+
+
+def test_restart_while_ranks_are_stopped_starts_a_new_world(bp, capsys):
+    assert cell(bp, capsys, ONE_LINE)[0] is None
+    assert run(bp, "%mpirun --restart") is None
+    error, out = cell(bp, capsys, "%%mpirun -o fresh\nprint('x' in dir())")
+    assert error is None and [r.stdout for r in bp.user_ns["fresh"]] == ["False\n"] * 4, out
