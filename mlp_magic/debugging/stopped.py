@@ -185,5 +185,9 @@ class ByControl:
         if silent:
             raise MlpMagicError(f"{what or 'the call'}: {rank_words(silent)} did not answer on the "
                                 "control channel (stopped in a C call?)")
-        return {rank: Failed(reply["error"]) if "error" in reply else pickle.loads(base64.b64decode(reply["value"]))
+        return {rank: Failed(reply["error"]) if "error" in reply else _unpickled(reply["value"])
                 for rank, reply in replies.items()}
+
+
+def _unpickled(text: str):
+    return pickle.loads(base64.b64decode(text))

@@ -4,7 +4,6 @@ channel, and the World stays usable after ``c``, ``q`` or Ctrl-C."""
 import os
 import signal
 import threading
-import time
 
 import pytest
 
@@ -117,7 +116,8 @@ def test_ranks_stopped_at_two_lines_are_grouped_apart_and_n_s_step_across_a_call
     error, out = cell(bp, capsys, "%mpirun --pdb up")
     assert error is None, out
     error, out = cell(bp, capsys, "%mpirun --pdb")
-    assert "ranks 1,3 (2) stopped at cell:7 <module>" in out and "ranks 0,2 (2) stopped at cell:10" in out, out
+    assert "ranks 1,3 (2) stopped at cell:7 <module>" in out, out
+    assert "ranks 0,2 (2) stopped at cell:10 <module>" in out, out
     # n over the rest: back in the cell, past the call
     assert cell(bp, capsys, "%mpirun --pdb down")[0] is None
     error, out = cell(bp, capsys, "%mpirun --pdb r")
