@@ -125,6 +125,16 @@ def python_name(value: str) -> str:
     return value
 
 
+def break_location(value: str):
+    """``FILE:LINE`` (``cell:LINE`` for the cells) -> (file, line); ``clear`` stays itself."""
+    if value == "clear":
+        return value
+    file, _, line = value.rpartition(":")
+    if not file or not line.isdigit() or int(line) < 1:
+        raise BadValue(f"expected FILE:LINE (cell:LINE for the cells) or clear, got {value!r}")
+    return file, int(line)
+
+
 def choice(*names: str):
     def parse(value: str) -> str:
         if value not in names:

@@ -259,3 +259,50 @@ def test_restart_while_ranks_are_stopped_starts_a_new_world(bp, capsys):
     assert run(bp, "%mpirun --restart") is None
     error, out = cell(bp, capsys, "%%mpirun -o fresh\nprint('x' in dir())")
     assert error is None and [r.stdout for r in bp.user_ns["fresh"]] == ["False\n"] * 4, out
+
+
+def test_break_at_a_line_of_a_file_with_a_condition_stops_the_ranks_there(bp, capsys, tmp_path):
+    module = tmp_path / "steps.py"
+    module.write_text("def step(i):\n    loss = 10.0 / (i + 1)\n    return loss\n")
+    assert run(bp, f"%%mpirun\nimport sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport steps") is None
+    error, out = cell(bp, capsys, f"%mpirun --break {module}:3 --ranks 1-2 --if 'loss < 4'")
+    assert error is None and f"breakpoint at {module}:3 on ranks 1-2 where loss < 4" in out, out
+    error, out = cell(bp, capsys, "%%mpirun\nfor i in range(5):\n    steps.step(i + rank)\nprint('done', rank)")
+    assert error is None, out
+    # step(i) gets i + rank: rank 1 stops at its second step, rank 2 at its first, both at i = 2
+    assert "ranks 1-2 (2) stopped at" in out and "steps.py:3 step" in out, out
+    assert "ranks 0,3 (2) finished" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb p i, round(loss, 2)")
+    assert "ranks 1-2 (2)" in out and "(2, 3.33)" in out, out   # in the step's frame
+    error, out = cell(bp, capsys, "%mpirun --pdb c")   # stops again at the next step: the break stays
+    assert error is None and "ranks 1-2 (2) stopped at" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb p i")
+    assert "\n3\n" in out, out
+    assert run(bp, "%mpirun --pdb q") is None
+    error, out = cell(bp, capsys, "%mpirun --break clear")
+    assert error is None and "cleared 1 breakpoint(s)" in out, out
+    error, out = cell(bp, capsys, "%%mpirun\nsteps.step(3)\nprint('free')")
+    assert error is None and "stopped" not in out and "free" in out, out
+
+
+def test_break_in_a_cell_line(bp, capsys):
+    assert run(bp, "%mpirun --break cell:2") is None
+    try:
+        error, out = cell(bp, capsys, "%%mpirun\na = rank\nb = a * 3\nprint(b)")
+        assert error is None and "ranks 0-3 (4) stopped at cell:2 <module>" in out, out
+        assert run(bp, "%mpirun --pdb c") is None
+    finally:
+        run(bp, "%mpirun --break clear")
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("%mpirun --break nowhere.py:3", "no such file on this rank"),
+    ("%mpirun --break x.py", "expected FILE:LINE"),
+    ("%mpirun --break cell:2 --if 'a >'", "--if 'a >'"),
+    ("%mpirun --break clear --ranks 1", "takes no --ranks or --if"),
+])
+def test_bad_break_lines_are_one_line_each(bp, capsys, line, expected):
+    error, out = cell(bp, capsys, line)
+    assert isinstance(error, MlpMagicError) and "\n" not in str(error) and expected in str(error), (error, out)
+    error, out = cell(bp, capsys, "%mpirun --break clear")
+    assert "cleared 0 breakpoint(s)" in out, out

@@ -80,6 +80,8 @@ LOG_DIR = Option(names=("--log-dir",), dest="log_dir", kind=text, metavar="DIR",
 RESTART = Option(names=("--restart",), dest="restart", help="start the World again first")
 KEEP = Option(names=("--keep",), dest="keep", help="the World outlives this kernel (see --attach)")
 FORCE = Option(names=("--force",), dest="force", help="take the World over from the kernel that drives it")
+IF = Option(names=("--if",), dest="condition", kind=text, metavar="EXPR",
+            help="stop only where EXPR is true, evaluated in the rank's frame")
 FRAME = Option(names=("--frame",), dest="frame", kind=whole_number, metavar="K",
                help="the frame K of the failure (0: the innermost of user code)")
 

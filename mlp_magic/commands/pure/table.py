@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from mlp_magic.commands.pure.options import (
     ALL_OUTPUTS, CONNECT_TIMEOUT, COPY, DIFF, DOCTOR_TIMEOUT, EXCLUDE, FANOUT, FORCE, FRACTION, FRAME,
-    FROM_FILE, HELP, HOST_LIST, HOST_TIMEOUT, HOSTFILE, INTERVAL, JSON, KEEP, LINK_RANKS, LINKS,
+    FROM_FILE, HELP, HOST_LIST, IF, HOST_TIMEOUT, HOSTFILE, INTERVAL, JSON, KEEP, LINK_RANKS, LINKS,
     LINKS_BACKEND, LOG_DIR, MATCH, NATIVE, NO_FOLD, NO_GROUP, NO_IMPORT, NO_PROBE, NP, ONCE, OUT, OUTDIR,
     OVERSUBSCRIBE, PACKAGE, PIDS, PROBE_TIMEOUT, PYTHON, RANKS, REFRESH, RESTART, SIZE, SSH, STACKS_TIMEOUT,
     STATUS_TIMEOUT, THREADS, TIMEOUT, TOPO_FILE, TOPO_HOST)
-from mlp_magic.core.options import Option, Options, python_name
+from mlp_magic.core.options import Option, Options, break_location, python_name
 from mlp_magic.core.records import Record
 
 LINE, CELL, BOTH = "line", "cell", "both"   # the magic forms a verb is written in
@@ -85,6 +85,9 @@ MPIRUN = (
     Verb(name="compare", magic="mpirun", flag=_flag("compare", metavar="EXPR"), rest="expression",
          options=VALUES, run="mlp_magic.values.verbs:compare",
          summary="which ranks hold equal values of EXPR, and how the others differ"),
+    Verb(name="break", magic="mpirun", flag=_flag("break", break_location, "FILE:LINE"), options=(RANKS, IF),
+         run="mlp_magic.debugging.breaks:set_break",
+         summary="stop the ranks at FILE:LINE (cell:LINE in cells) from the next cell on; --break clear"),
     Verb(name="pdb", magic="mpirun", flag=_flag("pdb", metavar="CMD"), form=BOTH, rest="expression",
          options=(RANKS, TIMEOUT), run="mlp_magic.debugging.stopped:pdb",
          summary="a pdb command on every rank stopped at a breakpoint (%%mpirun --pdb: Python in "

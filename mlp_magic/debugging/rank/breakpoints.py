@@ -19,6 +19,7 @@ import sys
 
 REQUEST, REPLY, PAUSED = "mlp_pdb_request", "mlp_pdb_reply", "mlp_paused"
 _STATE: dict = {}   # "kernel": the engine's kernel; "debugger": this cell's RankDebugger
+_BREAKS: list = []  # (file: a real path or "cell", line, condition or None): `%mpirun --break`
 
 
 def install(shell) -> bool:
@@ -28,10 +29,10 @@ def install(shell) -> bool:
     from mlp_magic.engine.ipykernel_private import add_control_handler
 
     sys.breakpointhook = stop_here
-    if "hook" in _STATE:
-        shell.events.unregister("post_run_cell", _STATE["hook"])
-    _STATE["hook"] = _cell_ended
-    shell.events.register("post_run_cell", _cell_ended)
+    for event, hook in (("pre_run_cell", _cell_starting), ("post_run_cell", _cell_ended)):
+        if hook in shell.events.callbacks[event]:
+            shell.events.unregister(event, hook)
+        shell.events.register(event, hook)
     kernel = getattr(shell, "kernel", None)
     reachable = kernel is not None and add_control_handler(kernel, REQUEST, answer)
     _STATE["kernel"] = kernel if reachable else None
@@ -47,6 +48,11 @@ def stop_here(*args, **kwargs):
 
 def stop(frame) -> None:
     """Stop this rank in ``frame``, for commands from the notebook."""
+    _debugger().set_trace(frame)
+
+
+def _debugger():
+    """This cell's debugger, made at its first use."""
     kernel = _STATE.get("kernel")
     if kernel is None:
         raise RuntimeError("breakpoint(): this rank's ipykernel has no control handler table, "
@@ -56,7 +62,34 @@ def stop(frame) -> None:
         from mlp_magic.debugging.rank.debugger import RankDebugger
 
         debugger = _STATE["debugger"] = RankDebugger(lambda content: _publish(kernel, content))
-    debugger.set_trace(frame)
+    return debugger
+
+
+def add_break(file: str, line: int, condition: str | None) -> str:
+    """``%mpirun --break FILE:LINE``: stop there from the next cell on; "" or why it cannot be."""
+    if file != "cell":
+        import linecache
+
+        file = os.path.realpath(file)
+        if not os.path.isfile(file):
+            return f"no such file on this rank: {file}"
+        if not linecache.getline(file, line).strip():
+            return f"{file} has no line {line} with code"
+    _BREAKS.append((file, line, condition))
+    return ""
+
+
+def clear_breaks() -> int:
+    """``%mpirun --break clear``: how many there were."""
+    count = len(_BREAKS)
+    _BREAKS.clear()
+    return count
+
+
+def _cell_starting(_info=None) -> None:
+    """With breakpoints set, every cell runs traced (only the frames of their files are followed)."""
+    if _BREAKS and _STATE.get("kernel") is not None:
+        _debugger().arm(_BREAKS, sys._getframe(1))
 
 
 def conditional(ranks, when, frame) -> None:

@@ -14,8 +14,10 @@ import asyncio
 import concurrent.futures
 import io
 import linecache
+import os
 import pdb
 import queue
+import sys
 import threading
 import traceback
 from contextlib import redirect_stdout
@@ -45,6 +47,46 @@ class RankDebugger(pdb.Pdb):
         self.stops = 0               # how many times it stopped: a stale "paused" is told apart
         self.fresh = False
         self.where: dict | None = None
+        self.line_breaks: list = []  # `%mpirun --break`s: (real path or "cell", line, condition)
+        self._in_file: dict = {}     # code file -> whether a line break is in it
+
+    # ------------------------------------------------------------------ `%mpirun --break`
+    def arm(self, breaks: list, frame) -> None:
+        """Run on, traced, stopping at ``breaks`` (bdb's own breakpoints want files that exist
+        beforehand: a cell's does not, so these are matched here)."""
+        self.line_breaks, self._in_file = list(breaks), {}
+        self.reset()
+        self.botframe = frame
+        self._set_stopinfo(frame, None, -1)   # as bdb's continue: stop at breakpoints only
+        sys.settrace(self.trace_dispatch)
+
+    def break_anywhere(self, frame):
+        path = frame.f_code.co_filename
+        if path not in self._in_file:
+            self._in_file[path] = any(_same_file(path, file) for file, _, _ in self.line_breaks)
+        return self._in_file[path] or super().break_anywhere(frame)
+
+    def break_here(self, frame):
+        for file, line, condition in self.line_breaks:
+            if frame.f_lineno == line and _same_file(frame.f_code.co_filename, file) \
+                    and self._holds(condition, frame):
+                return True
+        return super().break_here(frame)
+
+    def _holds(self, condition, frame) -> bool:
+        if not condition:
+            return True
+        try:
+            return bool(eval(condition, frame.f_globals, frame.f_locals))
+        except Exception as error:  # noqa: BLE001 - as pdb does: stop, and say why
+            self.message(f"*** error in the condition {condition!r}: {type(error).__name__}: {error}")
+            return True
+
+    def set_continue(self):
+        if self.line_breaks:   # stay traced: the next breakpoint may come
+            self._set_stopinfo(self.botframe, None, -1)
+        else:
+            super().set_continue()
 
     # ------------------------------------------------------------------ pdb's side (main thread)
     def interaction(self, frame, tb):
@@ -194,6 +236,10 @@ def position(frame, line: int) -> dict:
         source.pop()   # past the end of the file, or the log folder the kernel added to the cell
     return {"file": display_name(path), "path": path, "line": line, "function": frame.f_code.co_name,
             "source": source}
+
+
+def _same_file(path: str, file: str) -> bool:
+    return is_cell(path) if file == "cell" else path == file or os.path.realpath(path) == file
 
 
 def _more_of_the_cell(frame) -> bool:
