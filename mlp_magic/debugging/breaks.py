@@ -48,4 +48,3 @@ def _checked(condition: str | None) -> str | None:
         raise MlpMagicError(f"{WHAT} --if {quote(condition)}: {getattr(error, 'msg', error)}; "
                             "nothing was set") from None
     return condition
-

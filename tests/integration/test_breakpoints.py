@@ -267,7 +267,8 @@ def test_break_at_a_line_of_a_file_with_a_condition_stops_the_ranks_there(bp, ca
     assert run(bp, f"%%mpirun\nimport sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport steps") is None
     error, out = cell(bp, capsys, f"%mpirun --break {module}:3 --ranks 1-2 --if 'loss < 4'")
     assert error is None and f"breakpoint at {module}:3 on ranks 1-2 where loss < 4" in out, out
-    error, out = cell(bp, capsys, "%%mpirun\nfor i in range(5):\n    steps.step(i + rank)\nprint('done', rank)")
+    error, out = cell(bp, capsys, "%%mpirun\nfor i in range(5):\n    steps.step(i + rank)\n"
+                                  "print('done', rank)")
     assert error is None, out
     # step(i) gets i + rank: rank 1 stops at its second step, rank 2 at its first, both at i = 2
     assert "ranks 1-2 (2) stopped at" in out and "steps.py:3 step" in out, out
@@ -303,6 +304,7 @@ def test_break_in_a_cell_line(bp, capsys):
 ])
 def test_bad_break_lines_are_one_line_each(bp, capsys, line, expected):
     error, out = cell(bp, capsys, line)
-    assert isinstance(error, MlpMagicError) and "\n" not in str(error) and expected in str(error), (error, out)
+    assert isinstance(error, MlpMagicError) and "\n" not in str(error), (error, out)
+    assert expected in str(error), error
     error, out = cell(bp, capsys, "%mpirun --break clear")
     assert "cleared 0 breakpoint(s)" in out, out
