@@ -57,8 +57,17 @@ class RankDebugger(pdb.Pdb):
         self.line_breaks, self._in_file = list(breaks), {}
         self.reset()
         self.botframe = frame
-        self._set_stopinfo(frame, None, -1)   # as bdb's continue: stop at breakpoints only
+        self._run_to_breaks()
         sys.settrace(self.trace_dispatch)
+
+    def _run_to_breaks(self) -> None:
+        """As bdb's continue: stop at breakpoints only. bdb's ``_set_stopinfo`` is private: where
+        it is gone, the three attributes it sets (bdb's since Python 2) are set here."""
+        stopinfo = getattr(super(), "_set_stopinfo", None)
+        if stopinfo is not None:
+            stopinfo(self.botframe, None, -1)
+        else:
+            self.stopframe, self.returnframe, self.stoplineno = self.botframe, None, -1
 
     def break_anywhere(self, frame):
         path = frame.f_code.co_filename
@@ -84,7 +93,7 @@ class RankDebugger(pdb.Pdb):
 
     def set_continue(self):
         if self.line_breaks:   # stay traced: the next breakpoint may come
-            self._set_stopinfo(self.botframe, None, -1)
+            self._run_to_breaks()
         else:
             super().set_continue()
 

@@ -145,3 +145,33 @@ def test_a_kernel_without_the_handler_table_keeps_its_ways_and_says_so(monkeypat
     for kernel in (SimpleNamespace(), SimpleNamespace(shell_handlers={}), SimpleNamespace(shell_handlers=[])):
         assert ipykernel_private.run_every_cell(kernel) is False
     assert list(ipykernel_private.missing()) == ["Kernel.shell_handlers['execute_request']"]
+
+
+def test_the_kernel_serves_our_control_handler_and_awaits_it():
+    """breakpoints: a stopped rank's commands come on the control channel, to a handler of ours in
+    the kernel's table, which may be a coroutine (it waits for pdb's answer without holding the
+    control thread)."""
+    from ipyparallel.engine.kernel import IPythonParallelKernel
+
+    source = inspect.getsource(IPythonParallelKernel.process_control)
+    assert "control_handlers" in source and "isawaitable" in source
+    kernel = SimpleNamespace(control_handlers={})
+    assert ipykernel_private.add_control_handler(kernel, "mlp_x", print) is True
+    assert kernel.control_handlers == {"mlp_x": print}
+    assert ipykernel_private.add_control_handler(SimpleNamespace(), "mlp_x", print) is False
+    assert "Kernel.control_handlers" in ipykernel_private.missing()
+
+
+def test_pdb_has_what_the_rank_debugger_overrides_and_calls():
+    import bdb
+    import pdb
+
+    for name, parameters in {"interaction": ["frame", "traceback"], "get_stack": ["f", "t"],
+                             "stop_here": ["frame"], "break_here": ["frame"], "break_anywhere": ["frame"],
+                             "user_call": ["frame", "argument_list"],
+                             "user_return": ["frame", "return_value"],
+                             "set_continue": [], "format_stack_entry": ["frame_lineno", "lprefix"]}.items():
+        assert list(inspect.signature(getattr(pdb.Pdb, name)).parameters)[1:] == parameters, name
+    assert "curframe_locals" in inspect.getsource(pdb.Pdb.setup)
+    assert list(inspect.signature(bdb.Bdb._set_stopinfo).parameters)[1:4] == ["stopframe", "returnframe",
+                                                                              "stoplineno"]

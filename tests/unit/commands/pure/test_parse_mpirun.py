@@ -6,6 +6,7 @@ import pytest
 
 from mlp_magic.commands.pure.parse import choose_in_line
 from mlp_magic.commands.pure.table import MPIRUN, options_for
+from mlp_magic.errors import MlpMagicError
 from tests.unit.parser_errors import error_of
 
 LINE, CELL = None, "print(1)\n"     # %mpirun (cell=None) and %%mpirun
@@ -225,6 +226,48 @@ def test_compare_takes_the_rest_of_the_line(line, expr, changed):
 def test_pull_and_push_name_a_variable(line, verb, changed):
     choice = choose(line, LINE, {"V": "weights"})
     assert choice.verb.name == verb and fields(choice.options) == defaults(verb, **changed)
+
+
+# ---------------------------------------------------------------- --pdb, --break
+
+@pytest.mark.parametrize("line, cell, command, changed", [
+    ("--pdb p loss", LINE, "p loss", {}),
+    ("--pdb", LINE, "", {}),
+    ("--pdb p x['a'] --ranks 1-3", LINE, "p x['a']", {"ranks": "1-3"}),
+    ("--ranks 0 --pdb n", LINE, "n", {"ranks": "0"}),
+    ("--pdb !y = $z --timeout 5", LINE, "!y = $z", {"timeout": 5.0}),   # no $NAME expansion in it
+    ("--pdb", CELL, "", {}),                                           # %%mpirun --pdb: a block
+    ("--pdb --ranks 2", CELL, "", {"ranks": "2"}),
+])
+def test_pdb_takes_the_rest_of_the_line_as_a_pdb_command(line, cell, command, changed):
+    choice = choose(line, cell)
+    assert choice.verb.name == "pdb"
+    assert fields(choice.options) == defaults("pdb", expression=command, **changed)
+
+
+@pytest.mark.parametrize("line, location, changed", [
+    ("--break train.py:42", ("train.py", 42), {}),
+    ("--break cell:3 --ranks 0-1 --if 'loss > 1'", ("cell", 3), {"ranks": "0-1", "condition": "loss > 1"}),
+    ("--break /a:b/c.py:7", ("/a:b/c.py", 7), {}),
+    ("--break clear", "clear", {}),
+])
+def test_break_names_a_file_and_line(line, location, changed):
+    choice = choose(line, LINE)
+    assert choice.verb.name == "break" and choice.options.name == location
+    assert fields(choice.options) == defaults("break", name=location, **changed)
+
+
+@pytest.mark.parametrize("line, part", [
+    ("--break x.py", "expected FILE:LINE"),
+    ("--break x.py:0", "expected FILE:LINE"),
+    ("--break :3", "expected FILE:LINE"),
+    ("--break x.py:3 --pdb p 1", "--break and --pdb do not go together"),
+    ("--pdb p 1 --if x", "--pdb takes the rest of the line, --if included"),
+])
+def test_bad_pdb_and_break_lines_are_one_line(line, part):
+    with pytest.raises(MlpMagicError) as error:
+        choose(line, LINE)
+    assert part in str(error.value) and "\n" not in str(error.value)
 
 
 # ---------------------------------------------------------------- bad lines

@@ -7,8 +7,8 @@ from datetime import datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlp_magic.world.pure.rank_states import (BUSY, DEAD, IDLE, STARTING, RankState, RankStates, age_text,
-                                              by_host, iso, stragglers, summary_line)
+from mlp_magic.world.pure.rank_states import (BUSY, DEAD, IDLE, PAUSED, STARTING, RankState, RankStates,
+                                              age_text, by_host, iso, stragglers, summary_line)
 
 
 def states(n: int = 4, now: float = 100.0) -> RankStates:
@@ -35,6 +35,30 @@ def test_busy_until_every_request_on_the_rank_ended():
     made.ended(0, 113.0)
     made.ended(1, 113.5)
     assert [(r.state, r.since) for r in made.rows[:2]] == [(IDLE, 113.0), (IDLE, 113.5)]
+
+
+def test_paused_inside_its_request_busy_again_when_moved_on_idle_when_it_ends():
+    made = states()
+    made.sent([0, 1, 2], 110.0)
+    made.paused(0, 111.0)
+    made.paused(1, 111.5)
+    made.paused(3, 111.6)   # an idle rank has no request to be stopped in
+    assert [r.state for r in made.rows] == [PAUSED, PAUSED, BUSY, IDLE]
+    made.resumed([0, 3], 112.0)
+    assert [(r.state, r.since) for r in made.rows[:2]] == [(BUSY, 112.0), (PAUSED, 111.5)]
+    made.ended(1, 113.0)    # `q` or `c` to the end: the request ends
+    assert made.rows[1].state == IDLE and made.rows[1].requests == 0
+    made.paused(2, 114.0)
+    assert summary_line(made.rows, 120.0) == "4 ranks: 2 idle 7 s, 1 busy (rank 0), 1 paused (rank 2)"
+
+
+def test_a_paused_rank_is_never_a_straggler():
+    made = states(8)
+    made.sent(list(range(8)), 100.0)
+    for rank in range(7):
+        made.ended(rank, 101.0)
+    made.paused(7, 101.0)
+    assert stragglers(made.rows, 500.0) == {}
 
 
 def test_dead_stays_dead_and_starting_is_not_made_busy():
