@@ -36,7 +36,8 @@ def show_paused(cell: Cell, live: display.LiveOutput) -> MpirunResult:
     finished = [r.rank for r in shown if r.status != status.PAUSED]
     note = f"{rank_words(sorted(stopped))} stopped at a breakpoint: {HINT}"
     footer = f"{stops_text(stopped, finished=finished)}\n{display.footer(shown, cell.log_dir, note)}"
-    bundle = _bundle(cell, shown, footer, live, None)
+    said = [r for r in shown if r.stdout or r.stderr or r.status != status.PAUSED]   # where they are: below
+    bundle = _bundle(cell, said, footer, live, None)
     cell.mark_shown()
     cell.finished_shown.update(finished)
     return MpirunResult(results, cell.log_dir, None, bundle["text/plain"], bundle.get("text/html", ""))

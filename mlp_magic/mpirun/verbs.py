@@ -2,6 +2,7 @@
 ``--restart`` and ``--stacks`` (commands/table names them)."""
 from __future__ import annotations
 
+from mlp_magic.debugging.pure.stops import HINT, stops_text
 from mlp_magic.errors import MlpMagicError, RankFailure
 from mlp_magic.mpirun.plan import wanted_spec
 from mlp_magic.mpirun.run import run_cell
@@ -32,8 +33,15 @@ def _keep(context, options, result) -> None:
 
 
 def status(context, options) -> None:
+    """The World, its ranks' states, and where its ranks stopped at a breakpoint, if they did."""
     world = context.owner.world
-    print(world.describe() if world else "no World running (the next %%mpirun cell starts one)")
+    if world is None:
+        print("no World running (the next %%mpirun cell starts one)")
+        return
+    print(f"{world.describe()}\n{world.live.summary()}")
+    stopped = getattr(world.busy_job, "paused_ranks", dict)()
+    if stopped:
+        print(f"{stops_text(stopped)}\n{HINT}")
 
 
 def stop(context, options) -> None:

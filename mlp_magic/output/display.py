@@ -129,7 +129,7 @@ def summary(results: list, *, group: bool, diff: bool, footer: str, html_too: bo
     text = "".join(render_groups_text(g, diff=diff) for g in groups)
     if stack_report:
         text = f"{text.rstrip()}\n{stack_report[0]}"
-    bundle = {"text/plain": f"{text.rstrip()}\n{footer}"}
+    bundle = {"text/plain": f"{text.rstrip()}\n{footer}" if text.strip() else footer}
     if html_too:
         markup = "".join(render_groups_html(g, diff=diff) for g in groups)
         markup += stack_report[1] if stack_report else ""

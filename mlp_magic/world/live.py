@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Callable, Optional, Sequence
 
-from mlp_magic.world.pure.rank_states import RankStates, iso
+from mlp_magic.world.pure.rank_states import RankStates, iso, summary_line
 
 STATE_EVERY_S = 0.2     # a change of state reaches the file this soon, at most this often
 OUTPUT_EVERY_S = 1.0    # only last-output times moved: this often is enough (ages are in seconds)
@@ -120,6 +120,11 @@ class LiveWorld:
         with self._lock:
             return {"cell": dict(self.cell) if self.cell else None, "log_dir": self.log_dir,
                     "ranks": self.states.to_json()}
+
+    def summary(self) -> str:
+        """ "4 ranks: 4 paused 12 s": the states counted (world/pure/rank_states.summary_line)."""
+        with self._lock:
+            return summary_line(self.states.rows, self._clock())
 
     # ------------------------------------------------------------------ publishing
     def _versions(self) -> tuple:

@@ -62,6 +62,9 @@ def test_every_rank_stops_at_one_line_and_the_cell_shows_where(bp, capsys):
     assert "ranks 0-3 stopped at a breakpoint in an earlier cell: `%mpirun --pdb CMD`" in str(refused)
     error, out = cell(bp, capsys, "%mpirun --pdb")
     assert error is None and "ranks 0-3 (4) stopped at cell:3 <module>" in out, out
+    error, out = cell(bp, capsys, "%mpirun --status")
+    assert error is None and "\n4 ranks: 4 paused" in out, out
+    assert "ranks 0-3 (4) stopped at cell:3 <module>" in out and "`%mpirun --pdb CMD`" in out, out
 
 
 def test_p_of_a_value_that_differs_per_rank_is_folded(bp, capsys):
