@@ -13,6 +13,7 @@ import time
 
 from mlp_magic.agent import signals as rank_signals
 from mlp_magic.core.ranges import parse_ranks
+from mlp_magic.debugging.pure.stops import HINT
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure import report
@@ -24,10 +25,13 @@ def unblock(context, options) -> None:
         raise MlpMagicError("%mpirun --unblock: no World running")
     chosen = _chosen_ranks(options.ranks, world.np)
     job = world.busy_job
-    busy = job.unfinished_ranks() if job is not None else []
+    stopped = getattr(job, "paused_ranks", dict)()   # at a breakpoint: in pdb, not in a collective
+    busy = [rank for rank in job.unfinished_ranks() if rank not in stopped] if job is not None else []
     wanted = [rank for rank in busy if chosen is None or rank in chosen]
     if not wanted:
-        print("\n".join(_after_the_panels(world, job) or [report.nothing_hung(chosen)]))
+        lines = _after_the_panels(world, job) or [
+            report.stopped_not_hung(sorted(stopped), HINT) if stopped else report.nothing_hung(chosen)]
+        print("\n".join(lines))
         return
     started = time.monotonic()
     signalled, problems = rank_signals.send(world, wanted, "unblock")

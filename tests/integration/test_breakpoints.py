@@ -311,3 +311,23 @@ def test_bad_break_lines_are_one_line_each(bp, capsys, line, expected):
     assert expected in str(error), error
     error, out = cell(bp, capsys, "%mpirun --break clear")
     assert "cleared 0 breakpoint(s)" in out, out
+
+
+def test_unblock_and_stacks_while_stopped_leave_the_process_group_alone(bp, capsys):
+    """Stopped ranks wait in pdb, not in a collective: --unblock says so and changes nothing (it
+    used to close their gloo connections, and the next collective failed); --stacks shows pdb."""
+    assert run(bp, "%%mpirun\nimport torch, torch.distributed as dist\n"
+                   "dist.init_process_group('gloo')") is None
+    try:
+        assert cell(bp, capsys, "%%mpirun\nbreakpoint()\npass")[0] is None
+        error, out = cell(bp, capsys, "%mpirun --stacks")
+        assert error is None and "readline" in out, out
+        error, out = cell(bp, capsys, "%mpirun --unblock")
+        assert error is None, out
+        assert "nothing to unblock: ranks 0-3 stopped at a breakpoint" in out, out
+        assert sorted(stopped_ranks()) == [0, 1, 2, 3]
+        assert cell(bp, capsys, "%mpirun --pdb c")[0] is None
+        error, out = cell(bp, capsys, "%%mpirun\nt = torch.ones(1)\ndist.all_reduce(t)\nprint(t.item())")
+        assert error is None and "4.0" in out, out
+    finally:
+        run(bp, "%%mpirun\ndist.destroy_process_group()")

@@ -24,6 +24,11 @@ def nothing_hung(ranks: list | None) -> str:
     return f"nothing to unblock: no rank{scope} is still running a cell; nothing was changed"
 
 
+def stopped_not_hung(ranks: list, hint: str) -> str:
+    return (f"nothing to unblock: {rank_words(ranks)} stopped at a breakpoint, in pdb and not in a "
+            f"collective; nothing was changed. {hint}")
+
+
 def freed(ranks: list, seconds: float) -> str:
     return (f"{rank_words(ranks)} came free in {seconds:.1f} s: the stuck call failed there, every process "
             "and its state stayed")
