@@ -331,3 +331,24 @@ def test_unblock_and_stacks_while_stopped_leave_the_process_group_alone(bp, caps
         assert error is None and "4.0" in out, out
     finally:
         run(bp, "%%mpirun\ndist.destroy_process_group()")
+
+
+def test_a_stop_the_kernel_did_not_hear_is_said_again(bp, capsys, monkeypatch):
+    """A rank stopping at once can say so before the kernel listens to the cell's messages (a
+    cell then waited forever, now and then): it says it again. Here the kernel misses every
+    rank's first word on purpose."""
+    from mlp_magic.ranks.waiting import PAUSED, Requests
+
+    heard, missed = Requests._on_iopub, set()
+
+    def hard_of_hearing(self, index, msg):
+        if msg.get("header", {}).get("msg_type") == PAUSED and (id(self), index) not in missed:
+            missed.add((id(self), index))
+            return
+        heard(self, index, msg)
+    monkeypatch.setattr(Requests, "_on_iopub", hard_of_hearing)
+    error, elapsed = timed_run(bp, "%%mpirun\nbreakpoint()\npass")
+    assert error is None and elapsed < hang_bound(3.0), elapsed
+    assert len(missed) == 4 and sorted(stopped_ranks()) == [0, 1, 2, 3]
+    assert run(bp, "%mpirun --pdb c") is None
+    capsys.readouterr()

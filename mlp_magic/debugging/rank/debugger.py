@@ -28,6 +28,7 @@ from mlp_magic.core.source_files import OWN_PACKAGE, display_name, is_cell, is_u
 ENGINE_MODULES = ("IPython.*", "ipykernel.*", "ipyparallel.*", "mlp_magic.*", "asyncio.*", "tornado.*",
                   "zmq.*", "traitlets.*", "jupyter_client.*", "runpy", "bdb", "pdb")
 SOURCE_AROUND = 2   # lines shown before and after the one a rank stopped at
+SAID_AGAIN_FIRST_S, SAID_AGAIN_MOST_S = 0.2, 5.0   # a stopped rank says so again after these
 
 
 class RankDebugger(pdb.Pdb):
@@ -167,8 +168,11 @@ class RankDebugger(pdb.Pdb):
             waiters, self._waiters = self._waiters, []
         if self.fresh:
             self.fresh = False
-            self._publish({"stop": self.stops, "where": self.where})
+            self.say_stopped()
         _answer(waiters, reply)
+
+    def say_stopped(self) -> None:
+        self._publish({"stop": self.stops, "where": self.where})
 
     def run_code(self, code: str) -> None:
         """``%%mpirun --pdb``: a block of Python in the current frame, as pdb's ``!`` runs one line."""
@@ -226,12 +230,24 @@ class _Commands:
         while True:
             self._debugger.at_prompt()
             try:
-                kind, text = self._queue.get()
+                kind, text = self._next()
             except KeyboardInterrupt:   # Ctrl-C in the notebook while stopped: debugging ends
                 return "q\n"
             if kind == "line":
                 return text + "\n"
             self._debugger.run_code(text)
+
+    def _next(self) -> tuple:
+        """The next command. Meanwhile the rank says again, less and less often, that it is
+        stopped: its first word can reach the kernel before the kernel listens to the cell's
+        messages (a breakpoint in a cell's first line), and the kernel takes a repeat as one."""
+        wait = SAID_AGAIN_FIRST_S
+        while True:
+            try:
+                return self._queue.get(timeout=wait)
+            except queue.Empty:
+                self._debugger.say_stopped()
+                wait = min(2 * wait, SAID_AGAIN_MOST_S)
 
 
 def position(frame, line: int) -> dict:
