@@ -12,7 +12,7 @@ NOW = 1_764_064_843.0   # 43 s after the cell below started
 
 def world(states: str, hosts: int = 2, **extra) -> dict:
     per_host = max(1, len(states) // hosts)
-    kinds = {"B": "busy", "I": "idle", "D": "dead", "S": "starting"}
+    kinds = {"B": "busy", "I": "idle", "D": "dead", "S": "starting", "P": "paused"}
     ranks = [{"rank": r, "host": f"w{r // per_host}", "state": kinds[c], "since": iso(NOW - 43),
               "last_output": None} for r, c in enumerate(states)]
     return {"id": "w0-1-1", "np": len(states), "mpi": "openmpi", "state": "running", "ranks": ranks,
@@ -40,6 +40,14 @@ def test_stragglers_are_marked_and_named():
     lines = top_lines(doc(late), {}, NOW)
     assert "  ! rank 7: still busy 43 s after most finished" in lines
     assert "  w1        4-7  ...!" in lines
+
+
+def test_ranks_stopped_at_a_breakpoint_are_marked_paused_and_are_no_stragglers():
+    stopped = world("PPPIPPPI")
+    lines = top_lines(doc(stopped), {}, NOW)
+    assert lines[2] == "  8 ranks: 6 paused 43 s, 2 idle (ranks 3,7)"
+    assert lines[4:6] == ["  w0        0-3  ppp.", "  w1        4-7  ppp."]
+    assert not any(line.lstrip().startswith("!") for line in lines)
 
 
 def test_no_world_and_no_document_yet():
