@@ -15,6 +15,7 @@ TIMEOUT = "timeout"        # still running when --timeout passed
 DIED = "died"              # the engine process went away during the cell
 INTERRUPTED = "interrupted"
 PAUSED = "paused"          # stopped at a breakpoint: the cell goes on when the debugger says so
+RUNNING = "running"        # still running while other ranks are stopped at a breakpoint
 QUIT = "quit"              # the debugger was told to quit (`%mpirun --pdb q`, Ctrl-C while stopped)
 # Host statuses (allrun) add these.
 FAILED = "failed"          # the command exited non-zero

@@ -17,19 +17,23 @@ from mlp_magic.core.ranges import parse_ranks, rank_words
 from mlp_magic.core.results import RankResult
 from mlp_magic.debugging.pure.stops import parse_command, stops_text
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.mpirun.cell import Cell
+from mlp_magic.mpirun.cell import Cell, Outcome
 from mlp_magic.mpirun.run import follow
+from mlp_magic.mpirun.show import raise_for_failures
+from mlp_magic.mpirun.whole_output import keep_whole_output
 from mlp_magic.output import display
 from mlp_magic.ranks.ipp_private import send_control
 from mlp_magic.ranks.remote_errors import Failed
 
 REQUEST = "mlp_pdb_request"   # debugging/rank/breakpoints.REQUEST (rank code is not loaded here)
-ANSWER_WAIT_S = 10.0   # a command that leaves the rank where it is (p, where, list): its answer
+# A command that leaves the rank where it is (p, where, list): its answer within this. The rank's
+# control channel serves one request at a time (an interrupt waits behind it): a longer command
+# goes on, and its answer comes with the next `%mpirun --pdb`.
+ANSWER_WAIT_S = 2.0
 STEP_REPLY_S = 0.5     # a step this quick answers in its reply; a longer one is followed
 STEP_BOUND_S = 30.0    # a step (n, s, r, unt) is followed this long; ranks still running are named
 QUIT_GRACE_S = 3.0     # after q: the ranks not stopped (in a collective with the others?) are interrupted
 REPLY_MARGIN_S = 5.0   # the control channel's own time, on top of the rank's wait
-CONTINUING = frozenset({"c", "cont", "continue"})
 
 
 def pdb(context, options) -> None:
@@ -40,6 +44,10 @@ def pdb(context, options) -> None:
                             "the cell, not both")
     if not code and not (options.expression or "").strip():
         print(listing(cell))
+        pending = {rank: reply for rank, reply in ask(cell, sorted(cell.paused_ranks()), {}, 0).items()
+                   if reply and reply.get("output")}   # answers of commands that outlived their request
+        if pending:
+            _show_answers(context, cell, pending, title="(Pdb) answers that came late")
         return
     ranks = chosen_ranks(cell, options.ranks)
     if code:
@@ -129,11 +137,13 @@ def _resume(context, cell: Cell, ranks: list, command, timeout: float | None) ->
     """Move the ranks on, then follow the cell until they stop again or it ends."""
     cell.job.requests.resumed([cell.index_of(rank) for rank in ranks])
     replies = ask(cell, ranks, {"command": command.text}, STEP_REPLY_S)
-    if command.word in CONTINUING:   # like a cell: until the next stop or the end (or --timeout)
-        follow(cell, time.monotonic() + timeout if timeout else None)
+    if command.continues:   # like a cell: until the next stop or the end (or --timeout)
+        _ended(context, cell, follow(cell, time.monotonic() + timeout if timeout else None))
     else:
         bound = timeout or STEP_BOUND_S
-        if follow(cell, time.monotonic() + bound, give_up=False) is None:
+        result = follow(cell, time.monotonic() + bound, give_up=False)
+        _ended(context, cell, result)
+        if result is None:
             running = [rank for rank in cell.unfinished_ranks() if rank not in cell.paused_ranks()]
             print(f"mlp_magic: {rank_words(running)} still running `{command.text}` after {bound:g} s "
                   "(in a collective the other ranks have not reached?): `%mpirun --pdb` lists them "
@@ -146,20 +156,33 @@ def _resume(context, cell: Cell, ranks: list, command, timeout: float | None) ->
 def quit_debugging(context, cell: Cell, ranks: list) -> None:
     """``q`` on the stopped ranks: their cells end with "quit at the debugger"; the ranks not
     stopped are interrupted a moment later, and the cell's end is shown."""
-    cell.quit = True
+    cell.quit = sorted(ranks) == sorted(cell.paused_ranks())   # the debugging ends (not some ranks')
     cell.job.requests.resumed([cell.index_of(rank) for rank in ranks])
     ask(cell, ranks, {"command": "q"}, STEP_REPLY_S)
-    follow(cell, time.monotonic() + QUIT_GRACE_S)
+    _ended(context, cell, follow(cell, time.monotonic() + QUIT_GRACE_S))
+
+
+def _ended(context, cell: Cell, result) -> None:
+    """What the cell's own end does, now that it came (or it stopped again): ``-o NAME`` keeps
+    the result; ranks that failed fail the notebook's cell."""
+    if result is None:
+        return
+    if cell.args.out:
+        keep_whole_output(cell.world, result, cell.args.out, context.notice)
+        context.store(cell.args.out, result)
+    if cell.outcome is not Outcome.PAUSED:
+        raise_for_failures(result)
 
 
 def _show_answers(context, cell: Cell, replies: dict, title: str = "") -> None:
     """Each rank's answer as a cell's output: grouped, numbers folded; no answer named."""
     results = [RankResult(rank=rank, host=cell.world.host_of(rank),
                           stdout=reply.get("output", "") if reply else "",
-                          status=status.OK if reply else status.TIMEOUT)
+                          status=status.OK if _answered(reply) else status.TIMEOUT)
                for rank, reply in sorted(replies.items())]
     silent = [r.rank for r in results if r.status != status.OK]
-    note = f"{rank_words(silent)} gave no answer (still running the command?)" if silent else ""
+    note = (f"{rank_words(silent)} still running the command after {ANSWER_WAIT_S:g} s (or busy with "
+            "an earlier one): `%mpirun --pdb` shows its answer once it is done") if silent else ""
     bundle = display.summary(results, group=True, diff=False, footer=("mlp_magic: " + note) if note else "",
                              html_too=True, fold=True, follows=display.rank_maps(cell.world.layout))
     text = (f"{title}:\n" if title else "") + bundle["text/plain"]
@@ -187,6 +210,10 @@ class ByControl:
                                 "control channel (stopped in a C call?)")
         return {rank: Failed(reply["error"]) if "error" in reply else _unpickled(reply["value"])
                 for rank, reply in replies.items()}
+
+
+def _answered(reply) -> bool:
+    return bool(reply) and reply.get("state") in ("stopped", "ended", "called")
 
 
 def _unpickled(text: str):

@@ -20,6 +20,9 @@ from mlp_magic.stacks.snapshot import stack_snapshot
 from mlp_magic.world.deaths import how_ranks_died, lost_hosts_note
 from mlp_magic.world.host_watch import HostWatch
 
+# Ranks stopped at a breakpoint while the others neither finish, stop nor write for this long
+# (waiting in a collective for the stopped ones?): the cell shows the stopped ones.
+PAUSE_SETTLES_S = 2.0
 # A long cell's GPU inventory (memory, load) is taken again after it, at most this often.
 GPUS_AFTER_LONG_CELL_EVERY_S = 60.0
 LONG_CELL_S = 1.0
@@ -79,13 +82,15 @@ def _follow(cell: Cell, live: display.LiveOutput, deadline: float | None, watch:
     (ranks/waiting), and when output already in is due on screen (``live.wake_at``); a host
     that stops answering wakes it too (world/host_watch), and so does a rank stopping at a
     breakpoint."""
+    settled = _QuietWhileStopped(cell.job.requests)
     try:
         while True:
-            wake = [t for t in (deadline, live.wake_at()) if t is not None]
+            wake = [t for t in (deadline, live.wake_at(), settled.at()) if t is not None]
             if cell.job.wait(min(wake) if wake else None):
                 return Outcome.DONE
-            live.add(cell.new_output())
-            if cell.job.requests.all_paused():
+            chunks = cell.new_output()
+            live.add(chunks)
+            if cell.job.requests.all_paused() or settled.paused(bool(chunks)):
                 return Outcome.PAUSED
             if deadline is not None and time.monotonic() >= deadline:
                 return Outcome.TIMEOUT
@@ -95,6 +100,26 @@ def _follow(cell: Cell, live: display.LiveOutput, deadline: float | None, watch:
                 return _lost_hosts(cell, watch.lost)
     except KeyboardInterrupt:
         return Outcome.INTERRUPTED
+
+
+class _QuietWhileStopped:
+    """Whether ranks stopped at a breakpoint while the others went quiet (neither finished,
+    stopped nor wrote) for ``PAUSE_SETTLES_S``: the cell then shows the stopped ones."""
+
+    def __init__(self, requests):
+        self._requests = requests
+        self._seen: tuple = ()
+        self._since = time.monotonic()
+
+    def at(self) -> float | None:
+        return self._since + PAUSE_SETTLES_S if self._requests.paused else None
+
+    def paused(self, wrote: bool) -> bool:
+        now, state = time.monotonic(), (len(self._requests.paused), len(self._requests.unfinished()))
+        if wrote or state != self._seen:
+            self._seen, self._since = state, now
+            return False
+        return bool(self._requests.paused) and now - self._since >= PAUSE_SETTLES_S
 
 
 def _finish(cell: Cell) -> list:

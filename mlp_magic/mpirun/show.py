@@ -30,14 +30,23 @@ def show(cell: Cell, code: str, results: list, args, live: display.LiveOutput, s
 def show_paused(cell: Cell, live: display.LiveOutput) -> MpirunResult:
     """Every rank still running stopped at a breakpoint: the output so far, where they stopped,
     how to go on. The cell is not over: the World stays busy with it."""
-    results = cell.results(unfinished_status=status.PAUSED)
-    shown = _since_paused(cell, results)
     stopped = cell.paused_ranks()
-    finished = [r.rank for r in shown if r.status != status.PAUSED]
+    results = cell.results(unfinished_status=status.PAUSED)
+    for result in results:
+        if result.status == status.PAUSED and result.rank not in stopped:
+            result.status = status.RUNNING   # not stopped: in a collective with the stopped ones?
+    shown = _since_paused(cell, results)
+    running = [r.rank for r in results if r.status == status.RUNNING]
+    finished = [r.rank for r in shown if r.status not in (status.PAUSED, status.RUNNING)]
     note = f"{rank_words(sorted(stopped))} stopped at a breakpoint: {HINT}"
-    footer = f"{stops_text(stopped, finished=finished)}\n{display.footer(shown, cell.log_dir, note)}"
-    said = [r for r in shown if r.stdout or r.stderr or r.status != status.PAUSED]   # where they are: below
+    if running:
+        note += (f"; {rank_words(running)} still running (waiting in a collective for the stopped "
+                 "ranks?): they go on once those do")
+    text = stops_text(stopped, running=running, finished=finished)
+    footer = f"{text}\n{display.footer(shown, cell.log_dir, note)}"
+    said = [r for r in shown if r.stdout or r.stderr or r.status not in (status.PAUSED, status.RUNNING)]
     bundle = _bundle(cell, said, footer, live, None)
+    cell.world.live.flush()   # the record says paused when the cell returns, as it says idle at an end
     cell.mark_shown()
     cell.finished_shown.update(finished)
     return MpirunResult(results, cell.log_dir, None, bundle["text/plain"], bundle.get("text/html", ""))
@@ -83,7 +92,7 @@ def outcome_note(cell: Cell) -> str:
 def raise_for_failures(result: MpirunResult) -> None:
     """RankFailure for a cell that ended with ranks that did not succeed (not while ranks are
     stopped at a breakpoint: the cell is not over)."""
-    failed = [r for r in result.results if r.status != status.OK]
+    failed = [r for r in result.results if r.status not in (status.OK, status.QUIT)]   # q: the user's
     if failed and not any(r.status == status.PAUSED for r in failed):
         kinds = sorted({r.status for r in failed})
         raise RankFailure(f"{' / '.join(kinds)} on ranks {fold_ranks(r.rank for r in failed)} "

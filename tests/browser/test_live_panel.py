@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -20,6 +21,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 IDLE_4 = {r: "idle" for r in range(4)}
 BUSY_4 = {r: "busy" for r in range(4)}
+PAUSED_4 = {r: "paused" for r in range(4)}
+PAUSED_BLUE = "rgb(25, 118, 210)"   # --jp-brand-color1 of the light theme: a paused rank's state
+# {rank: [state text, whether it fits its column, colour, font style, tooltip]} of the rank rows.
+ROW_LOOKS = """rows => Object.fromEntries(rows.map(row => {
+  const state = row.querySelector('.jp-MlpLive-rankState');
+  const look = getComputedStyle(state);
+  return [row.dataset.rank, [state.textContent, state.scrollWidth <= state.clientWidth, look.color,
+                             look.fontStyle, row.title]];
+}))"""
 
 
 @pytest.fixture
@@ -112,6 +122,39 @@ def test_the_unblock_button_ends_a_hung_collective_and_the_ranks_keep_their_stat
     kernel.run("%%mpirun\nt = torch.ones(1)\ndist.all_reduce(t)\n"
                "assert int(t.item()) == 4 and state == 7 * rank")
     assert kernel.next(60) == {"ended": True, "error": None}
+
+
+def test_ranks_stopped_at_a_breakpoint_are_shown_paused_then_idle_after_continue(watched_world):
+    """Issue 33: breakpoint() on every rank returns the cell; the panel shows the ranks paused (the
+    state, in its own blue, the summary), never as stragglers; after `%mpirun --pdb c`, idle."""
+    kernel, panel = watched_world
+    kernel.run("%%mpirun\nx = rank\nbreakpoint()\ny = x + 1")
+    assert kernel.next(60) == {"ended": True, "error": None}   # every rank stopped: the cell returned
+    assert panel.wait_for_states(PAUSED_4, hang_bound(1.0)) is not None
+    summary = panel.locator(".jp-MlpLive-summary").first
+    panel.page.wait_for_function("s => s.textContent.startsWith('4 ranks: 4 paused')",
+                                 arg=summary.element_handle(), timeout=UI_TIMEOUT_MS)
+    assert re.fullmatch(r"4 ranks: 4 paused \d+ s", summary.inner_text()), summary.inner_text()
+    looks = panel.locator(".jp-MlpLive-rank[data-rank]").evaluate_all(ROW_LOOKS)
+    assert sorted(looks) == ["0", "1", "2", "3"], looks
+    for rank, (text, fits, colour, font_style, title) in looks.items():
+        assert (text, fits, colour, font_style) == ("paused", True, PAUSED_BLUE, "italic"), looks[rank]
+        assert "stopped at a breakpoint" in title and "%mpirun --pdb c" in title, title
+    assert panel.locator(".jp-MlpLive-rank.jp-mod-straggler").count() == 0
+    assert panel.locator(".jp-MlpLive-stragglers").is_hidden()
+    panel.page.screenshot(path=str(ARTIFACTS / "mlp-live-panel-paused.png"))
+
+    kernel.run("%mpirun --pdb c")
+    assert kernel.next(30) == {"ended": True, "error": None}
+    assert panel.wait_for_states(IDLE_4, hang_bound(1.0)) is not None
+    panel.page.wait_for_function("s => s.textContent.startsWith('4 ranks: 4 idle')",
+                                 arg=summary.element_handle(), timeout=UI_TIMEOUT_MS)
+    looks = panel.locator(".jp-MlpLive-rank[data-rank]").evaluate_all(ROW_LOOKS)
+    for rank, (text, fits, colour, font_style, title) in looks.items():
+        assert (text, fits, font_style) == ("idle", True, "normal") and colour != PAUSED_BLUE, looks[rank]
+        assert "breakpoint" not in title, title
+    kernel.run("%%mpirun\nassert y == rank + 1")   # the stopped cell went on to its end
+    assert kernel.next(30) == {"ended": True, "error": None}
 
 
 def test_a_kept_world_whose_kernel_was_killed_is_shown_and_its_restart_says_stop(browser, start_lab, kernel):

@@ -89,7 +89,11 @@ export interface IHostStatus {
   health: IHostHealth | null;
 }
 
-export type RankState = 'starting' | 'idle' | 'busy' | 'dead';
+/**
+ * A rank's state (world/pure/rank_states.py STATES): `paused` while it is stopped at a breakpoint
+ * inside a cell (`%mpirun --pdb c` moves it on), waiting for the user, not late.
+ */
+export type RankState = 'starting' | 'idle' | 'busy' | 'paused' | 'dead';
 
 /** One rank of a World (core/rank_states.py RankState.to_json). Times are ISO 8601 of the server's clock. */
 export interface IRank {

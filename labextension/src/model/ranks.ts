@@ -2,20 +2,20 @@
  * A World's ranks as the panel lists them (pure: no DOM): by state, by host, one row each.
  * Times are compared with `nowMs`, the server's clock as the panel estimates it.
  */
-import type { IRank } from './documents';
+import type { IRank, RankState } from './documents';
 import { ageSeconds, formatAge, median, rankList, shortAge } from './format';
 
 // ---------------------------------------------------------------- ranks by state
 
-/** The order of states when counts tie, and in lists. */
-export const STATE_ORDER = ['busy', 'idle', 'starting', 'dead'];
+/** The order of states when counts tie, and in lists: every RankState (others come after). */
+export const STATE_ORDER: readonly RankState[] = ['busy', 'paused', 'idle', 'starting', 'dead'];
 
 export function stateOf(rank: IRank): string {
   return rank.state ? String(rank.state) : 'unknown';
 }
 
 function stateRank(state: string): number {
-  const i = STATE_ORDER.indexOf(state);
+  const i = (STATE_ORDER as readonly string[]).indexOf(state);
   return i < 0 ? STATE_ORDER.length : i;
 }
 
@@ -26,7 +26,7 @@ export interface IStateGroup {
   age: number | null;
 }
 
-/** The ranks by state: the largest group first (ties: busy, idle, starting, dead, others). */
+/** The ranks by state: the largest group first (ties: busy, paused, idle, starting, dead, others). */
 export function stateGroups(ranks: IRank[], nowMs: number): IStateGroup[] {
   const byState = new Map<string, { ranks: number[]; ages: number[] }>();
   for (const rank of ranks) {
@@ -115,6 +115,13 @@ export interface IRankText {
   output: string;
   /** "rank 17 on w2: busy for 43 s, last output 2 s ago" */
   title: string;
+}
+
+/** What a rank's row adds on hover for its state: a paused rank waits for the user, and how to move it on. */
+export function stateHint(state: string): string {
+  return state === 'paused'
+    ? 'stopped at a breakpoint, waiting for you: `%mpirun --pdb c` continues it, `%mpirun --pdb q` ends the debugging'
+    : '';
 }
 
 export function rankText(rank: IRank, nowMs: number): IRankText {

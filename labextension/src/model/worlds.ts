@@ -69,7 +69,8 @@ function cellRanks(world: IWorld): IRank[] {
 /**
  * Ranks to look at: those still busy LATE_AFTER_S after most of the cell's ranks finished, or,
  * while most are busy, those silent much longer than the others (SILENT_FACTOR times the
- * median silence, and at least SILENT_MIN_S).
+ * median silence, and at least SILENT_MIN_S). A paused rank (stopped at a breakpoint) waits for
+ * the user: it is never a straggler, and it is not one that finished either.
  */
 export function stragglers(world: IWorld, nowMs: number): IStraggler[] {
   const ranks = cellRanks(world);

@@ -3,7 +3,7 @@
  * around) exist in the DOM, and a row is written only when what it shows changed.
  */
 import type { IRank } from '../model/documents';
-import { RankRow, rankRows, rankText } from '../model/ranks';
+import { RankRow, rankRows, rankText, stateHint } from '../model/ranks';
 import { el, setAttr, setText } from './dom';
 
 /** Every row is this tall (CSS: .jp-MlpLive-rank, .jp-MlpLive-hostrow). */
@@ -149,6 +149,7 @@ export class RankList {
     const rank = row.rank;
     const text = rankText(rank, this._nowMs);
     const straggler = this._marks.stragglers.get(rank.rank);
+    const hint = stateHint(text.state);
     setAttr(node, 'data-rank', String(rank.rank));
     setAttr(node, 'data-state', text.state);
     node.classList.toggle('jp-mod-straggler', straggler !== undefined);
@@ -161,6 +162,7 @@ export class RankList {
     node.title =
       text.title +
       (rank.engine_id !== undefined && rank.engine_id !== null ? `, engine ${rank.engine_id}` : '') +
+      (hint ? `\n${hint}` : '') +
       (straggler ? `\nstraggler: ${straggler}` : '') +
       '\nclick to select it (for Tail and the snippet)';
   }

@@ -24,17 +24,29 @@ REFUSED = {"interact": "it reads a console's input",
 HINT = "`%mpirun --pdb CMD` sends a pdb command to them (`c` continues, `q` ends the debugging)"
 
 
+CONTINUING = frozenset({"c", "cont", "continue"})
+
+
 class PdbCommand(Record, frozen=True):
+    """One line for pdb: ``words`` are its commands' first words (pdb runs ``a;; b`` as two)."""
     text: str
-    word: str
+    words: tuple
+
+    @property
+    def word(self) -> str:
+        return self.words[0]
 
     @property
     def resumes(self) -> bool:
-        return self.word in RESUMING
+        return any(word in RESUMING for word in self.words)
+
+    @property
+    def continues(self) -> bool:
+        return any(word in CONTINUING for word in self.words)
 
     @property
     def quits(self) -> bool:
-        return self.word in QUITTING
+        return any(word in QUITTING for word in self.words)
 
 
 def parse_command(text: str) -> PdbCommand:
@@ -46,12 +58,16 @@ def parse_command(text: str) -> PdbCommand:
     if "\n" in line:
         raise MlpMagicError("%mpirun --pdb: one command per line; a block of Python goes in a "
                             "`%%mpirun --pdb` cell")
-    word = line.split(None, 1)[0]
-    if word.startswith("!"):
-        word = "!"
-    if word in REFUSED:
-        raise MlpMagicError(f"%mpirun --pdb: {quote(word)} cannot be sent to the ranks: {REFUSED[word]}")
-    return PdbCommand(text=line, word=word)
+    words = tuple(_first_word(part) for part in line.split(";;") if part.strip()) or ("",)
+    for word in words:
+        if word in REFUSED:
+            raise MlpMagicError(f"%mpirun --pdb: {quote(word)} cannot be sent to the ranks: {REFUSED[word]}")
+    return PdbCommand(text=line, words=words)
+
+
+def _first_word(command: str) -> str:
+    word = command.split(None, 1)[0]
+    return "!" if word.startswith("!") else word
 
 
 def position_key(where: dict) -> tuple:

@@ -47,7 +47,14 @@ def stop_here(*args, **kwargs):
 
 
 def stop(frame) -> None:
-    """Stop this rank in ``frame``, for commands from the notebook."""
+    """Stop this rank in ``frame``, for commands from the notebook. Only the main thread stops:
+    it runs the cell, whose end ends the debugging (a thread's stop could outlive its cell)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        print(f"mlp_magic: breakpoint() in thread {threading.current_thread().name!r} not stopped at: "
+              "a rank stops in its main thread only", file=sys.stderr, flush=True)
+        return
     _debugger().set_trace(frame)
 
 
@@ -61,7 +68,8 @@ def _debugger():
     if debugger is None or debugger.quitting:
         from mlp_magic.debugging.rank.debugger import RankDebugger
 
-        debugger = _STATE["debugger"] = RankDebugger(lambda content: _publish(kernel, content))
+        parent = kernel.get_parent("shell")   # the cell's request: its stops are said as its messages
+        debugger = _STATE["debugger"] = RankDebugger(lambda content: _publish(kernel, parent, content))
     return debugger
 
 
@@ -100,7 +108,8 @@ def conditional(ranks, when, frame) -> None:
         return
     if not when:
         return
-    if os.environ.get("PYTHONBREAKPOINT") == "0":
+    if os.environ.get("PYTHONBREAKPOINT"):   # "0": none; "module.function": that hook
+        sys.__breakpointhook__()
         return
     stop(frame)
 
@@ -125,19 +134,19 @@ def _call(blob: str) -> dict:
     module, _, name = target.partition(":")
     try:
         value = getattr(importlib.import_module(module), name)(*args)
+        return {"state": "called", "value": base64.b64encode(pickle.dumps(value)).decode()}
     except Exception as error:  # noqa: BLE001 - the kernel shows it as that rank's answer
         return {"state": "called", "error": f"{type(error).__name__}: {error}"}
-    return {"state": "called", "value": base64.b64encode(pickle.dumps(value)).decode()}
 
 
-def _publish(kernel, content: dict) -> None:
-    """``PAUSED`` on iopub, as a message of the running cell (the kernel's wait follows it)."""
+def _publish(kernel, parent, content: dict) -> None:
+    """``PAUSED`` on iopub, as a message of the cell (the kernel's wait follows it)."""
     for stream in (sys.stdout, sys.stderr):   # what the cell printed first reaches the notebook first
         try:
             stream.flush()
         except Exception:  # noqa: BLE001 - a closed or odd stream must not keep the rank from stopping
             pass
-    kernel.session.send(kernel.iopub_socket, PAUSED, content, parent=kernel.get_parent("shell"),
+    kernel.session.send(kernel.iopub_socket, PAUSED, content, parent=parent,
                         ident=b"mlp_magic." + PAUSED.encode())
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import io
 import linecache
 import os
 import pdb
@@ -36,7 +35,7 @@ class RankDebugger(pdb.Pdb):
 
     def __init__(self, publish):
         self._commands = _Commands(self)
-        self._output = io.StringIO()
+        self._output = _Output()
         super().__init__(stdin=self._commands, stdout=self._output, skip=ENGINE_MODULES,
                          nosigint=True, readrc=False)
         self.prompt = ""
@@ -164,8 +163,9 @@ class RankDebugger(pdb.Pdb):
             if self.fresh:
                 self.stops += 1
             self.where = position(frame, frame.f_lineno)
-            reply = self._snapshot()
             waiters, self._waiters = self._waiters, []
+            # with nobody waiting (a command that outlived its request), its answer waits for the next
+            reply = self._snapshot() if waiters else None
         if self.fresh:
             self.fresh = False
             self.say_stopped()
@@ -178,7 +178,7 @@ class RankDebugger(pdb.Pdb):
         """``%%mpirun --pdb``: a block of Python in the current frame, as pdb's ``!`` runs one line."""
         try:
             compiled = compile(code, "<pdb cell>", "exec")
-            with redirect_stdout(self._output):
+            with redirect_stdout(self._output):   # print() in the block: its answer
                 exec(compiled, self.curframe.f_globals, self.curframe_locals)
         except Exception as error:  # noqa: BLE001 - shown under the rank, as pdb shows its errors
             self.message("".join(traceback.format_exception_only(type(error), error)).rstrip())
@@ -198,12 +198,13 @@ class RankDebugger(pdb.Pdb):
             return await asyncio.wait_for(asyncio.wrap_future(future), wait)
         except asyncio.TimeoutError:
             with self._lock:
+                if future in self._waiters:   # its answer now waits for the next request
+                    self._waiters.remove(future)
                 snapshot = self._snapshot()
             return {**snapshot, "state": "running" if snapshot["state"] == "busy" else snapshot["state"]}
 
     def _snapshot(self) -> dict:
-        output = self._output.getvalue()
-        self.stdout = self._output = io.StringIO()   # pdb writes to the new one from now on
+        output = self._output.take()
         where = self.where if self.state == "stopped" else None
         return {"state": self.state, "output": output, "where": where, "stop": self.stops}
 
@@ -214,6 +215,27 @@ class RankDebugger(pdb.Pdb):
             reply = self._snapshot()
             waiters, self._waiters = self._waiters, []
         _answer(waiters, reply)
+
+
+class _Output:
+    """pdb's stdout: written by the main thread, taken whole by the control thread."""
+
+    def __init__(self):
+        self._parts: list = []
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def take(self) -> str:
+        with self._lock:
+            parts, self._parts = self._parts, []
+        return "".join(parts)
 
 
 class _Commands:

@@ -22,6 +22,7 @@ _ACCENTS = {
     "timeout": "#ef6c00",
     "interrupted": "#ef6c00",
     "paused": "#1565c0",
+    "running": "#1565c0",
     "quit": "#ef6c00",
     "unreachable": "#6a1b9a",
 }

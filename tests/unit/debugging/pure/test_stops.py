@@ -23,6 +23,8 @@ def where(line, file="cell", function="<module>", source=None):
     ("!x = 1", "!", False, False),
     ("!x=1", "!", False, False),
     ("where", "where", False, False),
+    ("p x;; n", "p", True, False),     # pdb runs both: the ranks move on
+    ("p x;;q", "p", False, True),
 ])
 def test_a_command_is_read_as_pdb_reads_it(text, word, resumes, quits):
     command = parse_command(text)
@@ -37,6 +39,7 @@ def test_a_command_is_read_as_pdb_reads_it(text, word, resumes, quits):
     ("interact", "'interact' cannot be sent to the ranks"),
     ("debug f()", "'debug' cannot be sent"),
     ("run", "restarts the program"),
+    ("p 1;; interact", "'interact' cannot be sent"),
 ])
 def test_a_command_no_rank_can_serve_is_one_line(text, part):
     with pytest.raises(MlpMagicError) as error:
