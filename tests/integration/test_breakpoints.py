@@ -230,8 +230,26 @@ def test_bad_input_is_one_line_each(bp, capsys):
 
 def test_an_empty_command_is_one_line(bp, capsys):
     assert cell(bp, capsys, ONE_LINE)[0] is None
+    for line in ("%mpirun --pdb ''", "%mpirun --pdb ;;"):
+        error, out = cell(bp, capsys, line)
+        assert isinstance(error, MlpMagicError) and "the command is empty" in str(error), (line, error)
     error, out = cell(bp, capsys, "%%mpirun --pdb p x\nx = 1")
     assert isinstance(error, MlpMagicError) and "not both" in str(error), error
+    assert sorted(stopped_ranks()) == [0, 1, 2, 3]
+
+
+def test_list_args_and_until(bp, capsys):
+    assert cell(bp, capsys, "%%mpirun\ndef f(a, b=2):\n    breakpoint()\n    for i in range(3):\n"
+                            "        a += i\n    return a\nf(rank)")[0] is None
+    error, out = cell(bp, capsys, "%mpirun --pdb args")
+    assert error is None and "a = {rank}" in out and "b = 2" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb list")
+    assert error is None and "for i in range(3):" in out and "->" in out, out
+    assert cell(bp, capsys, "%mpirun --pdb n")[0] is None   # at the loop's next line
+    error, out = cell(bp, capsys, "%mpirun --pdb unt 5")
+    assert error is None and "ranks 0-3 (4) stopped at cell:5 f" in out, out
+    error, out = cell(bp, capsys, "%mpirun --pdb p a")
+    assert error is None and "{3,4,5,6}" in out, out
 
 
 def test_a_step_into_a_collective_names_the_ranks_still_in_it(bp, capsys):

@@ -52,7 +52,7 @@ class PdbCommand(Record, frozen=True):
 def parse_command(text: str) -> PdbCommand:
     """One pdb command line, as typed after ``--pdb``; one error naming what cannot be sent."""
     line = (text or "").strip()
-    if not line:
+    if not line.strip("'\"; "):   # '', "", ;; : nothing for pdb to run
         raise MlpMagicError("%mpirun --pdb: the command is empty: give a pdb command such as "
                             "`p loss`, `n`, `c` or `q` (`%mpirun --pdb` alone lists the stopped ranks)")
     if "\n" in line:

@@ -35,6 +35,8 @@ def test_a_command_is_read_as_pdb_reads_it(text, word, resumes, quits):
 @pytest.mark.parametrize("text, part", [
     ("", "the command is empty"),
     ("   ", "the command is empty"),
+    ("''", "the command is empty"),
+    (";;", "the command is empty"),
     ("p 1\np 2", "one command per line"),
     ("interact", "'interact' cannot be sent to the ranks"),
     ("debug f()", "'debug' cannot be sent"),
