@@ -132,6 +132,16 @@ def add_control_handler(kernel, msg_type: str, handler) -> bool:
     return True
 
 
+def shell_parent(kernel):
+    """The shell request the kernel is running (``get_parent("shell")``, one of ``KERNEL_HOOKS``):
+    a stopped rank says so as a message of that cell. None, noted missing, where it is gone."""
+    get_parent = getattr(kernel, "get_parent", None)
+    if not callable(get_parent):
+        _MISSING["Kernel.get_parent"] = "breakpoints on the ranks (debugging/rank/breakpoints)"
+        return None
+    return get_parent("shell")
+
+
 def current_kernel():
     """This engine's kernel (ipykernel's singleton), or None outside one."""
     from ipykernel.kernelbase import Kernel

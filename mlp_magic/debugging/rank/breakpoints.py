@@ -68,7 +68,12 @@ def _debugger():
     if debugger is None or debugger.quitting:
         from mlp_magic.debugging.rank.debugger import RankDebugger
 
-        parent = kernel.get_parent("shell")   # the cell's request: its stops are said as its messages
+        from mlp_magic.engine.ipykernel_private import shell_parent
+
+        parent = shell_parent(kernel)   # the cell's request: its stops are said as its messages
+        if parent is None:
+            raise RuntimeError("breakpoint(): this rank's ipykernel does not say which request it "
+                               "runs (Kernel.get_parent), so the notebook could not learn it stopped")
         debugger = _STATE["debugger"] = RankDebugger(lambda content: _publish(kernel, parent, content))
     return debugger
 

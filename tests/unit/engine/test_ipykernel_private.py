@@ -160,6 +160,10 @@ def test_the_kernel_serves_our_control_handler_and_awaits_it():
     assert kernel.control_handlers == {"mlp_x": print}
     assert ipykernel_private.add_control_handler(SimpleNamespace(), "mlp_x", print) is False
     assert "Kernel.control_handlers" in ipykernel_private.missing()
+    asked = SimpleNamespace(get_parent=lambda channel: {"channel": channel})
+    assert ipykernel_private.shell_parent(asked) == {"channel": "shell"}
+    assert ipykernel_private.shell_parent(SimpleNamespace()) is None
+    assert "Kernel.get_parent" in ipykernel_private.missing()
 
 
 def test_pdb_has_what_the_rank_debugger_overrides_and_calls():
