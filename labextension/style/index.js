@@ -1,1 +1,4 @@
 import './base.css';
+import './grid.css';
+import './heatmap.css';
+import './frontends.css';

@@ -9,7 +9,7 @@ from pathlib import Path
 from mlp_magic.cluster.live import LIVENESS_EVERY_S
 
 CONTRACT_S = 15.0
-README = Path(__file__).resolve().parents[3] / "README.md"
+README = Path(__file__).resolve().parents[3] / "docs" / "reference" / "rest.md"
 
 
 def test_a_dead_kernels_world_is_checked_often_enough_to_leave_within_the_contract():
