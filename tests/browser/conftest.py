@@ -170,3 +170,21 @@ def start_lab(tmp_path, labextensions_dir):
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch):
+    """The folder where kernels publish their Worlds, for this test (the lab server's too)."""
+    folder = tmp_path / "worlds"
+    folder.mkdir()
+    monkeypatch.setenv("MLP_MAGIC_STATE_DIR", str(folder))
+    ARTIFACTS.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def hostfile_64(tmp_path):
+    """64 hosts of 8 slots on loopback addresses."""
+    path = tmp_path / "hostfile"
+    path.write_text("".join(f"127.0.1.{h + 1} slots=8\n" for h in range(64)))
+    return path

@@ -33,15 +33,6 @@ ROW_LOOKS = """rows => Object.fromEntries(rows.map(row => {
 
 
 @pytest.fixture
-def state_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "worlds"
-    folder.mkdir()
-    monkeypatch.setenv("MLP_MAGIC_STATE_DIR", str(folder))   # the lab server's, too
-    ARTIFACTS.mkdir(exist_ok=True)
-    return folder
-
-
-@pytest.fixture
 def kernel(state_dir):
     started = Kernel(state_dir)
     yield started
@@ -227,21 +218,15 @@ requestAnimationFrame(frame);
 """
 RESET = "window.__mlpLongTasks = []; window.__mlpFrameGap = 0"
 MEASURED = "[window.__mlpLongTasks, Math.round(window.__mlpFrameGap)]"
-# Every rank row the virtual list draws, scrolled through a view at a time: {rank: state}, and
-# the most rows that were in the DOM at once.
-SCROLL_THROUGH = """async list => {
-  const frame = () => new Promise(done => requestAnimationFrame(() => done()));
-  const seen = {};
-  let most = 0;
-  if (!list.clientHeight) return [seen, most];   // not laid out: nothing would ever be drawn
-  for (let top = 0; top < list.scrollHeight; top += list.clientHeight) {
-    list.scrollTop = top;
-    await frame(); await frame();
-    const rows = list.querySelectorAll('.jp-MlpLive-rank[data-rank]');
-    most = Math.max(most, list.children.length);
-    for (const row of rows) seen[row.dataset.rank] = row.dataset.state;
-  }
-  return [seen, most];
+# The rank grid: {rank: state} of every cell, {state: background colour}, the cells' area
+# [width, height] in px, and whether the grid fits its width (no horizontal scrolling).
+GRID_CELLS = """grid => {
+  const cells = [...grid.querySelectorAll('.jp-MlpLive-gridCell[data-rank]')];
+  const seen = Object.fromEntries(cells.map(c => [c.dataset.rank, c.dataset.state]));
+  const colours = Object.fromEntries(cells.map(c => [c.dataset.state, getComputedStyle(c).backgroundColor]));
+  const area = grid.querySelector('.jp-MlpLive-gridArea').getBoundingClientRect();
+  const fits = grid.scrollWidth <= grid.clientWidth && area.right <= grid.getBoundingClientRect().right;
+  return [seen, colours, [Math.round(area.width), Math.round(area.height)], fits];
 }"""
 
 
@@ -253,15 +238,34 @@ def flip(record: dict, step: int) -> dict:
     return {str(row["rank"]): row["state"] for row in record["ranks"]}
 
 
-@pytest.fixture
-def hostfile_64(tmp_path):
-    path = tmp_path / "hostfile"
-    path.write_text("".join(f"127.0.1.{h + 1} slots=8\n" for h in range(64)))
-    return path
+def _hover_then_select_17_to_21(panel: Panel, wanted: dict) -> None:
+    """Hover names rank 17; a click on it and a shift-click on 21 select 17-21 for the snippet;
+    Escape clears them."""
+    page = panel.page
+    cell = panel.locator('.jp-MlpLive-gridCell[data-rank="17"]')
+    cell.hover()
+    tip = panel.locator(".jp-MlpLive-gridTip")
+    tip.wait_for(state="visible", timeout=5000)
+    said = tip.inner_text()
+    assert said.startswith(f"rank 17 on 127.0.1.3 (local rank 1)\n{wanted['17']} for "), said
+    cell.click()
+    panel.locator('.jp-MlpLive-gridCell[data-rank="21"]').click(modifiers=["Shift"])
+    snippet = panel.locator(".jp-MlpLive-snippetText")
+    page.wait_for_function("s => s.textContent === '%mpirun --ranks 17-21 --where'",
+                           arg=snippet.element_handle(), timeout=5000)
+    assert panel.locator(".jp-MlpLive-gridCell.jp-mod-selected").count() == 5
+    page.screenshot(path=str(ARTIFACTS / "mlp-live-panel-512.png"))
+    page.keyboard.press("Escape")
+    page.wait_for_function("s => s.textContent !== '%mpirun --ranks 17-21 --where'",
+                           arg=snippet.element_handle(), timeout=5000)
+    assert panel.locator(".jp-MlpLive-gridCell.jp-mod-selected").count() == 0
 
 
 def test_512_ranks_on_64_hosts_all_render_within_the_long_task_budget(
         browser, start_lab, state_dir, hostfile_64):
+    """Issue 34: 512 ranks as a grid (a line of 8 cells per host) that flips 4 times a second
+    with no long task; every cell shows its rank's last state; hover names a rank; click and
+    shift-click select ranks for the snippet."""
     record_path = big_world(state_dir, 64, 8)
     record = json.loads(record_path.read_text())
     lab = start_lab(hostfile=str(hostfile_64), probe_timeout=0.2)
@@ -284,16 +288,17 @@ def test_512_ranks_on_64_hosts_all_render_within_the_long_task_budget(
     page.wait_for_function(f"s => s.textContent.startsWith('512 ranks: {idle} idle')",
                            arg=summary.element_handle(), timeout=10_000)
     flipping = page.evaluate(MEASURED)
-    page.evaluate(RESET)
-    seen, most_rows = panel.locator(".jp-MlpLive-ranks").evaluate(SCROLL_THROUGH)
-    scrolling = page.evaluate(MEASURED)
+    grid = panel.locator(".jp-MlpLive-grid")
+    seen, colours, area, fits = grid.evaluate(GRID_CELLS)
     print(f"\n512 ranks, tasks over 50 ms (ms) and the longest gap between frames (ms): opening the panel "
-          f"{opened}, 20 changes in 5 s {flipping}, scrolling through {scrolling}; "
-          f"at most {most_rows} rows in the DOM")
-    page.screenshot(path=str(ARTIFACTS / "mlp-live-panel-512.png"))
-    assert seen == wanted   # every rank drawn, each with its last state
-    assert most_rows < 60   # virtual: the rows in view and a few around
-    assert opened[0] == [] and flipping[0] == [] and scrolling[0] == [], (opened, flipping, scrolling)
+          f"{opened}, 20 changes in 5 s {flipping}; grid {area[0]} x {area[1]} px")
+    assert seen == wanted   # every rank's cell, each with its last state
+    assert len(colours) == 2 and colours["busy"] != colours["idle"], colours   # one colour a state
+    assert area[1] <= 640 and fits, (area, fits)   # 10 px a host, no horizontal scrolling
+    assert panel.locator(".jp-MlpLive-ranks").is_hidden()   # the grid, not the list
+    assert opened[0] == [] and flipping[0] == [], (opened, flipping)
+
+    _hover_then_select_17_to_21(panel, wanted)
     page.close()
 
 
@@ -352,6 +357,94 @@ def test_64_hosts_of_8_gpus_and_512_ranks_render_as_a_heatmap_within_the_long_ta
     over_50_ms, gap = page.evaluate(MEASURED)
     print(f"\n512 ranks, 512 GPUs, 6 s of live changes: tasks over 50 ms {over_50_ms}, "
           f"longest gap between frames {gap} ms")
-    page.screenshot(path=str(ARTIFACTS / "mlp-live-panel-heatmap.png"))
     assert over_50_ms == [], over_50_ms
+    _heatmap_reads_in_the_sidebar(page, heatmap)
+    page.close()
+
+
+# The heatmap's axes: [row labels], [column labels], the caption, the grid's box, and whether the
+# GPU section fits its width (no horizontal scrolling).
+HEAT_AXES = """s => {
+  const texts = sel => [...s.querySelectorAll(sel)].map(n => n.textContent);
+  const grid = s.querySelector('.jp-MlpLive-heatGrid').getBoundingClientRect();
+  const right = s.getBoundingClientRect().right;
+  const fits = s.scrollWidth <= s.clientWidth && grid.right <= right + 0.5 ||
+    [s.scrollWidth, s.clientWidth, grid.right, right];
+  return [texts('.jp-MlpLive-heatRowLabel'), texts('.jp-MlpLive-heatColLabel'),
+          s.querySelector('.jp-MlpLive-heatmapCaption').textContent,
+          [Math.round(grid.width), Math.round(grid.height)], fits];
+}"""
+
+
+def _heatmap_reads_in_the_sidebar(page, heatmap) -> None:
+    """Issue 34: hosts labelled at the left (every 2nd of 64; hover names each), GPUs 0-7 on top,
+    10 px rows that fit the sidebar; a legend with the metric's range and unit, which the metric
+    selector changes; hover names the host and GPU with every metric; click shows the host's rows."""
+    page.evaluate(RESET)
+    section = page.locator(f"{PANEL} .jp-MlpLive-gpuSection")
+    rows, columns, caption, area, fits = section.evaluate(HEAT_AXES)
+    assert rows == [str(i + 1) for i in range(0, 64, 2)], rows   # 127.0.1.1, .3, ... less 127.0.1.
+    assert columns == [str(i) for i in range(8)], columns
+    assert caption.startswith("rows: 64 hosts 127.0.1.* (every 2nd labelled"), caption
+    assert area[1] <= 700 and fits is True, (area, fits)
+    legend = page.locator(f"{PANEL} .jp-MlpLive-heatLegend")
+    assert legend.get_attribute("data-unit") == "%", legend.inner_text()
+    for metric, unit in (("temperature", "°C"), ("power", "W (power limit)"), ("memory", "GiB"), ("util", "%")):
+        page.locator(f"{PANEL} select.jp-MlpLive-metric").select_option(metric)
+        page.wait_for_function("([l, u]) => l.dataset.unit === u", arg=[legend.element_handle(), unit],
+                               timeout=5000)
+        assert unit in legend.inner_text(), (unit, legend.inner_text())
+    said = legend.inner_text()
+    for words in ("utilisation:", "0", "100", "no value", "clocks slowed", "XID error", "uncorrected ECC errors"):
+        assert words in said, (words, said)
+    page.screenshot(path=str(ARTIFACTS / "mlp-live-panel-heatmap.png"))
+
+    box = heatmap.bounding_box()
+    w, h = box["width"] / 8, box["height"] / 64
+    heatmap.hover(position={"x": 5 * w + w / 2, "y": 2 * h + h / 2})   # 127.0.1.3's GPU5
+    card = page.locator(f"{PANEL} .jp-MlpLive-heatCard")
+    card.wait_for(state="visible", timeout=5000)
+    said = card.inner_text()
+    assert said.startswith("127.0.1.3 · GPU5"), said
+    for metric in ("utilisation", "memory", "temperature", "power", "GiB", "°C", " W"):
+        assert metric in said, (metric, said)
+    assert card.locator("canvas").count() == 8   # the host's GPUs' sparklines
+    page.screenshot(path=str(ARTIFACTS / "mlp-live-panel-heatmap-hover.png"))
+    heatmap.click(position={"x": 5 * w + w / 2, "y": 2 * h + h / 2})
+    page.locator(f'{PANEL} .jp-MlpLive-gpus[data-host="127.0.1.3"]').wait_for(timeout=5000)
+    over_50_ms, gap = page.evaluate(MEASURED)
+    print(f"4 metrics, a hover and a click: tasks over 50 ms {over_50_ms}, longest gap between frames {gap} ms")
+    assert over_50_ms == [], over_50_ms
+
+
+def test_the_heatmap_in_a_wide_tab_fits_a_1400_x_900_screen_beside_the_rank_grid(
+        browser, start_lab, agents_64):
+    """Issue 34: in a main-area tab (1400 x 900) the heatmap of 64 hosts x 8 GPUs, its axes and
+    its legend are all on screen beside the rank grid and the summary, without scrolling; hover
+    names a host and GPU there too."""
+    hostfile, _ = agents_64
+    panel = Panel(browser, start_lab(hostfile=str(hostfile), probe_timeout=0.2))
+    page = panel.page
+    panel.locator(".jp-MlpCluster-openTab").click()
+    tab = page.locator("#mlp-magic-cluster-main")
+    heatmap = tab.locator("canvas.jp-MlpLive-heatmap")
+    heatmap.wait_for(timeout=UI_TIMEOUT_MS)
+    page.wait_for_timeout(3000)   # the GPUs' samples in
+    boxes = {}
+    for name, selector in (("summary", ".jp-MlpLive-summary"), ("ranks", ".jp-MlpLive-gridArea"),
+                           ("heatmap", ".jp-MlpLive-heatGrid"), ("legend", ".jp-MlpLive-heatLegend")):
+        boxes[name] = tab.locator(selector).first.bounding_box()
+    print(f"\nthe heatmap in a 1400 x 900 tab: {boxes}")
+    for name, box in boxes.items():
+        assert box and box["y"] >= 0 and box["y"] + box["height"] <= 900 and box["x"] + box["width"] <= 1400, \
+            (name, boxes)
+    assert boxes["heatmap"]["x"] >= boxes["ranks"]["x"] + boxes["ranks"]["width"], boxes   # beside, not below
+    box = heatmap.bounding_box()
+    heatmap.hover(position={"x": box["width"] / 16, "y": box["height"] - box["height"] / 128})   # 127.0.1.64's GPU0
+    card = tab.locator(".jp-MlpLive-heatCard")
+    card.wait_for(state="visible", timeout=5000)
+    assert card.inner_text().startswith("127.0.1.64 · GPU0"), card.inner_text()
+    card_box = card.bounding_box()
+    assert card_box["y"] >= 0 and card_box["y"] + card_box["height"] <= 900, card_box   # above the cursor
+    page.screenshot(path=str(ARTIFACTS / "mlp-live-panel-heatmap-tab.png"))
     page.close()

@@ -4,7 +4,7 @@
  * `nowMs`, the server's clock as the panel estimates it.
  */
 import type { IRank, IWorld } from './documents';
-import { ageSeconds, foldRanks, formatAge, median, parseTime, rankList } from './format';
+import { ageSeconds, foldRanks, formatAge, median, parseTime, rankList, rankRanges, shortAge } from './format';
 import { IStateGroup, stateGroups } from './ranks';
 
 // ---------------------------------------------------------------- the summary line
@@ -32,6 +32,48 @@ export function summaryLine(world: IWorld, nowMs: number): string {
     return `${head} (${rankList(g.ranks)})`;
   });
   return `${ranks.length} ranks: ${parts.join(', ')}`;
+}
+
+/** The grid's line names a group's ranks only when they fold into this many ranges at most. */
+const NAMED_RANGES = 4;
+/** The running cell's first line is cut after this many characters in the grid's line. */
+const CELL_CHARS = 28;
+
+function groupText(g: IStateGroup, first: boolean): string {
+  const head = `${g.ranks.length} ${g.state}`;
+  if (first) {
+    return g.age === null ? head : `${head} ${shortAge(g.age)}`;
+  }
+  const ranges = rankRanges(g.ranks);
+  return ranges.length <= NAMED_RANGES ? `${head} (${ranges.join(', ')})` : head;
+}
+
+/** `cell "for step in range…" 4m13 on 0-3`: the running cell, or "" when none runs. */
+function cellText(world: IWorld, nowMs: number): string {
+  const cell = world.cell;
+  if (!cell) {
+    return '';
+  }
+  const line = cell.first_line || '(empty cell)';
+  const cut = line.length > CELL_CHARS ? `${line.slice(0, CELL_CHARS - 1)}…` : line;
+  const age = ageSeconds(cell.started, nowMs);
+  const on = cellLine(world, nowMs)?.on;
+  return `cell "${cut}"${age === null ? '' : ` ${shortAge(age)}`}${on ? ` on ${on}` : ''}`;
+}
+
+/**
+ * The one line of a World shown as a grid: `512 ranks: 510 busy 4m12 · 2 idle (17, 301) ·
+ * cell "for step in range…" 4m13`. The largest group first with its age; the others named
+ * when few (the grid shows where the rest are); the running cell last.
+ */
+export function gridSummaryLine(world: IWorld, nowMs: number): string {
+  const ranks = world.ranks || [];
+  if (ranks.length < 2) {
+    return summaryLine(world, nowMs);
+  }
+  const parts = stateGroups(ranks, nowMs).map((g, i) => groupText(g, i === 0));
+  const cell = cellText(world, nowMs);
+  return `${ranks.length} ranks: ${parts.join(' · ')}${cell ? ` · ${cell}` : ''}`;
 }
 
 // ---------------------------------------------------------------- stragglers
@@ -111,6 +153,15 @@ export function stragglers(world: IWorld, nowMs: number): IStraggler[] {
     }
   });
   return found;
+}
+
+/** "stragglers: rank 2 still busy 8 s after most finished; …": the list's paragraph, for small Worlds. */
+export function stragglerText(found: IStraggler[]): string {
+  if (found.length === 0) {
+    return '';
+  }
+  const named = found.slice(0, 3).map(s => `rank ${s.rank} ${s.reason}`).join('; ');
+  return `stragglers: ${named}` + (found.length > 3 ? `; ${rankList(found.slice(3).map(s => s.rank))} too` : '');
 }
 
 // ---------------------------------------------------------------- the World

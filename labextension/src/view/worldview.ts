@@ -1,6 +1,7 @@
 /**
  * One World in the panel: its summary line, the running cell, the stragglers, the actions
- * (Interrupt, Unblock, Restart, Stacks now, Tail, Copy snippet) and its ranks by host.
+ * (Interrupt, Unblock, Restart, Stacks now, Tail, Copy snippet) and its ranks by host: rows with
+ * text up to 16 ranks, a grid of cells above (view/rankgrid.ts, beside the text when wide).
  */
 import { Clipboard, Dialog, Sanitizer, showDialog } from '@jupyterlab/apputils';
 import type { CommandRegistry } from '@lumino/commands';
@@ -16,11 +17,15 @@ import {
 } from '../live/routes';
 import type { IWorld } from '../model/documents';
 import { foldRanks, interruptText, rankList, unblockText } from '../model/format';
+import { showsGrid } from '../model/grid';
+import { lastLineOf, stragglerLine } from '../model/gridtext';
 import {
   cellLine,
+  gridSummaryLine,
   highlightedRanks,
   IStraggler,
   snippetFor,
+  stragglerText,
   stragglers,
   orphaned,
   summaryLine,
@@ -28,6 +33,7 @@ import {
   worldTitle
 } from '../model/worlds';
 import { actionButton, el, setText } from './dom';
+import { RankGrid } from './rankgrid';
 import { RankList } from './ranklist';
 
 /** JupyterLab's command that puts text in the active notebook cell (at its selection). */
@@ -57,6 +63,12 @@ function worldButtons(): HTMLButtonElement[] {
   ];
 }
 
+/** A rank's last output line, for the grid's tooltip: its stdout log's last line, else stderr's. */
+async function lastWrittenLine(worldId: string, rank: number): Promise<string> {
+  const out = lastLineOf(await rankLog(worldId, rank, 'stdout'));
+  return out || lastLineOf(await rankLog(worldId, rank, 'stderr'));
+}
+
 export class WorldView {
   constructor(
     world: IWorld,
@@ -74,6 +86,10 @@ export class WorldView {
     this._selection = el('span', 'jp-MlpLive-selection');
     this._output = el('div', 'jp-MlpLive-output');
     this._ranks = new RankList(rank => this.toggle(rank));
+    this._grid = new RankGrid(
+      selected => this.select(selected),
+      rank => lastWrittenLine(this.key, rank)
+    );
 
     const actions = el('div', 'jp-MlpLive-actions');
     this._buttons = worldButtons();
@@ -87,7 +103,9 @@ export class WorldView {
     });
     this._selection.append(el('span'), clear);
 
-    this.node.append(
+    // The World's text and actions, and beside them (a wide tab) or under them its grid (CSS).
+    const main = el('div', 'jp-MlpLive-worldMain');
+    main.append(
       this._title,
       this._summary,
       this._cell,
@@ -99,6 +117,7 @@ export class WorldView {
       this._output,
       this._ranks.node
     );
+    this.node.append(main, this._grid.node);
     this.listenToButtons();
     this._world = world;
   }
@@ -154,19 +173,17 @@ export class WorldView {
       }
     }
     setText(this._title, worldTitle(world));
-    setText(this._summary, summaryLine(world, nowMs));
+    const grid = showsGrid(ranks.length);
+    // A grid World says it all in one line: its cell is in the summary, its stragglers outlined.
+    setText(this._summary, grid ? gridSummaryLine(world, nowMs) : summaryLine(world, nowMs));
     const cell = cellLine(world, nowMs);
-    this._cell.hidden = cell === null;
+    this._cell.hidden = cell === null || grid;
     if (cell) {
       setText(this._cell, `▶ ${cell.firstLine}${cell.on ? ` (${cell.on})` : ''} · ${cell.elapsed || '?'}`);
       this._cell.title = `the running cell, started ${cell.elapsed} ago`;
     }
     this._stragglers.hidden = found.length === 0;
-    setText(
-      this._stragglers,
-      found.length === 0 ? '' : `stragglers: ${found.slice(0, 3).map(s => `rank ${s.rank} ${s.reason}`).join('; ')}` +
-        (found.length > 3 ? `; ${rankList(found.slice(3).map(s => s.rank))} too` : '')
-    );
+    setText(this._stragglers, grid ? stragglerLine(found.map(s => s.rank)) : stragglerText(found));
     this._highlighted = highlightedRanks(world, [...this._selected], found, nowMs);
     setText(this._snippet, snippetFor(this._highlighted));
     this._selection.hidden = this._selected.size === 0;
@@ -179,11 +196,16 @@ export class WorldView {
         button.title = 'This server does not name its Worlds: update mlp_magic on the server for actions';
       }
     }
-    this._ranks.update(
-      ranks,
-      { stragglers: new Map(found.map(s => [s.rank, s.reason])), selected: this._selected },
-      nowMs
-    );
+    const marks = { stragglers: new Map(found.map(s => [s.rank, s.reason])), selected: this._selected };
+    this._ranks.node.hidden = grid;
+    this._grid.node.hidden = !grid;
+    (grid ? this._grid : this._ranks).update(ranks, marks, nowMs);
+  }
+
+  /** The grid's selection replaces the World's. */
+  private select(selected: Set<number>): void {
+    this._selected = new Set(selected);
+    this.onChange();
   }
 
   private toggle(rank: number): void {
@@ -354,4 +376,5 @@ export class WorldView {
   private _selection: HTMLElement;
   private _output: HTMLElement;
   private _ranks: RankList;
+  private _grid: RankGrid;
 }
