@@ -124,8 +124,8 @@ test('the heatmap: nodes x GPUs, missing GPUs and hosts without GPUs', () => {
   assert.equal(map.values[8], 1);
   assert.ok(isNaN(map.values[9]), 'w1 GPU1: no sample yet');
   assert.ok(isNaN(map.values[15]), 'w1 has no GPU7');
-  assert.equal(map.errors[7], 1);
-  assert.equal(map.errors[6], 0);
+  assert.equal(map.marks[7], 2, 'XID: the dot');
+  assert.equal(map.marks[6], 0);
   assert.equal(heatCellText(map, 0, 3), 'w0 GPU3: 30% util');
   assert.equal(heatCellText(map, 0, 7), 'w0 GPU7: 70% util (errors)');
   assert.equal(heatCellText(map, 1, 6), 'w1 GPU6: no data');

@@ -1,9 +1,11 @@
 /**
  * The nodes x GPUs heatmap of every host's latest samples (pure: no DOM): one row per host, one
- * column per GPU, a metric's value as a colour, and the text of each cell.
+ * column per GPU, a metric's value as a colour, each cell's marks (heatmarks.ts), and the text of
+ * each cell. Its axes are heataxes.ts, its legend heatlegend.ts, its hover card heatcard.ts.
  */
 import type { GpuSample, IHostStatus, ILiveGpuInfo } from './documents';
-import { gpuErrors, memText, MEM, POWER, TEMP, UTIL } from './gpus';
+import { memText, MEM, POWER, TEMP, UTIL } from './gpus';
+import { cellMarks, MARK_ECC, MARK_XID } from './heatmarks';
 
 export type HeatMetric = 'util' | 'memory' | 'temperature' | 'power';
 
@@ -24,10 +26,16 @@ export interface IHeatmap {
   columns: number;
   /** rows * columns: 0..1, NaN where no value (no such GPU, or unknown). */
   values: Float32Array;
-  /** rows * columns: 1 where the GPU reports XID or ECC errors. */
-  errors: Uint8Array;
+  /** rows * columns: the cell's marks (heatmarks.ts MARK_*: throttled, XID, ECC), 0 for none. */
+  marks: Uint8Array;
   /** rows * columns: the value in its unit ("97% util"), "" where none. */
   labels: string[];
+  /** The rows' host documents and latest samples (for the hover card). */
+  rowHosts: IHostStatus[];
+  rowSamples: GpuSample[][];
+  /** The memory total (MiB) and power limit (W) every GPU shares; null when they differ or are unknown. */
+  memoryTotalMib: number | null;
+  powerLimitW: number | null;
 }
 
 /** A metric's value as 0..1 for the colour, and as text, for one GPU's sample. */
@@ -83,10 +91,11 @@ export function heatmapModel(
     0
   );
   const values = new Float32Array(rows.length * columns).fill(NaN);
-  const errors = new Uint8Array(rows.length * columns);
+  const marks = new Uint8Array(rows.length * columns);
   const labels: string[] = new Array(rows.length * columns).fill('');
+  const rowSamples = rows.map(host => latest.get(host.name) || []);
   rows.forEach((host, r) => {
-    const samples = latest.get(host.name) || [];
+    const samples = rowSamples[r];
     const infos = host.live_gpus?.gpus || [];
     const count = Math.max(samples.length, infos.length);
     for (let c = 0; c < count; c++) {
@@ -94,10 +103,28 @@ export function heatmapModel(
       const [value, label] = metricValue(samples[c], info, metric);
       values[r * columns + c] = value;
       labels[r * columns + c] = label;
-      errors[r * columns + c] = gpuErrors(samples[c]).length > 0 ? 1 : 0;
+      marks[r * columns + c] = cellMarks(samples[c]);
     }
   });
-  return { metric, hosts: rows.map(h => h.name), columns, values, errors, labels };
+  const allInfos = ([] as ILiveGpuInfo[]).concat(...rows.map(h => h.live_gpus?.gpus || []));
+  return {
+    metric,
+    hosts: rows.map(h => h.name),
+    columns,
+    values,
+    marks,
+    labels,
+    rowHosts: rows,
+    rowSamples,
+    memoryTotalMib: shared(allInfos.map(g => g.memory_total_mib)),
+    powerLimitW: shared(allInfos.map(g => g.power_limit_w))
+  };
+}
+
+/** The one value all of `values` have, or null (none, an unknown one, or two different). */
+function shared(values: (number | null)[]): number | null {
+  const first = values[0];
+  return first && values.every(v => v === first) ? first : null;
 }
 
 /** "worker3 GPU5: 97% util" for a cell, or null outside the grid. */
@@ -106,7 +133,7 @@ export function heatCellText(map: IHeatmap, row: number, col: number): string | 
     return null;
   }
   const label = map.labels[row * map.columns + col];
-  const error = map.errors[row * map.columns + col] ? ' (errors)' : '';
+  const error = map.marks[row * map.columns + col] & (MARK_XID | MARK_ECC) ? ' (errors)' : '';
   return `${map.hosts[row]} GPU${col}: ${label || 'no data'}${error}`;
 }
 
@@ -127,7 +154,7 @@ export function cellAt(
 }
 
 /** Colour stops (light to dark blue-purple), readable on light and dark themes. */
-const STOPS: [number, number, number][] = [
+export const HEAT_STOPS: [number, number, number][] = [
   [237, 248, 251],
   [158, 202, 225],
   [66, 146, 198],
@@ -135,15 +162,18 @@ const STOPS: [number, number, number][] = [
   [63, 0, 125]
 ];
 
+/** The colour of a cell without a value (no such GPU, no sample yet). */
+export const NO_VALUE_COLOR = 'rgb(128,128,128)';
+
 /** The colour of a 0..1 value; NaN: a neutral grey. */
 export function heatColor(value: number): string {
   if (isNaN(value)) {
-    return 'rgb(128,128,128)';
+    return NO_VALUE_COLOR;
   }
-  const v = clamp01(value) * (STOPS.length - 1);
-  const i = Math.min(STOPS.length - 2, Math.floor(v));
+  const v = clamp01(value) * (HEAT_STOPS.length - 1);
+  const i = Math.min(HEAT_STOPS.length - 2, Math.floor(v));
   const t = v - i;
-  const [a, b] = [STOPS[i], STOPS[i + 1]];
+  const [a, b] = [HEAT_STOPS[i], HEAT_STOPS[i + 1]];
   const mix = (k: number) => Math.round(a[k] + (b[k] - a[k]) * t);
   return `rgb(${mix(0)},${mix(1)},${mix(2)})`;
 }

@@ -4,20 +4,17 @@
  */
 import { historyExportUrl } from '../live/routes';
 import type { IHostStatus } from '../model/documents';
-import { GpuHistory, GpuSeries, sparkPoints } from '../model/gpuhistory';
+import { GpuHistory, GpuSeries } from '../model/gpuhistory';
 import { hostGpuView, IGpuView, IHostGpuView } from '../model/gpus';
 import { HEAT_METRICS, HeatMetric, heatmapModel } from '../model/heatmap';
-import { bar, el, setText, sizeCanvas } from './dom';
+import { bar, el, setText } from './dom';
 import { Heatmap } from './heatmapcanvas';
+import { drawSparkline, ISparkColors, sparkColors } from './heatsparks';
 
 /** Above this many hosts with GPUs the heatmap replaces the rows (unless chosen otherwise). */
 export const HEATMAP_ABOVE_HOSTS = 8;
 /** Up to this many GPU rows, all are drawn; above, only the hosts in view. */
 const EAGER_GPUS = 64;
-/** The sparklines' window, in seconds. */
-const SPARK_WINDOW_S = 600;
-const SPARK_WIDTH = 120;
-const SPARK_HEIGHT = 22;
 
 type Mode = 'auto' | 'rows' | 'heatmap';
 
@@ -63,61 +60,6 @@ class GpuRow {
   private _util: ReturnType<typeof bar>;
   private _spark: HTMLCanvasElement;
   private _details: HTMLElement;
-}
-
-interface ISparkColors {
-  util: string;
-  mem: string;
-}
-
-/** The theme's colours for the sparklines (read once per drawing pass). */
-function sparkColors(node: HTMLElement): ISparkColors {
-  const style = getComputedStyle(node);
-  return {
-    util: style.getPropertyValue('--jp-warn-color1').trim() || '#f57c00',
-    mem: style.getPropertyValue('--jp-brand-color2').trim() || '#64b5f6'
-  };
-}
-
-/** Utilisation (solid) and memory (dashed, as a share of the most seen) over 10 minutes. */
-function drawSparkline(canvas: HTMLCanvasElement, series: GpuSeries, nowS: number, colors: ISparkColors): void {
-  const context = sizeCanvas(canvas, SPARK_WIDTH, SPARK_HEIGHT);
-  if (!context) {
-    return;
-  }
-  context.clearRect(0, 0, SPARK_WIDTH, SPARK_HEIGHT);
-  let memMax = 0;
-  for (let i = 0; i < series.mem.length; i++) {
-    const v = series.mem.get(i);
-    if (v > memMax) {
-      memMax = v;
-    }
-  }
-  const lines: [typeof series.util, number, string, number[]][] = [
-    [series.mem, memMax, colors.mem, [2, 2]],
-    [series.util, 100, colors.util, []]
-  ];
-  for (const [values, max, color, dash] of lines) {
-    const points = sparkPoints(series.t, values, nowS, SPARK_WINDOW_S, max, SPARK_WIDTH, SPARK_HEIGHT - 1);
-    context.beginPath();
-    context.setLineDash(dash);
-    context.strokeStyle = color;
-    context.lineWidth = 1;
-    let pen = false;
-    for (const point of points) {
-      if (!point) {
-        pen = false;
-        continue;
-      }
-      if (pen) {
-        context.lineTo(point[0], point[1] + 0.5);
-      } else {
-        context.moveTo(point[0], point[1] + 0.5);
-        pen = true;
-      }
-    }
-    context.stroke();
-  }
 }
 
 /** The height a GPU row takes (CSS), for the room kept by a block not drawn yet. */
@@ -227,7 +169,7 @@ export class GpuSection {
     });
     toolbar.append(el('h3', 'jp-MlpLive-sectionTitle', 'GPUs'), this._modeButton, this._metric,
       el('span', 'jp-MlpLive-exportLabel', 'history:'), ...exportLinks());
-    this._heatmap = new Heatmap(host => {
+    this._heatmap = new Heatmap(this._history, host => {
       this._picked = this._picked === host ? null : host;
       this._dirty = true;
       this.onChange();
@@ -267,11 +209,16 @@ export class GpuSection {
     return this._heatmap.canvas;
   }
 
-  /** Draw. `docChanged`: the hosts may differ; `samplesChanged`: new samples came. */
+  /**
+   * Draw. `docChanged`: the hosts may differ (a document whose hosts are the same array, as when
+   * only ranks' states changed, draws nothing); `samplesChanged`: new samples came.
+   */
   update(hosts: IHostStatus[], nowS: number, docChanged: boolean, samplesChanged: boolean): void {
-    if (!docChanged && !samplesChanged && !this._dirty) {
+    const hostsChanged = docChanged && hosts !== this._drawnHosts;
+    if (!hostsChanged && !samplesChanged && !this._dirty) {
       return;
     }
+    this._drawnHosts = hosts;
     this._dirty = false;
     const views = hosts.map(h => hostGpuView(h, this._history.latest.get(h.name)));
     const withGpus = views.filter(v => v.gpus.length > 0 || this._history.latest.get(v.host)?.length);
@@ -288,8 +235,9 @@ export class GpuSection {
     const children: HTMLElement[] = [];
     if (heatmap) {
       const map = heatmapModel(hosts, this._history.latest, this._metric.value as HeatMetric);
-      const width = Math.max(120, (this.node.clientWidth || 280) - 8);
-      this._heatmap.draw(map, width);
+      // The heatmap's own box once it is in the section (its container's width), else the section's.
+      const width = Math.max(120, this._heatmap.node.clientWidth || (this.node.clientWidth || 280) - 8);
+      this._heatmap.draw(map, width, nowS, this._picked);
       children.push(this._heatmap.node);
     }
     const keep = new Set<string>();
@@ -349,6 +297,7 @@ export class GpuSection {
   private _auto = false;
   private _dirty = false;
   private _picked: string | null = null;
+  private _drawnHosts: IHostStatus[] | null = null;
   private _blocks = new Map<string, HostGpus>();
   private _modeButton: HTMLButtonElement;
   private _metric: HTMLSelectElement;

@@ -1,22 +1,65 @@
 /**
- * The nodes x GPUs heatmap, drawn on one canvas (one fillRect a GPU): hover for a GPU's value,
- * click for a host's rows.
+ * The nodes x GPUs heatmap: cells on one canvas (one fillRect a GPU, its marks over it), the
+ * hosts' and GPUs' axes and the legend in the DOM around it, and a hover card. Drawn when new
+ * samples come or the metric or the hosts change (GpuSection.update), never per animation frame.
  */
-import { cellAt, HEAT_METRICS, heatCellText, heatColor, IHeatmap } from '../model/heatmap';
+import type { GpuHistory } from '../model/gpuhistory';
+import { axesCaption, heatLayout, IHeatLayout, labelStep, rowLabels, shortHostNames } from '../model/heataxes';
+import { heatCard, heatCardText } from '../model/heatcard';
+import { heatLegend } from '../model/heatlegend';
+import { cellAt, heatColor, IHeatmap } from '../model/heatmap';
+import { markShapes } from '../model/heatmarks';
 import { el, setText, sizeCanvas } from './dom';
+import { HeatCard } from './heatcard';
+import { drawMark, HeatLegend } from './heatlegend';
+import { sparkColors } from './heatsparks';
 
-/** The nodes x GPUs heatmap, drawn on one canvas. */
+interface ICell {
+  row: number;
+  col: number;
+}
+
+/** Places a node at (left, top), w x h px, in the heatmap's grid box. */
+function put(node: HTMLElement, left: number, top: number, width: number, height: number): void {
+  node.style.left = `${left}px`;
+  node.style.top = `${top}px`;
+  node.style.width = `${width}px`;
+  node.style.height = `${height}px`;
+}
+
+/** The cells and their marks. */
+function paintCells(context: CanvasRenderingContext2D, map: IHeatmap, layout: IHeatLayout): void {
+  const { cellWidth: w, cellHeight: h } = layout;
+  context.clearRect(0, 0, layout.gridWidth, layout.gridHeight);
+  const gap = w > 6 && h > 6 ? 1 : 0;
+  for (let r = 0; r < map.hosts.length; r++) {
+    for (let c = 0; c < map.columns; c++) {
+      context.fillStyle = heatColor(map.values[r * map.columns + c]);
+      context.fillRect(c * w, r * h, w - gap, h - gap);
+    }
+  }
+  for (let i = 0; i < map.marks.length; i++) {
+    if (map.marks[i]) {
+      const [x, y] = [(i % map.columns) * w, Math.floor(i / map.columns) * h];
+      for (const shape of markShapes(map.marks[i])) {
+        drawMark(context, shape, x, y, w - gap, h - gap);
+      }
+    }
+  }
+}
+
+/** The nodes x GPUs heatmap, with its axes, legend and hover card. */
 export class Heatmap {
-  constructor(private _onPick: (host: string) => void) {
+  constructor(private _history: GpuHistory, private _onPick: (host: string) => void) {
     this.node = el('div', 'jp-MlpLive-heatmapBox');
     this.canvas = el('canvas', 'jp-MlpLive-heatmap');
-    this._caption = el('div', 'jp-MlpLive-heatmapCaption');
-    this.node.append(this.canvas, this._caption);
-    this.canvas.addEventListener('mousemove', event => {
-      const cell = this.cellAt(event);
-      const text = cell && this._map ? heatCellText(this._map, cell.row, cell.col) : null;
-      this.canvas.title = text || '';
-    });
+    this._grid.append(this._corner, this._columns, this._rows, this.canvas, this._picked, this._cursor, this._card.node);
+    this._body.append(this._grid, this._legend.node);
+    this.node.append(this._caption, this._body);
+    this._cursor.hidden = true;
+    this._picked.hidden = true;
+    this.canvas.addEventListener('mousemove', event => this.hover(this.cellAt(event), event));
+    this.canvas.addEventListener('mouseleave', () => this.hover(null, null));
     this.canvas.addEventListener('click', event => {
       const cell = this.cellAt(event);
       if (cell && this._map) {
@@ -28,53 +71,111 @@ export class Heatmap {
   readonly node: HTMLElement;
   readonly canvas: HTMLCanvasElement;
 
-  draw(map: IHeatmap, width: number): void {
+  /** Draws `map` in `width` px; `picked`: the host whose rows are shown below (outlined). */
+  draw(map: IHeatmap, width: number, nowS: number, picked: string | null): void {
     this._map = map;
-    const rows = map.hosts.length;
-    const cols = Math.max(1, map.columns);
-    this._w = Math.max(4, Math.min(28, Math.floor(width / cols)));
-    this._h = Math.max(3, Math.min(16, Math.floor(360 / Math.max(1, rows))));
-    const context = sizeCanvas(this.canvas, this._w * cols, this._h * Math.max(1, rows));
-    setText(
-      this._caption,
-      `${rows} host${rows === 1 ? '' : 's'} × ${map.columns} GPUs · ` +
-        `${HEAT_METRICS.find(m => m[0] === map.metric)?.[1]}: light 0 %, dark 100 %` +
-        (map.metric === 'temperature' ? ' (30-90 °C)' : '') +
-        ' · red: XID/ECC errors · hover for values, click for a host'
-    );
-    if (!context) {
-      return;
+    this._nowS = nowS;
+    const names = shortHostNames(map.hosts);
+    const layout = heatLayout(names.labels, map.columns, width);
+    this._layout = layout;
+    this._body.classList.toggle('jp-mod-legendBeside', layout.legendBeside);
+    this.drawAxes(map.hosts, names.labels, map.columns, layout);
+    setText(this._caption, axesCaption(names.prefix, layout.step, map.hosts.length));
+    this._legend.update(heatLegend(map));
+    const context = sizeCanvas(this.canvas, layout.gridWidth, layout.gridHeight);
+    if (context) {
+      paintCells(context, map, layout);
     }
-    context.clearRect(0, 0, this._w * cols, this._h * rows);
-    const gap = this._w > 6 && this._h > 6 ? 1 : 0;
-    for (let r = 0; r < rows; r++) {
-      for (let c = 0; c < map.columns; c++) {
-        const i = r * map.columns + c;
-        context.fillStyle = heatColor(map.values[i]);
-        context.fillRect(c * this._w, r * this._h, this._w - gap, this._h - gap);
-      }
+    const row = picked === null ? -1 : map.hosts.indexOf(picked);
+    this._picked.hidden = row < 0;
+    if (row >= 0) {
+      put(this._picked, layout.left - 1, layout.top + row * layout.cellHeight - 1, layout.gridWidth + 1, layout.cellHeight + 1);
     }
-    context.strokeStyle = '#d32f2f';
-    context.lineWidth = 2;
-    for (let i = 0; i < map.errors.length; i++) {
-      if (map.errors[i]) {
-        const r = Math.floor(i / map.columns);
-        const c = i % map.columns;
-        context.strokeRect(c * this._w + 1, r * this._h + 1, this._w - 2 - gap, this._h - 2 - gap);
-      }
+    if (this._hovered) {
+      // The same host and GPU, wherever its row is now.
+      const again = map.hosts.indexOf(this._hovered.host);
+      this.hover(again < 0 ? null : { row: again, col: this._hovered.col }, null);
     }
   }
 
-  private cellAt(event: MouseEvent): { row: number; col: number } | null {
+  /** The rows' and columns' labels, rebuilt only when the hosts or the geometry change. */
+  private drawAxes(hosts: string[], labels: string[], columns: number, layout: IHeatLayout): void {
+    const key = `${labels.join(',')}|${columns}|${JSON.stringify(layout)}`;
+    if (key === this._axesKey) {
+      return;
+    }
+    this._axesKey = key;
+    const { left, top, cellWidth, cellHeight } = layout;
+    this._grid.style.width = `${left + layout.gridWidth}px`;
+    this._grid.style.height = `${top + layout.gridHeight}px`;
+    put(this.canvas, left, top, layout.gridWidth, layout.gridHeight);
+    put(this._corner, 0, 0, left, top);
+    const rows = rowLabels(labels, layout.step).map(([row, text]) => {
+      const label = el('div', 'jp-MlpLive-heatRowLabel', text);
+      label.dataset.row = String(row);
+      label.title = hosts[row];
+      put(label, 0, top + row * cellHeight + cellHeight / 2 - 6, left - 4, 12);
+      return label;
+    });
+    this._rows.replaceChildren(...rows);
+    const every = labelStep(cellWidth, 14);
+    const cols: HTMLElement[] = [];
+    for (let c = 0; c < columns; c += every) {
+      const label = el('div', 'jp-MlpLive-heatColLabel', String(c));
+      put(label, left + c * cellWidth, 0, cellWidth, top);
+      cols.push(label);
+    }
+    this._columns.replaceChildren(...cols);
+  }
+
+  /** Shows the card and the cursor for `cell` (null: hides them); `event` places the card. */
+  private hover(cell: ICell | null, event: MouseEvent | null): void {
+    const map = this._map;
+    const card = cell && map ? heatCard(map, cell.row, cell.col) : null;
+    if (!cell || !card || !map) {
+      this._hovered = null;
+      this._card.hide();
+      this._cursor.hidden = true;
+      this.canvas.title = '';
+      return;
+    }
+    const same = this._hovered && this._hovered.host === card.host && this._hovered.col === cell.col;
+    if (!same || event === null) {
+      this._hovered = { host: card.host, col: cell.col };
+      this._card.show(card, this._history.series.get(card.host), this._nowS, sparkColors(this.node));
+      this.canvas.setAttribute('aria-description', heatCardText(card));
+      const { left, top, cellWidth: w, cellHeight: h } = this._layout;
+      put(this._cursor, left + cell.col * w - 1, top + cell.row * h - 1, w + 1, h + 1);
+      this._cursor.hidden = false;
+    }
+    if (event) {
+      const box = this._grid.getBoundingClientRect();
+      this._card.place(event.clientX - box.left, event.clientY - box.top, box.width, box.height);
+    }
+  }
+
+  private cellAt(event: MouseEvent): ICell | null {
     if (!this._map) {
       return null;
     }
     const box = this.canvas.getBoundingClientRect();
-    return cellAt(this._map, event.clientX - box.left, event.clientY - box.top, this._w, this._h);
+    const { cellWidth, cellHeight } = this._layout;
+    return cellAt(this._map, event.clientX - box.left, event.clientY - box.top, cellWidth, cellHeight);
   }
 
   private _map: IHeatmap | null = null;
-  private _w = 10;
-  private _h = 10;
-  private _caption: HTMLElement;
+  private _layout: IHeatLayout = heatLayout([], 1, 100);
+  private _axesKey = '';
+  private _nowS = 0;
+  private _hovered: { host: string; col: number } | null = null;
+  private _caption = el('div', 'jp-MlpLive-heatmapCaption');
+  private _body = el('div', 'jp-MlpLive-heatBody');
+  private _grid = el('div', 'jp-MlpLive-heatGrid');
+  private _corner = el('div', 'jp-MlpLive-heatCorner', 'GPU');
+  private _columns = el('div', 'jp-MlpLive-heatCols');
+  private _rows = el('div', 'jp-MlpLive-heatRows');
+  private _picked = el('div', 'jp-MlpLive-heatPicked');
+  private _cursor = el('div', 'jp-MlpLive-heatCursor');
+  private _card = new HeatCard();
+  private _legend = new HeatLegend();
 }

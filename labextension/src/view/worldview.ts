@@ -86,10 +86,7 @@ export class WorldView {
     this._selection = el('span', 'jp-MlpLive-selection');
     this._output = el('div', 'jp-MlpLive-output');
     this._ranks = new RankList(rank => this.toggle(rank));
-    this._grid = new RankGrid(
-      selected => this.select(selected),
-      rank => lastWrittenLine(this.key, rank)
-    );
+    this._grid = new RankGrid(selected => this.select(selected), rank => lastWrittenLine(this.key, rank));
 
     const actions = el('div', 'jp-MlpLive-actions');
     this._buttons = worldButtons();
