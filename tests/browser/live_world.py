@@ -153,3 +153,44 @@ def rewrite(path: Path, record: dict) -> None:
     part = path.parent / f".tmp-{path.name}"   # a dot first: readers skip it
     part.write_text(json.dumps(record))
     os.replace(part, path)
+
+
+# Tasks over 50 ms (the Long Tasks API reports only those), and the longest gap between two
+# animation frames (a frame is 16.7 ms; a longer gap is a task that held the main thread).
+LONGTASKS = """
+window.__mlpLongTasks = [];
+window.__mlpFrameGap = 0;
+new PerformanceObserver(list => {
+  for (const entry of list.getEntries()) window.__mlpLongTasks.push(Math.round(entry.duration));
+}).observe({ type: 'longtask', buffered: true });
+let lastFrame = null;
+const frame = now => {
+  if (lastFrame !== null) window.__mlpFrameGap = Math.max(window.__mlpFrameGap, now - lastFrame);
+  lastFrame = now;
+  requestAnimationFrame(frame);
+};
+requestAnimationFrame(frame);
+"""
+RESET = "window.__mlpLongTasks = []; window.__mlpFrameGap = 0"
+# From now (the panel's tab is clicked next) to the frame that has every rank's cell: first paint.
+FIRST_PAINT = """() => {
+  window.__mlpFirstPaint = null;
+  const started = performance.now();
+  const check = () => {
+    if (document.querySelectorAll('#mlp-magic-cluster .jp-MlpLive-gridCell').length >= 512) {
+      window.__mlpFirstPaint = Math.round(performance.now() - started);
+    } else if (performance.now() - started < 30000) {
+      requestAnimationFrame(check);
+    }
+  };
+  requestAnimationFrame(check);
+}"""
+MEASURED = "[window.__mlpLongTasks, Math.round(window.__mlpFrameGap)]"
+
+
+def flip(record: dict, step: int) -> dict:
+    """A third of the ranks busy, a different third each step."""
+    since = f"2026-11-25T10:00:{step:02d}.000+00:00"
+    for row in record["ranks"]:
+        row["state"], row["since"] = ("idle" if (row["rank"] + step) % 3 else "busy"), since
+    return {str(row["rank"]): row["state"] for row in record["ranks"]}
