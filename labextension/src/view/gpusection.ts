@@ -9,7 +9,7 @@ import { hostGpuView, IGpuView, IHostGpuView } from '../model/gpus';
 import { HEAT_METRICS, HeatMetric, heatmapModel } from '../model/heatmap';
 import { bar, el, setText } from './dom';
 import { Heatmap } from './heatmapcanvas';
-import { drawSparkline, ISparkColors, sparkColors } from './heatsparks';
+import { drawSparkline, ISparkColors, sparkColors } from './sparklines';
 
 /** Above this many hosts with GPUs the heatmap replaces the rows (unless chosen otherwise). */
 export const HEATMAP_ABOVE_HOSTS = 8;

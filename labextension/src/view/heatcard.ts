@@ -7,7 +7,7 @@ import { GpuSeries } from '../model/gpuhistory';
 import { IHeatCard } from '../model/heatcard';
 import { el, setText } from './dom';
 import { drawMark } from './heatlegend';
-import { drawSparkline, ISparkColors } from './heatsparks';
+import { drawSparkline, ISparkColors } from './sparklines';
 
 const CARD_SPARK_WIDTH = 84;
 const CARD_SPARK_HEIGHT = 16;

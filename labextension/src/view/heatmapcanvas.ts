@@ -12,7 +12,7 @@ import { markShapes } from '../model/heatmarks';
 import { el, setText, sizeCanvas } from './dom';
 import { HeatCard } from './heatcard';
 import { drawMark, HeatLegend } from './heatlegend';
-import { sparkColors } from './heatsparks';
+import { sparkColors } from './sparklines';
 
 interface ICell {
   row: number;
