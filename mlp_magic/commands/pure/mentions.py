@@ -5,8 +5,8 @@ A mention is a magic (``%mpirun``, ``%%allrun``...), a terminal command (``mlp-m
 its code span, its table cell, or the first word that is not an option (a script, an expression,
 the remote command: what follows is no longer ours). Only mentions in code count (a code span
 or a fenced block): prose says "the mlp-magic command" without naming one. An option word that
-none of the named magic's verbs (or the command's) takes is reported with its line. Option words alone in prose
-(``--unblock``) are not checked: nothing says whose they are.
+none of the named magic's verbs (or the command's) takes is reported with its line. Option
+words alone in prose (``--unblock``) are not checked: nothing says whose they are.
 """
 from __future__ import annotations
 
