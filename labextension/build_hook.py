@@ -2,8 +2,9 @@
 
 pyproject.toml names ``labextension.build_hook.build_if_node`` as the build function. With
 ``node`` on PATH it runs hatch-jupyter-builder's ``npm_builder`` (jlpm install + build); without
-it the wheel is still built, without the panel, and a warning says so. A build that fails with
-Node present is an error, not a silent panel-less wheel.
+it the wheel is still built, without the panel, and a warning says so. ``build``/``build:prod``
+also build the dashboard page's bundle into mlp_magic/panel/static (pyproject's wheel artifacts).
+A build that fails with Node present is an error, not a silent panel-less wheel.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from pathlib import Path
 
 NO_NODE_WARNING = (
     "mlp_magic: Node.js ('node') is not on PATH, so the JupyterLab 'MLP Cluster' panel is not "
-    "built and this build does not contain it. Everything else works. To get the panel, install "
+    "built and this build does not contain it, nor the dashboard page's bundle (mlp_magic/panel/static: "
+    "the page then says so). Everything else works. To get the panel, install "
     "Node.js >= 18 (Debian: apt-get install nodejs npm) and install mlp_magic again, or install a "
     "wheel built where Node.js was present."
 )

@@ -7,6 +7,7 @@
     mlp-magic doctor   every host checked and compared, the odd one named (also %mlp_doctor)
     mlp-magic worlds   the Worlds on this machine (kernel alive or gone, kept or not)
     mlp-magic stop ID  stop one of them
+    mlp-magic dashboard  the live view as a web page, served alone (no Jupyter server needed)
 
 The verbs and their options are commands/pure/table's, parsed as the magics' are; each runs its
 ``run_command``. Bad input exits with status 2 and one line on stderr; a host that ``topo --host``
@@ -107,8 +108,8 @@ def run() -> None:
     SIGTERM stops the command as a Ctrl-C does: its hosts' processes are stopped first."""
     from mlp_magic.ssh.interrupts import terminate_as_interrupt
 
-    if sys.argv[1:2] != ["top"]:   # top follows the agents, which serve TLS across hosts
-        sys.modules.setdefault("ssl", None)
+    if sys.argv[1:2] not in (["top"], ["dashboard"]):   # top follows the agents, which serve TLS
+        sys.modules.setdefault("ssl", None)         # across hosts; dashboard's web server needs ssl
     terminate_as_interrupt()
     code = main()
     if _said_unwritable():   # what was written may fail only now (a full disk)

@@ -20,6 +20,7 @@ from mlp_magic.cluster.live import REFRESH_AT_MOST_EVERY_S, LiveCluster
 from mlp_magic.gpu.pure.history import history_csv, history_json
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.panel import actions
+from mlp_magic.panel.dashboard import dashboard_routes
 from mlp_magic.panel.live_socket import AUTH_RESOURCE, LiveSocket
 
 ROUTE_PREFIX = "mlp-magic"
@@ -165,6 +166,7 @@ def setup_handlers(web_app, live: LiveCluster, cache_seconds: float = 4.0) -> li
         (route("worlds", WORLD_ID, "stacks"), StacksHandler, shared),
         (route("worlds", WORLD_ID, "ranks", r"(?P<rank>[0-9]{1,7})", "log"), LogHandler, shared),
         (route("gpus", "history"), GpuHistoryHandler, shared),
+        *dashboard_routes(route),   # the plain page of the same view, and its bundle
     ]
     web_app.add_handlers(".*$", routes)
     return [pattern for pattern, _, _ in routes]

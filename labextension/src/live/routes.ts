@@ -31,8 +31,18 @@ export interface IFetchedDoc {
   serverTimeMs: number | null;
 }
 
+let overrides: Partial<ServerConnection.ISettings> = {};
+
+/**
+ * Settings of every later request and socket, over what the page's config gives (the plain
+ * dashboard page appends its token to the socket's URL: it may have no login cookie).
+ */
+export function useServerSettings(options: Partial<ServerConnection.ISettings>): void {
+  overrides = { ...options };
+}
+
 function settings(): ServerConnection.ISettings {
-  return ServerConnection.makeSettings();
+  return ServerConnection.makeSettings(overrides);
 }
 
 /** The URL of a route under {base_url}mlp-magic/ (parts are encoded). */
@@ -136,6 +146,11 @@ export async function rankLog(
 export function historyExportUrl(format: 'csv' | 'json', host?: string): string {
   const query = `?format=${format}` + (host ? `&host=${encodeURIComponent(host)}` : '');
   return routeUrl(settings().baseUrl, 'gpus', 'history') + query;
+}
+
+/** GET mlp-magic/dashboard: the plain page of the same view (Notebook 7 has no main-area tabs). */
+export function dashboardUrl(): string {
+  return routeUrl(settings().baseUrl, 'dashboard');
 }
 
 /** The panel's websocket URL, with the token the way @jupyterlab/services adds it. */

@@ -22,6 +22,9 @@ import { WorldView } from './worldview';
 /** The host table starts open up to this many hosts, closed above. */
 const HOSTS_OPEN_UP_TO = 8;
 
+/** From this width on the panel lays out wide (worlds beside the GPUs: frontends.css). */
+export const WIDE_FROM_PX = 900;
+
 /** Ages ("busy 43 s") move on once a second. */
 const TICK_MS = 1000;
 
@@ -40,6 +43,8 @@ const STATE_TITLE: { [state in ConnectionState]: string } = {
 export interface IPanelOptions {
   commands?: CommandRegistry | null;
   env?: ILiveEnv;
+  /** Shown as the header's "open in a tab" link (the sidebar's panel; not the tab itself). */
+  openInTab?: (() => void) | null;
 }
 
 export class ClusterPanel extends Widget {
@@ -51,7 +56,7 @@ export class ClusterPanel extends Widget {
     this.title.caption = 'MLP Cluster';
     this._commands = options.commands ?? null;
 
-    const header = this.header();
+    const header = this.header(options.openInTab ?? null);
     this._connection = el('span', 'jp-MlpLive-connection');
     const statusLine = el('div', 'jp-MlpLive-statusLine');
     this._status = el('span', 'jp-MlpCluster-status', 'loading…');
@@ -92,14 +97,22 @@ export class ClusterPanel extends Widget {
     this.showState();
   }
 
-  /** The title and the Refresh button. */
-  private header(): HTMLElement {
+  /** The title, the "open in a tab" link when there is a way to, and the Refresh button. */
+  private header(openInTab: (() => void) | null): HTMLElement {
     const header = el('div', 'jp-MlpCluster-header');
+    header.append(el('h2', 'jp-MlpCluster-title', 'MLP Cluster'));
+    if (openInTab) {
+      const open = el('button', 'jp-MlpLive-link jp-MlpCluster-openTab', 'open in a tab');
+      open.type = 'button';
+      open.title = 'Open this view in a main-area tab (wide: the Worlds beside the GPUs)';
+      open.addEventListener('click', () => openInTab());
+      header.append(open);
+    }
     const refresh = el('button', 'jp-MlpCluster-refresh jp-mod-styled', 'Refresh');
     refresh.type = 'button';
     refresh.title = 'Probe the hosts again now';
     refresh.addEventListener('click', () => void this.refreshNow());
-    header.append(el('h2', 'jp-MlpCluster-title', 'MLP Cluster'), refresh);
+    header.append(refresh);
     return header;
   }
 
@@ -112,6 +125,7 @@ export class ClusterPanel extends Widget {
     if (this.isDisposed) {
       return;
     }
+    this._resize?.disconnect();
     this.standBy();
     this._gpus.dispose();
     super.dispose();
@@ -124,6 +138,7 @@ export class ClusterPanel extends Widget {
 
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
+    this.watchWidth();
     if (this.isVisible) {
       this.wake();
     }
@@ -135,8 +150,22 @@ export class ClusterPanel extends Widget {
   }
 
   protected onBeforeDetach(msg: Message): void {
+    this._resize?.disconnect();
+    this._resize = null;
     this.standBy();
     super.onBeforeDetach(msg);
+  }
+
+  /** Wide or narrow as the node's own width goes (a sidebar, a tab, a page, whatever resizes it). */
+  private watchWidth(): void {
+    if (this._resize !== null || typeof ResizeObserver === 'undefined') {
+      return;
+    }
+    this._resize = new ResizeObserver(entries => {
+      const width = entries[entries.length - 1].contentRect.width;
+      this.toggleClass('jp-mod-wide', width >= WIDE_FROM_PX);
+    });
+    this._resize.observe(this.node);
   }
 
   /** Shown: connect (a snapshot brings the panel up to date) and let ages move on. */
@@ -315,5 +344,6 @@ export class ClusterPanel extends Widget {
   private _worldsDirty = false;
   private _refreshError: unknown = null;
   private _tick: number | null = null;
+  private _resize: ResizeObserver | null = null;
   private _frame: number | null = null;
 }

@@ -102,7 +102,9 @@ HELP = Option(names=("-h", "--help"), dest="help", help="show this help")
 
 # ---------------------------------------------------------------------------- %mlp_cluster
 REFRESH = Option(names=("--refresh",), dest="auto_refresh", kind=seconds(), metavar="S",
-                 help="refresh every S seconds")
+                 help="topology, reachability and GPUs collected again every S seconds (5; ranks: 1 s)")
+STATIC = Option(names=("--static",), dest="static",
+                help="draw once: no kernel thread updates the widget while other cells run")
 PROBE_TIMEOUT = Option(names=("--timeout",), dest="timeout", kind=seconds(), default=5.0, metavar="S",
                        help="GPU probe timeout in seconds (5)")
 NO_PROBE = Option(names=("--no-probe",), dest="probe", kind=OFF, default=True, help="do not probe GPUs")
@@ -150,3 +152,9 @@ STATUS_TIMEOUT = Option(names=("--timeout",), dest="timeout", kind=seconds(), de
 ONCE = Option(names=("--once",), dest="once", help="print one frame and exit")
 INTERVAL = Option(names=("--interval",), dest="interval", kind=seconds(), default=1.0, metavar="S",
                   help="seconds between frames when nothing changes (1)")
+
+# ---------------------------------------------------------------------------- mlp-magic dashboard
+PORT = Option(names=("--port",), dest="port", kind=positive_int(65535), metavar="P",
+              help="the port to listen on (default: a free one)")
+LISTEN_HOST = Option(names=("--host",), dest="bind", kind=text, default="127.0.0.1", metavar="ADDRESS",
+                     help="the address to listen on (127.0.0.1; others reach 0.0.0.0, with the token)")

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from mlp_magic.commands.pure.options import (
     ALL_OUTPUTS, CONNECT_TIMEOUT, COPY, DIFF, DOCTOR_TIMEOUT, EXCLUDE, FANOUT, FORCE, FRACTION, FRAME,
-    FROM_FILE, HELP, HOST_LIST, IF, HOST_TIMEOUT, HOSTFILE, INTERVAL, JSON, KEEP, LINK_RANKS, LINKS,
-    LINKS_BACKEND, LOG_DIR, MATCH, NATIVE, NO_FOLD, NO_GROUP, NO_IMPORT, NO_PROBE, NP, ONCE, OUT, OUTDIR,
-    OVERSUBSCRIBE, PACKAGE, PIDS, PROBE_TIMEOUT, PYTHON, RANKS, REFRESH, RESTART, SIZE, SSH, STACKS_TIMEOUT,
-    STATUS_TIMEOUT, THREADS, TIMEOUT, TOPO_FILE, TOPO_HOST)
+    FROM_FILE, HELP, HOST_LIST, IF, HOST_TIMEOUT, HOSTFILE, INTERVAL, JSON, KEEP, LINK_RANKS, LISTEN_HOST,
+    LINKS, LINKS_BACKEND, LOG_DIR, MATCH, NATIVE, NO_FOLD, NO_GROUP, NO_IMPORT, NO_PROBE, NP, ONCE, OUT,
+    OUTDIR, OVERSUBSCRIBE, PACKAGE, PIDS, PORT, PROBE_TIMEOUT, PYTHON, RANKS, REFRESH, RESTART, SIZE, SSH,
+    STACKS_TIMEOUT, STATIC, STATUS_TIMEOUT, THREADS, TIMEOUT, TOPO_FILE, TOPO_HOST)
 from mlp_magic.core.options import Option, Options, break_location, python_name
 from mlp_magic.core.records import Record
 
@@ -107,9 +107,9 @@ ALLRUN = Verb(
     run_command="mlp_magic.allrun.command:main",
     summary="run a shell command once on every host of the job and show identical outputs once")
 CLUSTER = Verb(name="cluster", magic="mlp_cluster",
-               options=(HOSTFILE, HOST_LIST, REFRESH, PROBE_TIMEOUT, NO_PROBE, TOPO_FILE),
+               options=(HOSTFILE, HOST_LIST, REFRESH, STATIC, PROBE_TIMEOUT, NO_PROBE, TOPO_FILE),
                run="mlp_magic.cluster.widget:cluster_verb",
-               summary="hosts, ranks and GPU topology as a widget")
+               summary="hosts, ranks and GPU topology as a widget, live while cells run")
 STACKS = Verb(name="stacks", magic="mlp_stacks", command="stacks",
               options=(HOSTFILE, HOST_LIST, PIDS, MATCH, NATIVE, THREADS, STACKS_TIMEOUT, SSH, JSON),
               command_options=(HELP,), run="mlp_magic.stacks.command:in_notebook",
@@ -138,6 +138,9 @@ COMMANDS = (
          summary="the Worlds on this machine: kernel alive or gone, ranks, hosts, kept"),
     Verb(name="stop", command="stop", rest="id", command_options=(HELP,),
          run_command="mlp_magic.world.kept:run_stop", summary="stop a World: stop ID"),
+    Verb(name="dashboard", command="dashboard", options=(PORT, LISTEN_HOST), command_options=(HELP,),
+         run_command="mlp_magic.panel.standalone:run_command",
+         summary="the live cluster view as a web page, with no Jupyter server: one line, its URL"),
 )
 
 

@@ -96,7 +96,7 @@ def test_malformed_saved_file_exits_2_with_one_line(capsys, tmp_path):
     (["topo", "--timeout", "0"], "mlp-magic topo: --timeout: expected a positive number of seconds, got '0'"),
     (["topo", "--from-file"], "mlp-magic topo: --from-file needs a value (see mlp-magic topo --help)\n"),
     (["topo", "extra"], "mlp-magic topo: unexpected argument 'extra' (see mlp-magic topo --help)\n"),
-    ([], "mlp-magic: give a command: topo, status, stacks, top, doctor, worlds, stop "
+    ([], "mlp-magic: give a command: topo, status, stacks, top, doctor, worlds, stop, dashboard "
          "(see mlp-magic --help)\n"),
     (["status", "--hostfile", "h", "-H", "a"], "mlp-magic status: give either --hostfile or -H, not both"),
     (["status", "--hostfile", "/nonexistent/hosts"], "mlp-magic: "),

@@ -134,13 +134,13 @@ def test_any_doctor_line_parses_or_is_one_clear_error(line):
 
 def test_cluster_defaults_and_every_option():
     defaults = {"hostfile": None, "hosts": None, "auto_refresh": None, "timeout": 5.0, "probe": True,
-                "gpus": None}
+                "gpus": None, "static": False}
     assert own(CLUSTER, magic("mlp_cluster", "").options) == defaults
     choice = magic("mlp_cluster", "-H gpu[0-1]:8 --refresh 2.5 --timeout=3 --no-probe "
                                   "--topo-file gpu0=topo/a.txt --topo-file='gpu1=my topo.txt'")
     assert choice.verb is CLUSTER and own(CLUSTER, choice.options) == {
         "hostfile": None, "hosts": "gpu[0-1]:8", "auto_refresh": 2.5, "timeout": 3.0, "probe": False,
-        "gpus": (("gpu0", "topo/a.txt"), ("gpu1", "my topo.txt"))}
+        "gpus": (("gpu0", "topo/a.txt"), ("gpu1", "my topo.txt")), "static": False}
     assert magic("mlp_cluster", "--hostfile ~/hosts").options.hostfile == "~/hosts"
     assert magic("mlp_cluster", "--topo-file ' a = b '").options.gpus == (("a", "b"),)
 
@@ -183,13 +183,15 @@ def cluster_verb_keywords(monkeypatch, line: str) -> dict:
     monkeypatch.setattr(widget, "cluster_view", lambda **keywords: seen.update(keywords) or "view")
     context = SimpleNamespace(owner=SimpleNamespace(world=None))
     assert widget.cluster_verb(context, magic("mlp_cluster", line).options) == "view"
+    assert seen.pop("world_of")() is None   # the live thread follows the owner's World
     return seen
 
 
 def test_the_cluster_verb_gives_cluster_view_its_keywords(monkeypatch):
     assert cluster_verb_keywords(monkeypatch, "") == {
-        "hostfile": None, "hosts": None, "auto_refresh": None, "timeout": 5.0, "probe": True, "gpus": None,
-        "world": None}
+        "hostfile": None, "hosts": None, "auto_refresh": 5.0, "timeout": 5.0, "probe": True,
+        "gpus": None, "world": None}   # live by default
+    assert cluster_verb_keywords(monkeypatch, "--static")["auto_refresh"] is None
     keywords = cluster_verb_keywords(monkeypatch, "-H g:2 --refresh 3 --no-probe --topo-file g=a.txt "
                                                   "--topo-file h=b.txt")
     assert keywords == {"hostfile": None, "hosts": "g:2", "auto_refresh": 3.0, "timeout": 5.0, "probe": False,
@@ -237,8 +239,8 @@ def test_each_command_and_its_options(argv, values):
 
 
 @pytest.mark.parametrize("argv, message", [
-    ([], "give a command: topo, status, stacks, top, doctor, worlds, stop (see mlp-magic --help)"),
-    (["nope"], "unknown command 'nope': one of topo, status, stacks, top, doctor, worlds, stop "
+    ([], "give a command: topo, status, stacks, top, doctor, worlds, stop, dashboard (see mlp-magic --help)"),
+    (["nope"], "unknown command 'nope': one of topo, status, stacks, top, doctor, worlds, stop, dashboard "
                "(see mlp-magic --help)"),
     (["--json"], "unknown command '--json'"),
     (["topo", "--bogus"], "mlp-magic topo: unknown option '--bogus' (see mlp-magic topo --help)"),
@@ -262,7 +264,8 @@ def test_help_asks_for_the_overview():
 def test_main_exits_0_with_help(capsys):
     assert main(["--help"]) == 0
     out, err = capsys.readouterr()
-    assert out.startswith("usage: mlp-magic {topo,status,stacks,top,doctor,worlds,stop}") and err == ""
+    assert out.startswith("usage: mlp-magic {topo,status,stacks,top,doctor,worlds,stop,dashboard}")
+    assert err == ""
     assert all(f"  {verb.command}" in out for verb in COMMANDS)
     assert main(["stacks", "--help"]) == 0
     out, err = capsys.readouterr()
@@ -271,10 +274,10 @@ def test_main_exits_0_with_help(capsys):
 
 
 @pytest.mark.parametrize("argv, stderr", [
-    ([], "mlp-magic: give a command: topo, status, stacks, top, doctor, worlds, stop "
+    ([], "mlp-magic: give a command: topo, status, stacks, top, doctor, worlds, stop, dashboard "
          "(see mlp-magic --help)\n"),
     (["nope"], "mlp-magic: unknown command 'nope': one of topo, status, stacks, top, doctor, worlds, "
-               "stop (see mlp-magic --help)\n"),
+               "stop, dashboard (see mlp-magic --help)\n"),
     (["stacks", "--bogus"], "mlp-magic stacks: unknown option '--bogus' (see mlp-magic stacks --help)\n"),
     (["doctor", "--fraction", "2"], "mlp-magic doctor: --fraction: expected a fraction in (0, 1], got '2' "
                                     "(see mlp-magic doctor --help)\n"),
