@@ -15,6 +15,7 @@ from mlp_magic.commands.pure.parse import allrun_in_line, choose_in_line
 from mlp_magic.commands.context import Context, handler
 from mlp_magic.commands.pure.table import ALLRUN
 from mlp_magic.errors import MlpMagicError
+from mlp_magic.panel.locate import dashboard_line
 from mlp_magic.world.owner import WorldOwner
 
 
@@ -78,8 +79,13 @@ class MlpMagics(Magics):
     @_one_line_errors
     def mlp_cluster(self, line: str = ""):
         """Show hosts, ranks and GPU topology as a widget: ``%mlp_cluster [--hostfile F | -H HOSTS]
-        [--refresh S] [--timeout S] [--no-probe] [--topo-file HOST=FILE ...]``."""
-        return self._run("mlp_cluster", line)
+        [--refresh S] [--static] [--timeout S] [--no-probe] [--topo-file HOST=FILE ...]``: live (a
+        kernel thread updates it while other cells run) unless ``--static``; its text face ends
+        with the dashboard's URL."""
+        view = self._run("mlp_cluster", line)
+        if hasattr(view, "where_dashboard"):
+            view.where_dashboard = dashboard_line
+        return view
 
     @no_var_expand
     @line_magic

@@ -8,7 +8,8 @@ Everything is asked at once, and each part is waited for until its own deadline
 - reachability: a TCP connect to each host's ssh port (``reachability.probe_hosts``);
 - GPUs, by ``gpus``: "none"; "local": this machine only (the panel, polled every few seconds);
   "all": every host, through a live World's engines (one per host) where one covers it, over ssh
-  elsewhere (each host runs ``mlp-magic topo --json``), this machine in-process;
+  elsewhere (each host runs ``mlp-magic topo --json``), this machine in-process; a collector made
+  ``for_thread`` (the live widget's, running while cells do) never asks the engines;
 - the Worlds kernels publish: their engines' states, and (``published_gpus``, the panel's
   cheap stand-in for probing other hosts) the GPUs they probed.
 """
@@ -45,6 +46,7 @@ class CollectOptions(Record):
     state_dir: Optional[str] = None      # where kernels publish their Worlds (default: config's)
     env: Optional[Mapping[str, str]] = None   # the environment the topology comes from
     published_gpus: bool = False         # show the GPUs published Worlds probed (probes still win)
+    ask_engines: bool = True             # probe a World's hosts through its engines (while they are idle)
 
 
 def utc_now() -> str:
@@ -78,6 +80,13 @@ class StateCollector:
                                 % (", ".join(GPU_MODES), options.gpus))
         self.inventories, self.world = list(inventories), world
         self.parts = Parts(error="not collected yet")
+
+    def for_thread(self) -> "StateCollector":
+        """A collector for a thread that runs while cells do: it never asks the World's engines
+        (they may be running the user's cell) and shows the GPUs the World published instead."""
+        published = self.options.published_gpus or self.options.gpus == "all"
+        options = self.options.replace(ask_engines=False, published_gpus=published)
+        return StateCollector(options, self.inventories, self.world)
 
     def __call__(self) -> ClusterState:
         world = self.world
@@ -162,7 +171,7 @@ class StateCollector:
 
     def _engine_inventories(self, world: Any, topology: Any, names: frozenset) -> List[HostGpus]:
         """One engine per host of the World probes its host, except hosts given or not shown."""
-        if world is None:
+        if world is None or not self.options.ask_engines:
             return []
         from mlp_magic.gpu.engines import collect_from_world
 

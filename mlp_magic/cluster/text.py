@@ -9,6 +9,7 @@ from typing import List, Optional, Sequence
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.gpu import HostGpus, format_topo_matrix, host_hints, nearest_nic
 from mlp_magic.cluster.pure.model import ClusterState, HostView
+from mlp_magic.cluster.pure.rank_lines import RankRow, ranks_text
 
 
 def when(updated_at: str) -> str:
@@ -84,6 +85,15 @@ def state_text(state: ClusterState) -> str:
         matrix = format_topo_matrix(host.gpus).split("\n\nLegend:")[0]
         lines += ["", "== %s ==" % host.name, matrix] + gpu_lines(host.gpus)
     lines += ["hint: %s" % h for host in state.hosts for h in host.hints]
+    return "\n".join(lines) + "\n"
+
+
+def view_text(state: ClusterState, rows: Sequence[RankRow] = (), dashboard: Optional[str] = None) -> str:
+    """The widget's text face: ``state_text``, the ranks' live states by host, then ``dashboard``
+    (where the dashboard is, or how to start one) as the last line."""
+    lines = [state_text(state).rstrip("\n")]
+    lines += [""] + ranks_text(rows) if rows else []
+    lines += ["", dashboard] if dashboard else []
     return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,5 @@
 """``%mlp_cluster``: the cluster as an ipywidgets view (HTML, GridBox, Tab, progress bars; no
-custom JS), refreshed on request or on a timer.
+custom JS), live by default: a kernel thread (``widget_live``) updates it while other cells run.
 
 ``ClusterView`` holds one ClusterState (``model.py``) and draws it; the collecting is
 ``collect.StateCollector``'s, the text and HTML reprs are ``text.py``'s and ``html.py``'s.
@@ -7,7 +7,6 @@ ipywidgets is imported only when a widget is built, so a ClusterView in a termin
 """
 from __future__ import annotations
 
-import asyncio
 import html
 import threading
 from dataclasses import dataclass
@@ -19,99 +18,125 @@ from mlp_magic.cluster.collect import CollectOptions, StateCollector, load_inven
 from mlp_magic.cluster.html import (host_html, legend_html, link_cell_html, memory_bar, nic_affinity_rows,
                                     state_html, table_html, util_bar)
 from mlp_magic.cluster.pure.model import ClusterState, HostView
-from mlp_magic.cluster.text import host_rows, state_text, title
+from mlp_magic.cluster.text import host_rows, title, view_text
+from mlp_magic.cluster.widget_live import FAST_EVERY_S, LiveRefresh, RankLines, rank_rows, start_live
 from mlp_magic.world.owner import kernel_world
+
+SLOW_EVERY_S = 5.0   # the live view's slow part (topology, reachability, GPUs); --refresh S
 
 
 class ClusterView:
     """The cluster as a widget; ``state`` holds everything shown, the widgets hold no logic.
 
     ``refresh()`` (or the Refresh button) collects a new state; ``start_auto_refresh(seconds)``
-    does so on a timer without blocking the kernel (an asyncio task on the kernel's loop, the
-    collecting itself in a worker thread). ``repr()`` is plain text, ``_repr_html_()`` static HTML.
+    starts the view's live thread (``widget_live.LiveRefresh``): the ranks' states every second,
+    the rest every ``seconds``, while other cells run. ``repr()`` is plain text ending with the
+    dashboard's URL, ``_repr_html_()`` static HTML.
     """
 
-    def __init__(self, collect: Callable[[], ClusterState], state: Optional[ClusterState] = None):
+    def __init__(self, collect: Callable[[], ClusterState], state: Optional[ClusterState] = None,
+                 world_of: Optional[Callable[[], Any]] = None):
         self._collect = collect
+        self._collect_in_thread = collect.for_thread() if hasattr(collect, "for_thread") else collect
+        self._world_of = world_of or (lambda: None)
         self.state = state if state is not None else collect()
+        self.shown_rows: tuple = self._read_rows()
         self.refresh_count = 0
         self.last_error: Optional[str] = None
         self.auto_refresh_seconds: Optional[float] = None
-        self._auto: Any = None
+        self._live: Optional[LiveRefresh] = None
+        self._drawing = threading.RLock()   # the kernel's thread and the live thread draw in turn
         self._widgets: Dict[str, Any] = {}
+        # The text face's last line: where the dashboard is (set by the magic: panel/locate).
+        self.where_dashboard: Optional[Callable[[], str]] = None
+
+    def _read_rows(self) -> tuple:
+        try:
+            return rank_rows(self._world_of())
+        except Exception:  # noqa: BLE001 - a World half torn down shows no ranks
+            return ()
 
     # -- refreshing
     def refresh(self) -> ClusterState:
         """Collect now and redraw; returns the new state."""
         self._show(self._collect())
+        self.show_ranks(self._read_rows())
         return self.state
 
     def _show(self, state: ClusterState) -> None:
-        self.state = state
-        self.refresh_count += 1
-        if self._widgets:
-            self._redraw()
+        with self._drawing:
+            self.state = state
+            self.refresh_count += 1
+            if self._widgets:
+                self._redraw()
 
-    def start_auto_refresh(self, seconds: float = 5.0) -> None:
+    def show_ranks(self, rows: tuple) -> None:
+        """The ranks' states (``(rank, host, state)`` rows): only the changed lines are sent."""
+        with self._drawing:
+            self.shown_rows = tuple(rows)
+            if self._widgets:
+                self._widgets["ranks"].show(self.shown_rows)
+
+    def slow_tick(self, world: Any) -> None:
+        """The live thread's collect of the slow part (never through the World's engines)."""
+        if hasattr(self._collect_in_thread, "world") and world is not None:
+            self._collect_in_thread.world = world
+        state = self._collect_quietly(self._collect_in_thread)
+        if state is not None and self._live is not None:
+            self._show(state)
+
+    @property
+    def live(self) -> Optional[LiveRefresh]:
+        return self._live
+
+    def start_auto_refresh(self, seconds: float = SLOW_EVERY_S) -> None:
+        """Start the live thread: ranks every second (or ``seconds`` if shorter), the rest every
+        ``seconds``."""
         if not seconds or seconds <= 0:
             raise MlpMagicError("auto-refresh period must be positive, got %r" % seconds)
         self.stop_auto_refresh()
         self.auto_refresh_seconds = float(seconds)
-        try:
-            loop = asyncio.get_running_loop()  # inside a kernel: its loop runs between cells
-        except RuntimeError:
-            loop = None
-        if loop is not None:
-            self._auto = loop.create_task(self._tick_async(float(seconds)))
-        else:
-            stop = threading.Event()
-            worker = threading.Thread(target=self._tick_thread, args=(float(seconds), stop),
-                                      name="mlp-cluster-refresh", daemon=True)
-            self._auto = stop
-            worker.start()
+        seconds = float(seconds)
+        self._live = start_live(self, self._world_of, seconds, min(FAST_EVERY_S, seconds))
         self._sync_toggle()
 
     def stop_auto_refresh(self) -> None:
-        auto, self._auto, self.auto_refresh_seconds = self._auto, None, None
-        if isinstance(auto, threading.Event):
-            auto.set()
-        elif auto is not None:
-            auto.cancel()
+        live, self._live, self.auto_refresh_seconds = self._live, None, None
+        if live is not None:
+            live.stop()
         self._sync_toggle()
 
-    def _collect_quietly(self) -> Optional[ClusterState]:
+    def live_ended(self, live: LiveRefresh) -> None:
+        """From the live thread as it ends (its World stopped, or it was stopped)."""
+        if self._live is live:
+            self._live, self.auto_refresh_seconds = None, None
+            self._sync_toggle()
+
+    def _collect_quietly(self, collect: Optional[Callable[[], ClusterState]] = None
+                         ) -> Optional[ClusterState]:
         """A timer's collect: a failure is kept in ``last_error`` and the last state stays shown."""
         try:
-            return self._collect()
+            return (collect or self._collect)()
         except Exception as exc:  # a timer has no caller to raise to
             self.last_error = "%s: %s" % (type(exc).__name__, exc)
             return None
 
-    async def _tick_async(self, seconds: float) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(seconds)
-            state = await loop.run_in_executor(None, self._collect_quietly)
-            if state is not None:
-                self._show(state)
-
-    def _tick_thread(self, seconds: float, stop: threading.Event) -> None:
-        while not stop.wait(seconds):
-            state = self._collect_quietly()
-            if state is not None and not stop.is_set():
-                self._show(state)
-
     def close(self) -> None:
-        """Stop refreshing and close the widgets."""
+        """Stop the live thread and close the widgets."""
         self.stop_auto_refresh()
-        root = self._widgets.get("root")
-        if root is not None:
-            _close_tree(root)
-        self._widgets = {}
+        with self._drawing:
+            root, ranks = self._widgets.get("root"), self._widgets.get("ranks")
+            if ranks is not None:
+                ranks.close()
+            if root is not None:
+                _close_tree(root)
+            self._widgets = {}
 
     # -- reprs
     def __repr__(self) -> str:
-        return state_text(self.state)
+        """The text face, for a frontend without widgets: it ends with where the dashboard is."""
+        dashboard = self.where_dashboard() if self.where_dashboard else None
+        return view_text(self.state, self.shown_rows, dashboard)
 
     def _repr_html_(self) -> str:
         return state_html(self.state)
@@ -135,31 +160,33 @@ class ClusterView:
 
         refresh = w.Button(description="Refresh", icon="refresh", tooltip="collect the cluster state now")
         refresh.on_click(lambda _button: self.refresh())
-        auto = w.ToggleButton(description="Auto-refresh 5 s", value=self._auto is not None,
-                              tooltip="refresh every 5 seconds")
+        auto = w.ToggleButton(description="Live", value=self._live is not None,
+                              tooltip="update while cells run: ranks each second, the rest every few seconds")
         auto.observe(self._on_toggle, names="value")
-        title, hosts, tabs = w.HTML(), w.HTML(), w.Tab()
-        root = w.VBox([w.HBox([title, refresh, auto]), hosts, tabs])
+        title, hosts, tabs, ranks = w.HTML(), w.HTML(), w.Tab(), RankLines()
+        root = w.VBox([w.HBox([title, refresh, auto]), ranks.box, hosts, tabs])
         root.add_class("mlp-cluster")
-        self._widgets = {"root": root, "title": title, "hosts": hosts, "tabs": tabs, "auto": auto,
-                         "refresh": refresh}
-        self._redraw()
+        with self._drawing:
+            self._widgets = {"root": root, "title": title, "hosts": hosts, "tabs": tabs, "auto": auto,
+                             "refresh": refresh, "ranks": ranks}
+            self._redraw()
+            ranks.show(self.shown_rows)
 
     def _on_toggle(self, change: Mapping) -> None:
-        if change["new"] and self._auto is None:
-            self.start_auto_refresh(self.auto_refresh_seconds or 5.0)
-        elif not change["new"] and self._auto is not None:
+        if change["new"] and self._live is None:
+            self.start_auto_refresh(self.auto_refresh_seconds or SLOW_EVERY_S)
+        elif not change["new"] and self._live is not None:
             self.stop_auto_refresh()
 
     def _sync_toggle(self) -> None:
         toggle = self._widgets.get("auto")
-        if toggle is not None and toggle.value != (self._auto is not None):
-            toggle.value = self._auto is not None
+        if toggle is not None and toggle.value != (self._live is not None):
+            toggle.value = self._live is not None
 
     def _redraw(self) -> None:
         state, parts = self.state, self._widgets
-        parts["title"].value = "<b>%s</b>" % html.escape(state.error or title(state))
-        parts["hosts"].value = table_html(host_rows(state), "mlp-cluster-hosts") if not state.error else ""
+        _set(parts["title"], "<b>%s</b>" % html.escape(state.error or title(state)))
+        _set(parts["hosts"], table_html(host_rows(state), "mlp-cluster-hosts") if not state.error else "")
         tabs, kept = parts["tabs"], parts.setdefault("host_tabs", {})
         selected, fresh = tabs.selected_index, {}
         for host in state.hosts:
@@ -168,12 +195,18 @@ class ClusterView:
         if children != tuple(tabs.children):
             tabs.children = children
             tabs.titles = tuple(host.name for host in state.hosts)
-        if selected is not None and selected < len(children):
+        if selected is not None and selected < len(children) and tabs.selected_index != selected:
             tabs.selected_index = selected
         for name, old in kept.items():
             if fresh.get(name) is not old:
                 _close_tree(old.widget)
         parts["host_tabs"] = fresh
+
+
+def _set(widget: Any, value: Any) -> None:
+    """Set a value only when it differs (a trait set to an equal value sends nothing either)."""
+    if widget.value != value:
+        widget.value = value
 
 
 def _close_tree(widget: Any) -> None:
@@ -280,7 +313,8 @@ def _set_bars(bars: Any, g: Any) -> None:
 def cluster_view(*, hostfile: Optional[str] = None, hosts: Optional[str] = None, gpus: Any = None,
                  probe: bool = True, timeout: float = 5.0, check_reachable: bool = True,
                  auto_refresh: Optional[float] = None, state_dir: Optional[str] = None,
-                 env: Optional[Mapping[str, str]] = None, world: Any = None, ssh: Any = None) -> ClusterView:
+                 env: Optional[Mapping[str, str]] = None, world: Any = None, ssh: Any = None,
+                 world_of: Optional[Callable[[], Any]] = None) -> ClusterView:
     """The cluster of this job (or of ``hostfile`` / ``hosts``) as a ClusterView.
 
     ``gpus``: inventories to show instead of probing, {host: HostGpus or a saved
@@ -288,27 +322,32 @@ def cluster_view(*, hostfile: Optional[str] = None, hosts: Optional[str] = None,
     (one per host), hosts no World covers over ssh (``ssh``: the client command, default
     ``$MLP_MAGIC_SSH`` or ``ssh``), this machine's from a local probe, all within about
     ``timeout`` seconds; ``probe=False`` probes nothing. ``check_reachable=False`` skips
-    the ssh-port probes. ``auto_refresh``: seconds. ``world``: a World other than this
-    kernel's ``%%mpirun`` one.
+    the ssh-port probes. ``auto_refresh``: seconds of the live thread's slow part (its ranks'
+    states every second); None: a static view. ``world``: a World other than this kernel's
+    ``%%mpirun`` one; ``world_of``: where the live thread finds the World (default: that one).
     """
     options = CollectOptions(hostfile=hostfile, hosts=hosts, gpus="all" if probe else "none", timeout=timeout,
                              reach_timeout=min(timeout, 2.0) if check_reachable else None, ssh=ssh,
                              state_dir=state_dir, env=env)
+    if world_of is None:
+        world_of = (lambda: world) if world is not None else kernel_world
     if world is None:
-        world = kernel_world()
-    view = ClusterView(StateCollector(options, load_inventories(gpus), world))
+        world = world_of()
+    view = ClusterView(StateCollector(options, load_inventories(gpus), world), world_of=world_of)
     if auto_refresh:
         view.start_auto_refresh(auto_refresh)
     return view
 
 
 def cluster_verb(context, options) -> ClusterView:
-    """``%mlp_cluster``: this kernel's World, hosts and GPUs as a widget (the magic's value)."""
+    """``%mlp_cluster``: this kernel's World, hosts and GPUs as a widget (the magic's value), live
+    unless ``--static``."""
     topo_files: dict = {}
     for host, path in options.gpus or ():
         if host in topo_files:
             raise MlpMagicError(f"%mlp_cluster: --topo-file gives host {host!r} twice")
         topo_files[host] = path
-    return cluster_view(hostfile=options.hostfile, hosts=options.hosts, auto_refresh=options.auto_refresh,
+    live = None if options.static else (options.auto_refresh or SLOW_EVERY_S)
+    return cluster_view(hostfile=options.hostfile, hosts=options.hosts, auto_refresh=live,
                         timeout=options.timeout, probe=options.probe, gpus=topo_files or None,
-                        world=context.owner.world)
+                        world=context.owner.world, world_of=lambda: context.owner.world)

@@ -89,6 +89,10 @@ def test_cluster_widget_renders_its_host_table(browser, start_lab):
     assert "NVLink, # links bonded" in legend and "across the CPU socket" in legend
 
     assert host_table(with_world)[1][:5] == ["localhost", "2", "0-1", "yes", "2 engines: 2 idle"]
+    # Live: no cell redraws the view after `%mpirun --stop`; its kernel thread sends the ranks dead.
+    assert local.locator(".mlp-rank-line").count() == 0   # no World: no rank lines
+    dead = with_world.locator(".mlp-rank-line", has_text="2 dead 0-1")
+    dead.wait_for(state="attached", timeout=UI_TIMEOUT_MS)
 
     ARTIFACTS.mkdir(exist_ok=True)
     screenshot_from(page, local, "cluster-widget.png")

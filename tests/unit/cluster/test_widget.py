@@ -30,7 +30,8 @@ class Sequenced:
 def test_widget_structure():
     view = ClusterView(Sequenced(two_host_state()))
     root = view.widget
-    header, hosts, tabs = root.children
+    header, ranks, hosts, tabs = root.children
+    assert ranks.children == ()   # no World: no rank lines
     assert "2 hosts, 16 slots" in header.children[0].value
     assert 'class="mlp-cluster-hosts"' in hosts.value and "8 engines: 1 busy, 7 idle" in hosts.value
     assert tabs.titles == ("worker0", "worker1")
@@ -59,7 +60,7 @@ def test_refresh_button_redraws_moves_bars_in_place_and_closes_old_widgets():
                           [parse_topo_matrix(DGX1.read_text(), host="worker0")], updated_at="12:00:10")
     collect = Sequenced(first, second, third)
     view = ClusterView(collect)
-    header, _, tabs = view.widget.children
+    header, _, _, tabs = view.widget.children
     worker0_tab, worker1_tab = tabs.children
     header.children[1].click()  # the Refresh button
     assert collect.calls == 2 and view.refresh_count == 1
@@ -134,7 +135,7 @@ def test_auto_refresh_on_a_running_loop_never_blocks_it():
     async def main():
         view = ClusterView(slow_collect, state=two_host_state())
         view.start_auto_refresh(0.05)
-        assert isinstance(view._auto, asyncio.Task)
+        assert view.live.thread.name.startswith("mlp-cluster-live-")   # a thread, not a task on the loop
         ticks, started = 0, time.monotonic()
         while time.monotonic() - started < 1.0:
             before = time.monotonic()
