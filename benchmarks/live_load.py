@@ -10,6 +10,8 @@ all), for a jupyter_server with mlp_magic's extension. Phases of ``--seconds`` e
 4. the peer, in the same run: one and ``--tabs`` tabs polling ``GET mlp-magic/cluster`` every
    second (the document, which holds the hosts' GPUs while a tab is live; without the live feed a
    panel would have to poll to see anything move), beside the one live tab of phase 2.
+Throughout, the ranks change state ``--flips-per-s`` times a second (4; a third of them busy, a
+different third each time), as the issue's budget has it (0: the World stays as written).
 Per tab: bytes a second received and the server's CPU (psutil, % of one core) over the phase
 without tabs. Goals (issue 23): at most 50 KB/s and 2% of a core per tab. Also, in phase 2, how
 soon the first samples reach a newly opened tab (its socket connected to its first "gpus"
@@ -28,6 +30,7 @@ import secrets
 import socket
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -75,6 +78,39 @@ def write_world(state_dir: Path, hosts: list, agents: list, key: str, gpus_per_h
                          for host, (_, answer) in zip(hosts, agents)},
               "private": {"agent_key": key}}
     (state_dir / "bench-1-1.json").write_text(json.dumps(record))
+
+
+class Flipper:
+    """Rewrites the World's record ``per_second`` times a second, a third of its ranks busy,
+    a different third each time (as the kernel publishes: a new file renamed into place)."""
+
+    def __init__(self, path: Path, per_second: float):
+        self.path, self.per_second = path, per_second
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        if self.per_second > 0:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopped.set()
+        if self.thread.is_alive():
+            self.thread.join(5)
+
+    def _run(self) -> None:
+        record = json.loads(self.path.read_text())
+        step = 0
+        while not self.stopped.wait(1 / self.per_second):
+            step += 1
+            now = time.time()
+            for row in record["ranks"]:
+                row["state"] = "idle" if (row["rank"] + step) % 3 else "busy"
+                row["since"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".000+00:00"
+            part = self.path.parent / f".tmp-{self.path.name}"
+            part.write_text(json.dumps(record))
+            os.replace(part, self.path)
 
 
 def phase(server: psutil.Process, seconds: float, watchers: list) -> dict:
@@ -136,6 +172,7 @@ def report(found: dict, args) -> dict:
         and ours_cpu <= GOAL_CPU_PERCENT and first_gpus is not None and first_gpus <= GOAL_FIRST_GPUS_S,
         "goals": {"bytes_per_s": GOAL_BYTES_PER_S, "cpu_percent": GOAL_CPU_PERCENT},
         "hosts": args.hosts, "gpus_per_host": 8, "ranks": args.hosts * 8, "tabs": args.tabs,
+        "rank_state_flips_per_s": args.flips_per_s,
         "seconds_per_phase": args.seconds, "phases": found,
         "peer": "GET mlp-magic/cluster every 1 s per tab",
     }
@@ -154,7 +191,8 @@ def run(args) -> dict:
             port, token = free_loopback_port(), secrets.token_hex(16)
             server = start_server(home, home / "hostfile", port, token, cache_seconds=4.0)
             try:
-                found = measure(f"http://127.0.0.1:{port}/", token, psutil.Process(server.pid), args)
+                with Flipper(home / "worlds" / "bench-1-1.json", args.flips_per_s):
+                    found = measure(f"http://127.0.0.1:{port}/", token, psutil.Process(server.pid), args)
             finally:
                 server.terminate()
                 server.wait(15)
@@ -169,6 +207,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=64)
     parser.add_argument("--tabs", type=int, default=4)
+    parser.add_argument("--flips-per-s", type=float, default=4.0,
+                        help="the ranks change state this often (0: never)")
     parser.add_argument("--seconds", type=float, default=30.0, help="seconds each phase is measured")
     args = parser.parse_args()
     if not 1 <= args.hosts <= 250 or args.tabs < 1 or args.seconds <= 0:

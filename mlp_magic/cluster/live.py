@@ -10,9 +10,12 @@ input, each taken as often as it changes:
   thread every ``SLOW_EVERY_S`` while someone watches, or on demand (``refresh``);
 - the last ``mlp-magic doctor`` report (the hosts' health), in the same folder: read again the
   moment a run writes it, so that the health column follows a run at once.
-Each new document is compared with the last (cluster/pure/delta) and only the operations are sent,
-encoded once for every subscriber: ``{"type": "patch", "seq", "server_time", "ops"}``; a new
-subscriber first gets ``{"type": "snapshot", ...}``. Slow subscribers are the transport's
+Each new document is compared with the last sent (cluster/pure/delta) and only the operations are
+sent, encoded once for every subscriber: ``{"type": "patch", "seq", "server_time", "ops"}``; a new
+subscriber first gets ``{"type": "snapshot", ...}``. Patches keep within ``PATCH_BYTES_PER_S``
+(cluster/pure/budget): a lone change goes at once, a storm of them (512 ranks flipping four times a
+second) is sent as one patch when the budget allows, so that a view costs at most 50 KB/s with
+the GPUs' samples. Slow subscribers are the transport's
 business (panel/live_socket).
 """
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 from datetime import datetime, timezone
 from typing import Callable, Dict, List, Optional
 
+from mlp_magic.cluster.pure.budget import SendBudget
 from mlp_magic.cluster.pure.delta import diff
 from mlp_magic.doctor.pure.report import REPORT_NAME
 from mlp_magic.cluster.collect import CollectOptions, Parts, StateCollector, read_health
@@ -34,6 +38,10 @@ SLOW_EVERY_S = 30.0       # topology and reachability, while someone watches
 LIVENESS_EVERY_S = 5.0    # kernels checked for life (a dead one's World leaves the document)
 REFRESH_AT_MOST_EVERY_S = 2.0
 GPUS_EVERY_S = 1.0        # one "gpus" message for all hosts, when new samples came
+# Patches' bytes a second to every view, and the most kept for a burst. The GPUs' samples of 64
+# hosts of 8 GPUs take about 20 KB/s beside them: 50 KB/s a view in all.
+PATCH_BYTES_PER_S = 25_000
+PATCH_BURST_BYTES = 25_000
 
 
 def _same_process(entry) -> bool:
@@ -78,6 +86,10 @@ class LiveCluster:
         self._slow_at = float("-inf")
         self._health_stamp = None   # the doctor report's file as last read
         self.rebuilds = 0    # documents built (tests and benchmarks)
+        self.patches = 0     # patches sent (tests and benchmarks)
+        self._built: Optional[dict] = None   # the newest document, not yet sent
+        self._budget = SendBudget(PATCH_BYTES_PER_S, PATCH_BURST_BYTES, time.monotonic())
+        self._flush_later: Optional[asyncio.TimerHandle] = None
         self.slow_collects = 0   # slow parts taken
         self._started: Optional[asyncio.Future] = None
 
@@ -100,6 +112,8 @@ class LiveCluster:
     def stop(self) -> None:
         self._watch.stop()
         self.gpu_feed.stop()
+        if self._flush_later is not None:
+            self._flush_later.cancel()
         for task in self._tasks:
             task.cancel()
 
@@ -173,7 +187,12 @@ class LiveCluster:
             self._slow = asyncio.ensure_future(self._collect_slow())
         if self._slow is not None:
             await asyncio.shield(self._slow)
-        return self.doc
+        return self.current
+
+    @property
+    def current(self) -> Optional[dict]:
+        """The newest document (a patch of it may be waiting for the views' budget)."""
+        return self._built if self._built is not None else self.doc
 
     async def _collect_slow(self) -> None:
         self.slow_collects += 1
@@ -202,11 +221,28 @@ class LiveCluster:
             self.doc, self.seq = doc, 1
             self._send(self._snapshot())
             return
+        self._built = doc
+        self._send_patch()
+
+    def _send_patch(self) -> None:
+        """What changed since the last patch, now if the budget allows, else when it will."""
+        self._flush_later = None
+        if self._built is None:
+            return
+        wait = self._budget.wait(time.monotonic())
+        if wait > 0:
+            if self._flush_later is None:
+                self._flush_later = asyncio.get_running_loop().call_later(wait, self._send_patch)
+            return
+        doc, self._built = self._built, None
         ops = diff(self.doc, doc)
         if not ops:
             return
         self.doc, self.seq = doc, self.seq + 1
-        self._send({"type": "patch", "seq": self.seq, "server_time": server_time(), "ops": ops})
+        self.patches += 1
+        size = self._send({"type": "patch", "seq": self.seq, "server_time": server_time(), "ops": ops})
+        if size:
+            self._budget.spent(time.monotonic(), size)
 
     # ------------------------------------------------------------------ subscribers
     def subscribe(self, send: Callable[[str], None]) -> Callable[[], None]:
@@ -250,9 +286,11 @@ class LiveCluster:
     def watchers(self) -> int:
         return len(self._subscribers)
 
-    def _send(self, message: dict) -> None:
+    def _send(self, message: dict) -> int:
+        """The message to every subscriber; its size in bytes (0: nobody listens)."""
         if not self._subscribers:
-            return
+            return 0
         text = json.dumps(message)   # encoded once for every subscriber
         for send in list(self._subscribers.values()):
             send(text)
+        return len(text)

@@ -70,7 +70,7 @@ async def _frames(live: LiveCluster, screen: Screen, once: bool, interval: float
     try:
         while True:
             width, height = screen.size()
-            screen.draw(top_lines(live.doc, live.gpu_latest, time.time(), width, height))
+            screen.draw(top_lines(live.current, live.gpu_latest, time.time(), width, height))
             if once:
                 return
             changed.clear()
@@ -91,7 +91,7 @@ def _agents_on_demand(live: LiveCluster, ssh) -> dict:
     speaks for (and not known unreachable), here directly, elsewhere over ssh, in --stdio mode."""
     covered = {host for _, host in agent_targets(live.worlds)}
     ssh_argv = config.ssh_command(ssh)
-    return {row["name"]: stdio_argv(row["name"], ssh_argv) for row in (live.doc or {}).get("hosts") or []
+    return {row["name"]: stdio_argv(row["name"], ssh_argv) for row in (live.current or {}).get("hosts") or []
             if row["name"] not in covered and row.get("reachable") is not False}
 
 

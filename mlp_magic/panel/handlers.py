@@ -59,7 +59,7 @@ class ClusterHandler(_LiveHandler):
     async def get(self) -> None:
         if not self.live.watchers:
             await self.live.refresh(at_most_every=self.cache_seconds)
-        self.write_json(self.live.doc)
+        self.write_json(self.live.current)
 
 
 class RefreshHandler(_LiveHandler):
