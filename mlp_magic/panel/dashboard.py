@@ -11,6 +11,7 @@ build it.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from html import escape
@@ -54,6 +55,10 @@ def static_url(base_url: str, name: str, folder: str) -> str:
     return url_path_join(base_url, "mlp-magic", "static", name) + f"?v={version}"
 
 
+# Newer jupyter_server's prepare redirects to the login page unless told not to.
+_PREPARE_REDIRECTS = "_redirect_to_login" in inspect.signature(JupyterHandler.prepare).parameters
+
+
 class DashboardHandler(JupyterHandler):
     """GET: the page (text/html), or one line of text/plain: 403 not logged in, 500 no bundle."""
 
@@ -63,8 +68,12 @@ class DashboardHandler(JupyterHandler):
         self.static_dir = static_dir
 
     async def prepare(self):
-        # Not logged in: a 403 below (as the REST routes), never the login redirect.
-        await super().prepare(_redirect_to_login=False)
+        # Not logged in: a 403 below (as the REST routes), never the login redirect. Older
+        # jupyter_server (2.4) has no such switch: its prepare never redirects.
+        if _PREPARE_REDIRECTS:
+            await super().prepare(_redirect_to_login=False)
+        else:
+            await super().prepare()
 
     def say(self, status: int, line: str) -> None:
         self.set_status(status)

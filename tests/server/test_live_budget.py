@@ -49,6 +49,7 @@ async def test_a_storm_of_rank_changes_keeps_within_the_budget_and_ends_right(
             patches += 1
             doc = apply(doc, json.loads(text)["ops"])
     elapsed = time.monotonic() - started
+
     def shown():
         return [(r["state"], r["since"]) for r in doc["worlds"][0]["ranks"]]
 

@@ -78,18 +78,28 @@ class FakeWorld:
 
 
 def sent_bytes(monkeypatch):
-    """Every widget message's bytes (its JSON plus ``ENVELOPE_BYTES``), as ipywidgets sends it
-    through a comm (the kernel's comm outside a kernel would send nothing)."""
-    import comm
-    from comm.base_comm import BaseComm
+    """Every widget message's bytes (its JSON plus ``ENVELOPE_BYTES``), where ipywidgets hands a
+    state update to its comm (``Widget._send``). Outside a kernel, ipywidgets 8.0 sends no update
+    at all (its ``notify_change`` asks the comm for a kernel first): here it is asked as if a
+    kernel were there, which is what 8.1 on does anyway."""
+    from ipywidgets import Widget
+    from ipywidgets.widgets import widget as widget_module
 
     sent = []
 
-    class Recording(BaseComm):
-        def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
-            sent.append(len(json.dumps({"data": data, "metadata": metadata}, default=str)) + ENVELOPE_BYTES)
+    def recording(self, msg, buffers=None):
+        sent.append(len(json.dumps({"data": msg}, default=str)) + ENVELOPE_BYTES)
 
-    monkeypatch.setattr(comm, "create_comm", lambda **args: Recording(**args))
+    def notify_change(self, change):
+        name = change["name"]
+        wanted = self.comm is not None and name in self.keys
+        if wanted and self._should_send_property(name, getattr(self, name)):
+            self.send_state(key=name)
+        super(Widget, self).notify_change(change)
+
+    monkeypatch.setattr(Widget, "_send", recording)
+    if hasattr(widget_module, "Comm"):   # ipywidgets 8.0
+        monkeypatch.setattr(Widget, "notify_change", notify_change)
     return sent
 
 
