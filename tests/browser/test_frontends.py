@@ -241,3 +241,36 @@ def test_mlp_magic_dashboard_serves_the_page_alone_and_leaves_nothing_behind(bro
         assert alive == [] and not written.exists() and os.listdir(runtime) == []
     finally:
         server.close()
+
+
+LIVE_CELLS = ["%load_ext mlp_magic", "%%mpirun -np 2\npass", "%mlp_cluster",
+              "%%mpirun\nimport time\nif rank == 1:\n    time.sleep(12)", "%mpirun --stop"]
+
+
+def test_notebook_7_shows_mlp_cluster_live_while_another_cell_runs(browser, notebook7):
+    """%mlp_cluster's widget in Notebook 7 changes while the next cell sleeps on rank 1 (its
+    kernel thread sends the ranks' states), and shows them dead after `%mpirun --stop`."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    root = notebook7.log_path.parent / "root"
+    kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    notebook = new_notebook(cells=[new_code_cell(c) for c in LIVE_CELLS], metadata=kernel)
+    nbformat.write(notebook, str(root / "live.ipynb"))
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(f"{notebook7.url}notebooks/live.ipynb?token={notebook7.token}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=UI_TIMEOUT_MS)
+    widget = page.locator(".widget-vbox.mlp-cluster").first
+    for _ in range(10):   # a click before the kernel is connected runs nothing: again until it ran
+        page.get_by_role("menuitem", name="Run").click(timeout=UI_TIMEOUT_MS)
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click(timeout=UI_TIMEOUT_MS)
+        try:
+            widget.wait_for(state="attached", timeout=60_000)
+            break
+        except Exception:
+            continue
+    busy = widget.locator(".mlp-rank-line", has_text="1 busy 1")
+    busy.wait_for(state="attached", timeout=UI_TIMEOUT_MS)   # while cell 4 sleeps: no cell redraws it
+    page.screenshot(path=str(ARTIFACTS / "mlp-notebook7-widget.png"))
+    widget.locator(".mlp-rank-line", has_text="2 dead 0-1").wait_for(state="attached", timeout=UI_TIMEOUT_MS)
+    page.close()

@@ -79,11 +79,10 @@ class FakeWorld:
 
 def sent_bytes(monkeypatch):
     """Every widget message's bytes (its JSON plus ``ENVELOPE_BYTES``), where ipywidgets hands a
-    state update to its comm (``Widget._send``). Outside a kernel, ipywidgets 8.0 sends no update
-    at all (its ``notify_change`` asks the comm for a kernel first): here it is asked as if a
-    kernel were there, which is what 8.1 on does anyway."""
+    state update to its comm (``Widget._send``). Outside a kernel a widget sends no update (its
+    ``notify_change`` asks its comm for a kernel first, in 8.0, and in 8.1 once ipykernel made
+    the comms): here every change is sent as if a kernel were there."""
     from ipywidgets import Widget
-    from ipywidgets.widgets import widget as widget_module
 
     sent = []
 
@@ -98,8 +97,7 @@ def sent_bytes(monkeypatch):
         super(Widget, self).notify_change(change)
 
     monkeypatch.setattr(Widget, "_send", recording)
-    if hasattr(widget_module, "Comm"):   # ipywidgets 8.0
-        monkeypatch.setattr(Widget, "notify_change", notify_change)
+    monkeypatch.setattr(Widget, "notify_change", notify_change)
     return sent
 
 
