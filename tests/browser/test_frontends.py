@@ -273,4 +273,7 @@ def test_notebook_7_shows_mlp_cluster_live_while_another_cell_runs(browser, note
     busy.wait_for(state="attached", timeout=UI_TIMEOUT_MS)   # while cell 4 sleeps: no cell redraws it
     page.screenshot(path=str(ARTIFACTS / "mlp-notebook7-widget.png"))
     widget.locator(".mlp-rank-line", has_text="2 dead 0-1").wait_for(state="attached", timeout=UI_TIMEOUT_MS)
+    # The stop has ended before the server (and its kernel) go: a kernel killed in the middle of
+    # `%mpirun --stop` was seen to leave the World's controller behind.
+    page.get_by_text("stopped the World of 2 ranks").wait_for(state="attached", timeout=UI_TIMEOUT_MS)
     page.close()
