@@ -11,7 +11,6 @@ build it.
 """
 from __future__ import annotations
 
-import inspect
 import json
 import os
 from html import escape
@@ -21,6 +20,7 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
+from mlp_magic.panel.jupyter_server_private import prepare_without_login_redirect, token_authenticated
 from mlp_magic.panel.live_socket import AUTH_RESOURCE
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
@@ -55,10 +55,6 @@ def static_url(base_url: str, name: str, folder: str) -> str:
     return url_path_join(base_url, "mlp-magic", "static", name) + f"?v={version}"
 
 
-# Newer jupyter_server's prepare redirects to the login page unless told not to.
-_PREPARE_REDIRECTS = "_redirect_to_login" in inspect.signature(JupyterHandler.prepare).parameters
-
-
 class DashboardHandler(JupyterHandler):
     """GET: the page (text/html), or one line of text/plain: 403 not logged in, 500 no bundle."""
 
@@ -68,12 +64,8 @@ class DashboardHandler(JupyterHandler):
         self.static_dir = static_dir
 
     async def prepare(self):
-        # Not logged in: a 403 below (as the REST routes), never the login redirect. Older
-        # jupyter_server (2.4) has no such switch: its prepare never redirects.
-        if _PREPARE_REDIRECTS:
-            await super().prepare(_redirect_to_login=False)
-        else:
-            await super().prepare()
+        # Not logged in: a 403 below (as the REST routes), never the login redirect.
+        await prepare_without_login_redirect(super().prepare)
 
     def say(self, status: int, line: str) -> None:
         self.set_status(status)
@@ -104,7 +96,7 @@ class DashboardHandler(JupyterHandler):
     def page_config(self) -> str:
         """What @jupyterlab/coreutils' PageConfig reads; the token only when the request had one."""
         config = {"baseUrl": self.base_url, "appName": "MLP Cluster"}
-        if getattr(self, "_token_authenticated", False):
+        if token_authenticated(self):
             config["token"] = self.identity_provider.get_token(self) or ""
         return json.dumps(config).replace("</", "<\\/")   # never ends the script element
 

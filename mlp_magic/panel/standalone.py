@@ -94,8 +94,11 @@ def _server_class():
             super().init_server_extensions()
 
         def init_signal(self) -> None:
-            signal.signal(signal.SIGTERM, self._signal_stop)
-            signal.signal(signal.SIGINT, self._signal_stop)   # no "shut down? (y/n)" prompt
+            from mlp_magic.panel.jupyter_server_private import signal_stopper
+
+            stop = signal_stopper(self)
+            signal.signal(signal.SIGTERM, stop)
+            signal.signal(signal.SIGINT, stop)   # no "shut down? (y/n)" prompt
 
         def start_app(self) -> None:
             super().start_app()
