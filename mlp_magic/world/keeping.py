@@ -71,8 +71,16 @@ def taken_over(world) -> int | None:
     return None if keep is None or owner[0] == os.getpid() else owner[0]
 
 
+def begin_stop(world) -> None:
+    """The kernel begins to stop the World: its keeper stays to the end, and a kept World is kept
+    no more, so that a kernel that dies midway leaves the keeper to finish the stop."""
+    if world.kept and world.workdir:
+        world.kept = False
+        own(world)
+
+
 def end_keeping(world) -> None:
-    """The kernel stops the World itself: the keeper leaves (its keep file gone) and is reaped."""
+    """The kernel has stopped the World: the keeper leaves (its keep file gone) and is reaped."""
     if world.workdir:
         try:
             os.unlink(keeper.keep_path(world.workdir))

@@ -351,7 +351,7 @@ class World:
         to end on its own, then stop whatever is left, and remove this World's files."""
         client, self.client = self.client, None
         clean = client is not None and self.started_at is not None
-        keeping.end_keeping(self)   # the keeper leaves: what ends now ends on purpose
+        keeping.begin_stop(self)   # the keeper stays: it ends the stop if this kernel dies midway
         if self.reach is not None:
             self.reach.stop()
         if self.lifeline is not None:
@@ -371,6 +371,7 @@ class World:
         self._stop_orphaned_ranks()
         published.withdraw(directory=self.state_dir)
         self._remove_files(keep_logs=not clean)
+        keeping.end_keeping(self)   # everything has ended, on purpose: the keeper leaves
 
     def _stop_orphaned_ranks(self) -> None:
         """The ranks on this machine that outlived their launcher (killed, or the OOM killer's

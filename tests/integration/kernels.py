@@ -39,11 +39,15 @@ class Kernel:
         self._read_until("READY", hang_bound(30))
 
     def cell(self, code: str, seconds: float = 120) -> tuple:
-        self.process.stdin.write(json.dumps(code) + "\n")
-        self.process.stdin.flush()
+        self.send(code)
         lines = self._read_until("CELL-DONE", hang_bound(seconds))
         error = json.loads(lines[-1].removeprefix("CELL-DONE "))
         return "".join(lines[:-1]), error
+
+    def send(self, code: str) -> None:
+        """Start a cell and return at once (its output is read by the next ``cell``)."""
+        self.process.stdin.write(json.dumps(code) + "\n")
+        self.process.stdin.flush()
 
     def _read_until(self, marker: str, seconds: float) -> list:
         """Its lines up to the one with ``marker`` (from the marker on: an older IPython writes
