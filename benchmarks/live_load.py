@@ -167,7 +167,7 @@ def report(found: dict, args) -> dict:
         "cpu_percent_per_tab": round(ours_cpu, 2), "first_tab_cpu_percent": round(first_cpu, 2),
         "peer_cpu_percent_per_tab": round(peer_cpu, 2),
         "cpu_ratio": round(ours_cpu / peer_cpu, 3) if peer_cpu > 0 else None,
-        "idle_cpu_percent": idle,
+        "idle_cpu_percent": idle, "one_tab_server_cpu_percent": found["one"]["cpu_percent"],
         "meets_goals": ours_bytes <= GOAL_BYTES_PER_S and first_cpu <= GOAL_CPU_PERCENT
         and ours_cpu <= GOAL_CPU_PERCENT and first_gpus is not None and first_gpus <= GOAL_FIRST_GPUS_S,
         "goals": {"bytes_per_s": GOAL_BYTES_PER_S, "cpu_percent": GOAL_CPU_PERCENT},

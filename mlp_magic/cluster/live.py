@@ -88,6 +88,7 @@ class LiveCluster:
         self.rebuilds = 0    # documents built (tests and benchmarks)
         self.patches = 0     # patches sent (tests and benchmarks)
         self._built: Optional[dict] = None   # the newest document, not yet sent
+        self._stale = False   # the inputs changed while nobody watched: ``current`` builds it
         self._budget = SendBudget(PATCH_BYTES_PER_S, PATCH_BURST_BYTES, time.monotonic())
         self._flush_later: Optional[asyncio.TimerHandle] = None
         self.slow_collects = 0   # slow parts taken
@@ -192,7 +193,14 @@ class LiveCluster:
     @property
     def current(self) -> Optional[dict]:
         """The newest document (a patch of it may be waiting for the views' budget)."""
+        self._catch_up()
         return self._built if self._built is not None else self.doc
+
+    def _catch_up(self) -> None:
+        """The document made new where it changed while nobody watched."""
+        if self._stale:
+            self._stale = False
+            self.doc, self._built, self.seq = self._document(), None, self.seq + 1
 
     async def _collect_slow(self) -> None:
         self.slow_collects += 1
@@ -210,13 +218,20 @@ class LiveCluster:
         """The published record of a World (its private part included), or None."""
         return next((w for w in self.worlds if w.get("id") == world_id), None)
 
-    def _rebuild(self) -> None:
-        if self.parts is None:
-            return
+    def _document(self) -> dict:
         doc = self.collector.state_with(self.worlds, self.parts).to_json()
         for host in doc.get("hosts") or []:
             host["live_gpus"] = self.gpu_feed.hosts.get(host.get("name"))
         self.rebuilds += 1
+        return doc
+
+    def _rebuild(self) -> None:
+        if self.parts is None:
+            return
+        if self.doc is not None and not self._subscribers:
+            self._stale = True   # nobody watches: built when asked (a GET, a new view), not 4x a second
+            return
+        doc = self._document()
         if self.doc is None:   # the first document: whoever subscribed meanwhile gets it whole
             self.doc, self.seq = doc, 1
             self._send(self._snapshot())
@@ -249,6 +264,7 @@ class LiveCluster:
         """``send(text)`` gets the snapshot now, then every message; returns the unsubscribe."""
         key, self._next_id = self._next_id, self._next_id + 1
         self._subscribers[key] = send
+        self._catch_up()
         if self.doc is not None:
             send(json.dumps(self._snapshot()))
             if self.gpu_feed.histories:   # the sparklines' last ten minutes, to this one only

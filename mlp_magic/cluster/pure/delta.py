@@ -47,10 +47,11 @@ def _diff_dict(old: dict, new: dict, path: list, ops: List[list]) -> None:
     for key in gone:
         ops.append([DEL, path + [key]])
     for key in changed:
-        if key in old:
-            _diff(old[key], new[key], path + [key], ops)
-        else:
-            ops.append([SET, path + [key], new[key]])
+        value = new[key]
+        if key in old and isinstance(value, (dict, list)):
+            _diff(old[key], value, path + [key], ops)
+        else:   # new, or a changed scalar (a rank's state: 512 a rebuild, no call each)
+            ops.append([SET, path + [key], value])
 
 
 def apply(doc: Any, ops: List[list]) -> Any:

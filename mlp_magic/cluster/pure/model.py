@@ -9,8 +9,10 @@ collector (``collect.py``) and the text/HTML faces follow.
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping   # not typing's: isinstance on it is 5x slower, 512 times a rebuild
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from mlp_magic.core.local_names import is_this_machine
 from mlp_magic.gpu.pure.hints import host_hints
@@ -119,13 +121,16 @@ def host_key(name: str, local_names: frozenset) -> str:
 def world_engines_by_key(worlds: Sequence[Mapping], local_names: frozenset) -> Dict[str, List[EngineInfo]]:
     """Every engine the Worlds publish, under its host's key, ordered by rank."""
     found: Dict[str, List[EngineInfo]] = {}
+    keys: Dict[str, str] = {}   # 512 ranks on 64 hosts: each host's key made once
     for world in worlds:
         for rank in world.get("ranks") or []:
             if isinstance(rank, Mapping) and isinstance(rank.get("host"), str):
                 state = rank.get("state")
                 info = EngineInfo(rank.get("rank"), rank.get("engine_id"),
                                   None if state is None else str(state), world.get("pid"))
-                found.setdefault(host_key(rank["host"], local_names), []).append(info)
+                host = rank["host"]
+                key = keys.get(host) or keys.setdefault(host, host_key(host, local_names))
+                found.setdefault(key, []).append(info)
     for engines in found.values():
         engines.sort(key=lambda e: (e.rank is None, e.rank or 0))
     return found
@@ -152,15 +157,15 @@ def cluster_state(topology: Any, inventories: Iterable[HostGpus] = (), worlds: S
     names = frozenset(n.lower() for n in local_names)
     gpus_by_key = {host_key(g.host, names): g for g in inventories}
     engines = world_engines_by_key(worlds, names)
-    if layout is not None:
-        ranks = list(layout)
-    else:
-        ranks = topology.layout(topology.total_slots) if topology.total_slots else []
+    ranks = list(layout) if layout is not None else _full_layout(topology)
+    placed_on: Dict[str, list] = {}
+    for rank in ranks:
+        placed_on.setdefault(rank.host, []).append(rank)
     hosts = []
     for host in topology.hosts:
         key = host_key(host.name, names)
         reachable, error, probe_ms = _reach((reachability or {}).get(host.name))
-        placed = [r for r in ranks if r.host == host.name]
+        placed = placed_on.get(host.name, [])
         gpus = gpus_by_key.get(key)
         hosts.append(HostView(
             name=host.name, slots=host.slots, ranks=[r.rank for r in placed], reachable=reachable,
@@ -170,6 +175,12 @@ def cluster_state(topology: Any, inventories: Iterable[HostGpus] = (), worlds: S
     return ClusterState(source=topology.source, master_addr=topology.master_addr,
                         total_slots=topology.total_slots, hosts=hosts, updated_at=updated_at,
                         is_local=topology.is_local, worlds=list(worlds))
+
+
+@functools.lru_cache(maxsize=8)   # the document is rebuilt at every change of a rank's state
+def _full_layout(topology: Any) -> tuple:
+    """The ranks of a job on every slot (shown when no running World says otherwise)."""
+    return tuple(topology.layout(topology.total_slots)) if topology.total_slots else ()
 
 
 def failed_state(error: str, updated_at: str = "", worlds: Sequence[Mapping] = ()) -> ClusterState:
