@@ -24,10 +24,12 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import psutil
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from panel_load import cpu_seconds, wait_until_serving  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 HOSTS, PER_HOST = 64, 8
@@ -73,20 +75,7 @@ def start_peer(home: Path, env: dict) -> subprocess.Popen:
             "--ServerApp.jpserver_extensions=mlp_magic.panel=False", f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={home}"]
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=open(home / "peer.log", "wb"))
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2):
-                return process
-        except OSError:
-            time.sleep(0.3)
-    process.kill()
-    raise SystemExit(f"the peer jupyter server did not start:\n{(home / 'peer.log').read_text()[-2000:]}")
-
-
-def cpu_seconds(process: psutil.Process) -> float:
-    times = process.cpu_times()
-    return times.user + times.system + times.children_user + times.children_system
+    return wait_until_serving(process, port, token, home / "peer.log")
 
 
 def measure(processes: dict, seconds: float, change=None) -> dict:

@@ -87,17 +87,22 @@ def start_server(home: Path, hostfile: Path, port: int, token: str, cache_second
     log = open(home / "server.log", "wb")
     server = subprocess.Popen([sys.executable, "-m", "jupyter_server"], env=env, cwd=home,
                               stdout=log, stderr=subprocess.STDOUT)
+    return wait_until_serving(server, port, token, home / "server.log")
+
+
+def wait_until_serving(server: subprocess.Popen, port: int, token: str, log: Path) -> subprocess.Popen:
+    """``server`` once its ``/api/status`` answers on loopback; its log's end if it never does."""
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise SystemExit(f"jupyter server exited:\n{(home / 'server.log').read_text()[-3000:]}")
+            raise SystemExit(f"jupyter server exited:\n{log.read_text()[-3000:]}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2):
                 return server
         except OSError:
             time.sleep(0.3)
     server.kill()
-    raise SystemExit(f"jupyter server did not start within {START_TIMEOUT:g} s")
+    raise SystemExit(f"jupyter server did not start within {START_TIMEOUT:g} s:\n{log.read_text()[-3000:]}")
 
 
 def cpu_seconds(process: psutil.Process) -> float:
