@@ -15,8 +15,10 @@ from mlp_magic.agent import signals as rank_signals
 from mlp_magic.core.ranges import parse_ranks
 from mlp_magic.debugging.pure.stops import HINT
 from mlp_magic.errors import MlpMagicError
+from mlp_magic.ranks.job import CHORE, RankJob
 from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure import report
+from mlp_magic.unblock.rank import mpi_world
 
 
 def unblock(context, options) -> None:
@@ -68,7 +70,28 @@ def _wait_asking_again(world, job, ranks: list, bound: float) -> None:
     still = [rank for rank in ranks if rank in job.unfinished_ranks()]
     if still:
         rank_signals.send(world, still, "unblock")
+        helpers = _progress_on_idle_ranks(world, job, bound)
         job.wait_while_freed(still, bound)
+        _settle(helpers)
+
+
+def _progress_on_idle_ranks(world, job, seconds: float):
+    """The ranks with nothing in flight run MPI's progress until the revocation reaches them: a
+    revoked MPI call across hosts may wait on one of them (unblock/rank/mpi_world); a CHORE job,
+    or None. Without ULFM each returns at once."""
+    busy = set(job.unfinished_ranks())
+    idle = [row.rank for row in world.layout if row.rank not in busy]
+    return RankJob.apply(world, CHORE, idle, mpi_world.progress_until_revoked, seconds) if idle else None
+
+
+def _settle(helpers) -> None:
+    """The idle ranks' progress ends once the revocation reached them; where it never came (no
+    MPI call was stuck after all), they are interrupted rather than waited for."""
+    if helpers is None:
+        return
+    if not helpers.wait_all(time.monotonic() + AGAIN_AFTER_S):
+        helpers.interrupt()
+    helpers.release()
 
 
 def _after_the_panels(world, job) -> list[str]:

@@ -39,8 +39,8 @@ def still_blocked(ranks: list, problems: dict, bound: float = BOUND_S) -> str:
     return (f"{rank_words(ranks)} did not come free within {bound:.3g} s (tried: closing their gloo "
             f"connections, aborting their NCCL communicators, revoking MPI's where ULFM is on"
             f"{'; ' + why if why else ''}): not in a collective that can be ended. An MPI call cannot be "
-            "ended short of a fault-tolerant MPI (Open MPI 5's ULFM, on by default in a World on one "
-            "host over ob1); `%mpirun --stacks` shows where they are, `%mpirun --restart` starts the "
+            "ended short of a fault-tolerant MPI (Open MPI 5's ULFM, on by default in a World over "
+            "ob1); `%mpirun --stacks` shows where they are, `%mpirun --restart` starts the "
             "World again")
 
 
@@ -59,8 +59,9 @@ def mpi_shrunk(answers: dict) -> str:
 
 
 def not_regrouped(blocked: list) -> str:
-    return (f"the default process group was not re-made: ranks {fold_ranks(blocked)} are still "
-            "blocked and every rank takes part")
+    verb = "is" if len(blocked) == 1 else "are"
+    return (f"nothing was made again (no new default process group, no new MPI communicator): "
+            f"{rank_words(blocked)} {verb} still blocked, and every rank takes part")
 
 
 def regrouped(answers: dict) -> list[str]:

@@ -10,11 +10,17 @@ communicator of the same processes) and the name ``comm`` of the rank's namespac
 it; ``MPI.COMM_WORLD`` itself stays revoked. The new one stands for the World from then on: a
 later unblock revokes it, and it is shrunk in turn. Without ULFM, a revoke would abort the whole job:
 it is never tried then. Communicators the user derived (``Split``, ``Dup``) are not revoked.
+
+Across hosts a stuck call can wait on a rank that is not stuck: a message to an idle peer over
+TCP waits for the connection, which only the peer's own MPI progress completes, and the idle
+peer calls no MPI. Its call cannot see the revocation until then: the kernel has the idle ranks
+drive MPI's progress meanwhile (``progress_until_revoked``).
 """
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 FT_VARIABLE = "OMPI_MCA_mpi_ft_enable"
 _STATE: dict = {}   # "world": the communicator standing for COMM_WORLD since the last shrink
@@ -56,6 +62,25 @@ def revoke_world() -> bool:
         return False
     _world(MPI).Revoke()
     return True
+
+
+def progress_until_revoked(seconds: float, after_s: float = 0.2) -> bool:
+    """On a rank with no call in flight while others are stuck: run MPI's progress engine until
+    the revocation reaches this rank, then ``after_s`` more (the stuck ranks' messages to it,
+    sent before their revocation, are taken by then), or ``seconds`` at most; whether it came.
+    At once False where ULFM is off or mpi4py was never started (a torch hang)."""
+    MPI = _mpi()
+    if MPI is None:
+        return False
+    world, deadline, seen_at = _world(MPI), time.monotonic() + seconds, None
+    while time.monotonic() < deadline:
+        MPI.COMM_SELF.Iprobe()   # any MPI call runs the progress engine: TCP connections complete
+        if seen_at is None and world.Is_revoked():
+            seen_at = time.monotonic()
+        if seen_at is not None and time.monotonic() - seen_at >= after_s:
+            break
+        time.sleep(0.002)
+    return seen_at is not None
 
 
 def shrink_world(user_ns: dict | None = None) -> dict | None:

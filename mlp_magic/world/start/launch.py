@@ -85,7 +85,7 @@ def _engine_env(spec, connection_info: dict | None) -> dict:
 
 def _mpiexec(spec, mpi: MpiInfo, workdir: str, command: list, env: dict) -> ManagedProcess:
     topology = spec.topology
-    for key, value in launch_settings(mpi, env, topology.is_local).items():
+    for key, value in launch_settings(mpi, env).items():
         env.setdefault(key, value)
     counts = [(host.name, n) for host, n in
               zip(topology.hosts, topology.ranks_per_host(spec.np, spec.oversubscribe))]

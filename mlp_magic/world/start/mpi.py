@@ -28,16 +28,16 @@ FORWARD_PREFIXES = ("IPP_", "MLP_", "NCCL_", "GLOO_")  # MLP_ covers MLP_MAGIC_
 FAST_LOCAL_OMPI = {"OMPI_MCA_btl": "self,sm,tcp", "OMPI_MCA_pml": "ob1"}
 # Open MPI 5's fault tolerance (ULFM) on, unless the user set it: %mpirun --unblock can then end
 # a blocked MPI call by revoking COMM_WORLD (unblock/rank/mpi_world); without it a revoke would
-# abort the job, and it is never tried. Only in a World on one host over the ob1 PML (a local CPU
-# World): UCX's and cm's PMLs do not carry the revocation, and across hosts (ob1 over TCP, the
-# namespace test bed) it reached some ranks only after 10 s and one never; a user who sets the
-# variable chooses for themselves.
+# abort the job, and it is never tried. Only over the ob1 PML (set for a local CPU World, or by
+# the user across hosts): UCX's and cm's PMLs do not carry the revocation. Across hosts (ob1 over
+# TCP) a stuck rank's message to an idle one waits for that rank's MPI progress, which the unblock
+# drives (unblock/verbs). A user who sets the variable chooses for themselves.
 ULFM_OMPI = {"OMPI_MCA_mpi_ft_enable": "1"}
 
 
-def launch_settings(mpi: "MpiInfo", env, local: bool) -> dict:
+def launch_settings(mpi: "MpiInfo", env) -> dict:
     """The variables this MPI's ranks get unless the user set them (``env``: theirs so far)."""
-    if local and mpi.flavour == OPENMPI and mpi.major >= 5 and env.get("OMPI_MCA_pml") == "ob1":
+    if mpi.flavour == OPENMPI and mpi.major >= 5 and env.get("OMPI_MCA_pml") == "ob1":
         return dict(ULFM_OMPI)
     return {}
 

@@ -247,12 +247,12 @@ def test_real_mpiexec_reads_the_hostfile_we_write(tmp_path):
     assert _run(argv, env) == [(str(r.rank), str(r.local_rank), "3", "x") for r in topology.layout(3)]
 
 
-def test_a_local_open_mpi_5_world_runs_with_ulfm_and_the_others_get_nothing():
+def test_an_open_mpi_5_world_over_ob1_runs_with_ulfm_and_the_others_get_nothing():
     from mlp_magic.world.start.mpi import launch_settings
 
     ob1, ulfm = {"OMPI_MCA_pml": "ob1"}, {"OMPI_MCA_mpi_ft_enable": "1"}
-    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "5.0.11"), ob1, True) == ulfm
-    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "5.0.11"), ob1, False) == {}   # across hosts
-    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "5.0.11"), {}, True) == {}     # UCX's PML
-    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "4.1.2"), ob1, True) == {}
-    assert launch_settings(MpiInfo("/x/mpiexec", MPICH, "4.1.2"), ob1, True) == {}
+    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "5.0.11"), ob1) == ulfm   # local, or across hosts
+    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "5.0.11"), {}) == {}     # UCX's PML, maybe
+    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "5.0.11"), {"OMPI_MCA_pml": "ucx"}) == {}
+    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "4.1.2"), ob1) == {}
+    assert launch_settings(MpiInfo("/x/mpiexec", MPICH, "4.1.2"), ob1) == {}
