@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -45,20 +47,66 @@ def test_a_live_standalone_dashboard_is_found(runtime, no_server):
     assert locate.dashboard_line() == "dashboard: http://127.0.0.1:8123/?token=abc"
 
 
-def test_dead_garbled_public_or_mismatched_files_are_passed_over(runtime, no_server):
-    gone = dead_pid()
-    write(runtime, gone, record(gone, 1))                                  # its process ended
-    write(runtime, os.getpid(), "{not json", name="mlp-magic-dashboard-1.json")
-    write(runtime, os.getpid(), record(os.getpid(), 2), mode=0o644)         # not private
-    write(runtime, os.getpid(), dict(record(os.getpid()), pid="me"))        # pid not a number
-    write(runtime, os.getpid(), record(os.getppid()))                       # the name says another pid
-    write(runtime, 1, record(1, 3))                                         # not this user's process
-    os.chmod(write(runtime, os.getpid(), record(os.getpid()), name="mlp-magic-dashboard-0.json"), 0)
+def passed_over(runtime, gone: int) -> None:
+    """Files the dashboard's finder must pass over, each alone in a folder of its own so that
+    one reason is tested at a time, beside one that is found (``gone``: a pid whose process
+    ended). Only as a user: root reads every file, and pid 1 is root's."""
+    me = os.getpid()
+    cases = [("its process ended", gone, record(gone, 1), 0o600),
+             ("not JSON", me, "{not json", 0o600),
+             ("not private", me, record(me, 2), 0o644),
+             ("pid not a number", me, dict(record(me), pid="me"), 0o600),
+             ("the name says another pid", os.getppid(), record(me), 0o600),
+             ("not this user's process", 1, record(1, 3), 0o600),
+             ("unreadable", me, record(me), 0)]
+    control = runtime / "control"
+    control.mkdir()
+    write(control, me, record(me, 9))
+    assert [r["port"] for r in locate.standalone_records(str(control))] == [9]   # the same, but fine
+    for index, (why, pid, content, mode) in enumerate(cases):
+        folder = runtime / f"case-{index}"
+        folder.mkdir()
+        write(folder, pid, content, mode)
+        assert list(locate.standalone_records(str(folder))) == [], why
     (runtime / "mlp-magic-dashboard-7.json").mkdir()                        # a folder
-    if os.getuid() == 0:
-        pytest.skip("root reads every file and owns pid 1's peers: the ownership checks need a user")
     assert locate.dashboard_url() is None
     assert locate.dashboard_line() == locate.START_HINT and "`mlp-magic dashboard`" in locate.START_HINT
+
+
+# As root (CI), the same checks in a child that becomes an unprivileged user once Python and
+# everything it needs are loaded (this interpreter may live where that user cannot read).
+AS_USER = """
+import os, sys, pathlib
+sys.path.insert(0, {root!r})
+import encodings.ascii, encodings.utf_8  # noqa: F401 (found lazily, where the user cannot read)
+import jupyter_core.paths, jupyter_server.serverapp, jupyter_server.extension.config  # noqa: F401
+from mlp_magic.panel import locate
+from tests.unit import test_locate
+locate._panel_enabled = lambda: False
+gone = test_locate.dead_pid()   # a child: not once the user has no right to this interpreter
+os.setgroups([]); os.setgid({uid}); os.setuid({uid})
+test_locate.passed_over(pathlib.Path({runtime!r}), gone)
+test_locate.write(pathlib.Path({runtime!r}), os.getpid(), test_locate.record(os.getpid(), 9))
+print("passed over, as uid", os.getuid(), "; then found", locate.dashboard_url())   # the harness works
+"""
+NOBODY = 65534
+
+
+def test_dead_garbled_public_or_mismatched_files_are_passed_over(runtime, no_server):
+    if os.getuid() != 0:
+        passed_over(runtime, dead_pid())
+        return
+    folder = tempfile.mkdtemp(prefix="mlp-locate-")   # not under pytest's root-only folder
+    try:
+        os.chown(folder, NOBODY, NOBODY)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        code = AS_USER.format(root=root, uid=NOBODY, runtime=folder)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, JUPYTER_RUNTIME_DIR=folder))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == f"passed over, as uid {NOBODY} ; then found http://127.0.0.1:9/?token=abc"
 
 
 def test_none_found_for_root_too(runtime, no_server):
