@@ -87,6 +87,9 @@ class Cell:
     def wait_while_freed(self, ranks: list, grace: float) -> None:
         self.job.wait_while_freed(ranks, grace)
 
+    def finished_at(self, rank: int) -> float | None:
+        return self.job.finished_at(rank)
+
     def release(self) -> None:
         """Let the client forget the finished cell (else memory grows cell after cell: 64 ranks
         printing a line each, ~1 MiB a cell); the panel's record says it ended."""

@@ -126,6 +126,10 @@ class RankJob:
         """The ranks whose request has no reply yet (the waiting loop may have given up on them)."""
         return [rank for rank, future in zip(self.ranks, self.futures) if not future.done()]
 
+    def finished_at(self, rank: int) -> float | None:
+        """When ``rank``'s request ended (monotonic), or None while it runs."""
+        return self.requests.finished_at.get(self._index[rank])
+
     def msg_id(self, rank: int) -> str:
         return self.futures[self._index[rank]].msg_id
 

@@ -46,6 +46,7 @@ class Requests:
         self._unfinished = sum(1 for n in self._left if n)
         self._wrote: set = set()           # indices whose rank wrote since take_wrote()
         self.paused: dict = {}             # index -> where its rank stopped ({"stop": n, "where": ...})
+        self.finished_at: dict = {}        # index -> when its rank's request ended (monotonic)
         self._resumed: dict = {}           # index -> the last stop a command moved it on from
         self.wakes = 0                     # how often a wait woke up (no events: none)
         if self._live is not None:
@@ -65,6 +66,7 @@ class Requests:
             if finished:
                 self._unfinished -= 1
                 self.paused.pop(index, None)
+                self.finished_at[index] = time.monotonic()
         if self._live is not None:
             if is_engine_death(future):
                 self._live.died([self.ranks[index]])

@@ -40,12 +40,11 @@ def unblock(context, options) -> None:
     bound = report.bound_s(world.ranks_per_cpu)
     if signalled:   # (none signalled: nothing will come free, no wait)
         _wait_asking_again(world, job, sorted(signalled), bound)
-    took = time.monotonic() - started
     still = job.unfinished_ranks()
     lines = []
     freed = [rank for rank in wanted if rank not in still]
-    if freed:
-        lines.append(report.freed(freed, took))
+    if freed:   # when the last of them came free, not when the wait for the others gave up
+        lines.append(report.freed(freed, max(job.finished_at(rank) or started for rank in freed) - started))
     stuck = [rank for rank in wanted if rank in still]
     if stuck:
         lines.append(report.still_blocked(stuck, problems, bound))

@@ -1,5 +1,6 @@
 """``%mpirun --unblock`` (issue 31) on a real 4-rank World: a real gloo process group, a real
 hung all_reduce, the ranks' state kept across it."""
+import re
 import time
 
 import pytest
@@ -160,6 +161,26 @@ def test_without_ulfm_a_rank_stuck_in_mpi_is_named_and_restart_offered(mpi_world
     assert "`%mpirun --restart` starts the World again" in said and "not re-made" not in said
     assert run(ip, "%mpirun --restart") is None
     assert run(ip, "%%mpirun -o ok\nprint('works again')") is None
+
+
+def test_when_some_ranks_come_free_and_others_cannot_each_is_said_with_its_own_time(
+        mpi_world, capsys, monkeypatch):
+    """Rank 0 hangs in gloo (its pair partner skipped), ranks 2-3 in an MPI barrier without ULFM:
+    rank 0 comes free at once and is said so with its own time, not the 10 s the others took."""
+    ip = mpi_world
+    monkeypatch.setenv("OMPI_MCA_mpi_ft_enable", "0")
+    assert run(ip, "%%mpirun -np 4\nimport torch, torch.distributed as dist\n"
+                   "dist.init_process_group('gloo')\npair = dist.new_group([0, 1])\n") is None
+    timed_run(ip, "%%mpirun --timeout 3\nif rank == 0:\n    dist.all_reduce(torch.ones(1), group=pair)\n"
+                  "elif rank > 1:\n    comm.Barrier()\n")
+    capsys.readouterr()
+    assert run(ip, "%mpirun --unblock") is None
+    said = capsys.readouterr().out
+    freed = re.search(r"rank 0 came free in ([0-9.]+) s", said)
+    assert freed and float(freed.group(1)) < 5, said
+    assert "ranks 2-3 did not come free within 1" in said and "rank 2-3" not in said, said
+    assert "nothing was made again (no new default process group, no new MPI communicator): ranks 2-3 " \
+           "are still blocked" in said, said
 
 
 def test_a_rank_running_python_that_gets_the_unblock_signal_keeps_its_mpi(mpi_world):
