@@ -61,12 +61,13 @@ class Requests:
     # ----------------------------------------------------------------- callbacks (client IO thread)
     def _on_done(self, index: int, future) -> None:
         with self._lock:
+            if self._left[index] == 1:   # said before it counts as finished: a reader never misses it
+                self.finished_at[index] = time.monotonic()
             self._left[index] -= 1
             finished = self._left[index] == 0
             if finished:
                 self._unfinished -= 1
                 self.paused.pop(index, None)
-                self.finished_at[index] = time.monotonic()
         if self._live is not None:
             if is_engine_death(future):
                 self._live.died([self.ranks[index]])

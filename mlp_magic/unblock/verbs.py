@@ -44,7 +44,8 @@ def unblock(context, options) -> None:
     lines = []
     freed = [rank for rank in wanted if rank not in still]
     if freed:   # when the last of them came free, not when the wait for the others gave up
-        lines.append(report.freed(freed, max(job.finished_at(rank) or started for rank in freed) - started))
+        last = max(job.finished_at(rank) or started for rank in freed)
+        lines.append(report.freed(freed, max(0.0, last - started)))
     stuck = [rank for rank in wanted if rank in still]
     if stuck:
         lines.append(report.still_blocked(stuck, problems, bound))
@@ -70,17 +71,25 @@ def _wait_asking_again(world, job, ranks: list, bound: float) -> None:
     if still:
         rank_signals.send(world, still, "unblock")
         helpers = _progress_on_idle_ranks(world, job, bound)
-        job.wait_while_freed(still, bound)
-        _settle(helpers)
+        try:
+            job.wait_while_freed(still, bound)
+        finally:   # Ctrl-C too: the idle ranks are not left spinning before the next cell
+            _settle(helpers)
 
 
 def _progress_on_idle_ranks(world, job, seconds: float):
     """The ranks with nothing in flight run MPI's progress until the revocation reaches them: a
     revoked MPI call across hosts may wait on one of them (unblock/rank/mpi_world); a CHORE job,
     or None. Without ULFM each returns at once."""
-    busy = set(job.unfinished_ranks())
-    idle = [row.rank for row in world.layout if row.rank not in busy]
-    return RankJob.apply(world, CHORE, idle, mpi_world.progress_until_revoked, seconds) if idle else None
+    busy, alive = set(job.unfinished_ranks()), set(world.client.ids)
+    idle = [row.rank for row in world.layout
+            if row.rank not in busy and world.rank_to_engine.get(row.rank) in alive]   # not a dead one's
+    if not idle:
+        return None
+    try:
+        return RankJob.apply(world, CHORE, idle, mpi_world.progress_until_revoked, seconds)
+    except Exception:  # noqa: BLE001 - an engine gone meanwhile: the unblock reports without them
+        return None
 
 
 def _settle(helpers) -> None:

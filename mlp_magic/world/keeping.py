@@ -76,7 +76,10 @@ def begin_stop(world) -> None:
     no more, so that a kernel that dies midway leaves the keeper to finish the stop."""
     if world.kept and world.workdir:
         world.kept = False
-        own(world)
+        try:
+            own(world)
+        except OSError:   # its folder is gone already (another kernel stopped it): nothing to keep
+            pass
 
 
 def end_keeping(world) -> None:

@@ -158,7 +158,7 @@ def test_without_ulfm_a_rank_stuck_in_mpi_is_named_and_restart_offered(mpi_world
     said = capsys.readouterr().out
     assert time.monotonic() - started < hang_bound(11)   # 10 s, more where ranks share cores
     assert "ranks 0,2-3 did not come free within 1" in said and "An MPI call cannot be ended" in said, said
-    assert "`%mpirun --restart` starts the World again" in said and "not re-made" not in said
+    assert "`%mpirun --restart` starts the World again" in said and "nothing was made again" not in said
     assert run(ip, "%mpirun --restart") is None
     assert run(ip, "%%mpirun -o ok\nprint('works again')") is None
 
