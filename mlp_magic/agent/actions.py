@@ -1,9 +1,9 @@
-"""What the agent's ops do to this host: SIGINT or the unblock signal to its ranks, the tail of a
-rank's log.
+"""What the agent's ops do to this host: SIGINT, the unblock or the progress signal to its ranks,
+the tail of a rank's log.
 
 Both are careful with what a request names, as a network peer wrote it (an authenticated one,
 but a mistake costs a stranger's process or a private file):
-- ``interrupt_ranks`` and ``unblock_ranks`` signal only the ranks the agent was started with,
+- ``interrupt_ranks``, ``unblock_ranks`` and ``progress_ranks`` signal only the ranks the agent was started with,
   and each only while its pid still belongs to the process it was given: the same start time
   (``create_time``, as ``psutil.Process(pid).create_time()`` gives it, from /proc), so a pid the kernel
   reused for another process is never signalled.
@@ -20,7 +20,7 @@ import stat
 
 from mlp_magic.core import proc_stat
 from mlp_magic.agent.protocol import RequestError
-from mlp_magic.unblock.pure.procfs import UNBLOCK_SIGNAL
+from mlp_magic.unblock.pure.procfs import PROGRESS_SIGNAL, UNBLOCK_SIGNAL
 
 STREAMS = ("stdout", "stderr")
 DEFAULT_TAIL = 64 * 1024
@@ -66,6 +66,12 @@ def unblock_ranks(ranks: dict, wanted=None, proc_root: str = "/proc", kill=os.ki
     """``UNBLOCK_SIGNAL`` to the ranks that catch it (unblock/rank/side: one that does not would
     die of it): {"signalled", "gone", "deaf": [ranks without the unblock thread]}."""
     return signal_ranks(ranks, wanted, UNBLOCK_SIGNAL, proc_root, kill)
+
+
+def progress_ranks(ranks: dict, wanted=None, proc_root: str = "/proc", kill=os.kill) -> dict:
+    """``PROGRESS_SIGNAL`` to idle ranks that catch it (unblock/rank/mpi_world): each drives MPI's
+    progress until a revocation reaches it; the same answer as ``unblock_ranks``."""
+    return signal_ranks(ranks, wanted, PROGRESS_SIGNAL, proc_root, kill)
 
 
 def signal_ranks(ranks: dict, wanted, signum: int, proc_root: str = "/proc", kill=os.kill) -> dict:

@@ -20,7 +20,7 @@ import secrets
 VERSION = 1
 LINE_LIMIT = 64 * 1024          # a request line; answers may be longer (a 1 MiB tail)
 ANSWER_LIMIT = 4 * 1024 * 1024  # what a client reads in one line
-OPS = ("subscribe", "interrupt", "unblock", "tail")
+OPS = ("subscribe", "interrupt", "unblock", "progress", "tail")
 
 
 class RequestError(Exception):

@@ -89,6 +89,8 @@ class AgentServer:
             return actions.interrupt_ranks(self.ranks, request.get("ranks"))
         if op == "unblock":
             return actions.unblock_ranks(self.ranks, request.get("ranks"))
+        if op == "progress":
+            return actions.progress_ranks(self.ranks, request.get("ranks"))
         if op == "tail":
             return actions.tail_log(self.log_root, request)
         raise RequestError(f"unknown op {str(op)[:40]!r} (known: {', '.join(OPS)})")

@@ -1,7 +1,8 @@
 """Signals to a World's ranks as processes, not through ipyparallel: SIGINT for the panel's
 Interrupt (panel/actions, from the World's record, while the kernel may be stuck) and the World's
 own interrupt where the client cannot send ipykernel's interrupt_request (ranks/ipp_private);
-the unblock signal for ``%mpirun --unblock`` (unblock/verbs), whose ranks are busy by definition.
+the unblock signal for ``%mpirun --unblock`` (unblock/verbs) and the panel's Unblock, to busy
+ranks; the progress signal for the panel's Unblock, to idle ranks (unblock/rank/mpi_world).
 
 ipyparallel's public ``send_signal`` is no fallback: it asks each engine's nanny, and our engines
 run without one. So the ranks are signalled on this machine directly, elsewhere through the host's
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from mlp_magic.agent.actions import interrupt_ranks, unblock_ranks
+from mlp_magic.agent.actions import interrupt_ranks, progress_ranks, unblock_ranks
 from mlp_magic.agent.protocol import RequestError
 from mlp_magic.core.local_names import stays_here
 from mlp_magic.core.ranges import fold_ranks
@@ -41,8 +42,9 @@ class Targets:
 
 
 async def signal_all(targets: Targets, op: str = "interrupt") -> tuple:
-    """(ranks signalled, {host: why not}) for every host at once; ``op``: "interrupt" (SIGINT)
-    or "unblock" (unblock/rank/side's signal, only to ranks that catch it)."""
+    """(ranks signalled, {host: why not}) for every host at once; ``op``: "interrupt" (SIGINT),
+    "unblock" (unblock/rank/side's signal) or "progress" (unblock/rank/mpi_world's), the last two
+    only to ranks that catch them."""
     signalled: list = []
     problems: dict = {}
     remote = {}
@@ -58,22 +60,22 @@ async def signal_all(targets: Targets, op: str = "interrupt") -> tuple:
         else:
             remote[host] = _through_agent(targets, host, ranks, op)
             continue
-        signalled += _taken(answer, host, problems)
+        signalled += _taken(answer, host, problems, op)
     for host, answer in zip(remote, await asyncio.gather(*remote.values(), return_exceptions=True)):
         if isinstance(answer, BaseException):
             problems[host] = str(answer) or type(answer).__name__
         else:
-            signalled += _taken(answer, host, problems)
+            signalled += _taken(answer, host, problems, op)
     return signalled, problems
 
 
-_LOCAL = {"interrupt": interrupt_ranks, "unblock": unblock_ranks}
+_LOCAL = {"interrupt": interrupt_ranks, "unblock": unblock_ranks, "progress": progress_ranks}
 
 
-def _taken(answer: dict, host: str, problems: dict) -> list:
-    """The ranks an answer says were signalled; its deaf ones (no unblock thread) as a problem."""
+def _taken(answer: dict, host: str, problems: dict, op: str) -> list:
+    """The ranks an answer says were signalled; its deaf ones (no thread for the signal) as a problem."""
     if answer.get("deaf"):
-        problems[host] = (f"ranks {fold_ranks(answer['deaf'])} have no unblock thread (an engine "
+        problems[host] = (f"ranks {fold_ranks(answer['deaf'])} have no {op} thread (an engine "
                           "mlp_magic did not set up): not signalled")
     return list(answer.get("signalled") or [])
 

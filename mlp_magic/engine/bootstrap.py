@@ -20,6 +20,7 @@ from mlp_magic.debugging.rank import breakpoints
 from mlp_magic.engine.sigint import install_sigint_gate
 from mlp_magic.stacks.rank import recorder
 from mlp_magic.unblock.rank import side as unblock_side
+from mlp_magic.unblock.rank import mpi_world
 
 _stacks_file: list = []   # the open file faulthandler writes to (kept for the engine's life)
 # Post-mortem's part in every rank: a ``post_run_cell`` hook keeps the exception of a cell that
@@ -128,6 +129,7 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     breakpoints.install(shell)   # breakpoint() stops the rank; pdb's commands come on the control channel
     _register_stack_dump()
     unblock_side.install()   # %mpirun --unblock's thread: ends a hung collective, the process stays
+    mpi_world.install_progress()   # the panel's Unblock: an idle rank drives MPI's progress
     recorder.install()       # the hang report's collectives: which one each rank is in
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Dict, List
+import time
+from typing import Callable, Dict, List, Optional
 
 from mlp_magic.core.local_names import is_this_machine, this_machine_names
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.errors import MlpMagicError
+from mlp_magic.unblock.pure.report import AGAIN_AFTER_S
 from mlp_magic.world.published import private_part, recorded_ranks
 from mlp_magic.agent.signals import Targets, signal_all
 
@@ -21,13 +23,6 @@ TAIL_BYTES = 64 * 1024
 AGENT_TIMEOUT_S = 5.0
 STACKS_TIMEOUT_S = 10.0
 STREAMS = ("stdout", "stderr")
-
-
-def _hosts_of(world: dict) -> Dict[str, List[int]]:
-    hosts: Dict[str, List[int]] = {}
-    for row in world.get("ranks") or []:
-        hosts.setdefault(row["host"], []).append(row["rank"])
-    return hosts
 
 
 async def _agent_call(world: dict, host: str, op: str, **args) -> dict:
@@ -43,20 +38,53 @@ async def _agent_call(world: dict, host: str, op: str, **args) -> dict:
 async def interrupt(world: dict) -> dict:
     """SIGINT every rank of the World (ranks between cells ignore it); what was done, host by host
     (agent/signals, as the World's own interrupt does without ipyparallel's)."""
-    signalled, problems = await signal_all(_targets(world, _hosts_of(world)))
+    signalled, problems = await signal_all(_targets(world, _ranks_by_host(world)))
     return {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
 
 
-async def unblock(world: dict) -> dict:
+async def unblock(world: dict, current: Optional[Callable[[], Optional[dict]]] = None) -> dict:
     """The unblock signal to the World's busy ranks (unblock/rank/side): their hung
     torch.distributed collectives fail, every process stays; the kernel makes the default process
-    group again at its next use of the World (unblock/after). No busy rank: nothing is sent."""
+    group again at its next use of the World (unblock/after). No busy rank: nothing is sent.
+    ``current``, where given, reads the World's record as it is now: ranks still busy a second
+    later are signalled again, and the idle ranks drive MPI's progress (a revoked call across
+    hosts may wait on one of them, unblock/rank/mpi_world); "progressed" names them."""
+    by_host = _ranks_by_host(world, "busy")
+    signalled, problems = await signal_all(_targets(world, by_host), "unblock") if by_host else ([], {})
+    answer = {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
+    if signalled and current is not None:
+        answer["progressed"] = fold_ranks(await _when_still_busy(world, current, signalled, problems))
+    return answer
+
+
+async def _when_still_busy(world: dict, current, signalled: list, problems: dict) -> list:
+    """After ``AGAIN_AFTER_S`` (sooner when every signalled rank is free): the still busy ones
+    are signalled again and the idle ones sent the progress signal; the ranks sent it."""
+    deadline = time.monotonic() + AGAIN_AFTER_S
+    while True:
+        record = current() or world
+        busy = _ranks_by_host(record, "busy", among=set(signalled))
+        if not busy or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(0.05)
+    if not busy:
+        return []
+    (_, again), (driven, failed) = await asyncio.gather(   # (no idle rank: signal_all sends nothing)
+        signal_all(_targets(record, busy), "unblock"),
+        signal_all(_targets(record, _ranks_by_host(record, "idle")), "progress"))
+    for host, why in [*again.items(), *failed.items()]:   # a host's earlier problem is kept
+        if why not in problems.get(host, ""):
+            problems[host] = f"{problems[host]}; {why}" if host in problems else why
+    return driven
+
+
+def _ranks_by_host(world: dict, state: Optional[str] = None, among=None) -> Dict[str, List[int]]:
+    """The World's ranks by host: all, or those in ``state`` (and in ``among``)."""
     by_host: Dict[str, List[int]] = {}
     for row in world.get("ranks") or []:
-        if row.get("state") == "busy":
+        if (state is None or row.get("state") == state) and (among is None or row["rank"] in among):
             by_host.setdefault(row["host"], []).append(row["rank"])
-    signalled, problems = await signal_all(_targets(world, by_host), "unblock") if by_host else ([], {})
-    return {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
+    return by_host
 
 
 def _targets(world: dict, by_host: Dict[str, List[int]]) -> Targets:
@@ -79,7 +107,7 @@ async def stacks(world: dict) -> dict:
     from mlp_magic.stacks.command import gather
     from mlp_magic.commands.pure.table import STACKS, options_for
 
-    options = options_for(STACKS, hosts=",".join(_hosts_of(world)), timeout=STACKS_TIMEOUT_S)
+    options = options_for(STACKS, hosts=",".join(_ranks_by_host(world)), timeout=STACKS_TIMEOUT_S)
 
     def collect() -> dict:
         try:

@@ -86,7 +86,7 @@ class UnblockHandler(_LiveHandler):
     @web.authenticated
     @authorized("execute", resource=AUTH_RESOURCE)
     async def post(self, world_id: str) -> None:
-        self.write_json(await actions.unblock(self.world_record(world_id)))
+        self.write_json(await actions.unblock(self.world_record(world_id), lambda: self.live.world(world_id)))
 
 
 class RestartHandler(_LiveHandler):

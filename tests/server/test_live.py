@@ -147,15 +147,19 @@ async def test_interrupt_signals_the_ranks_still_the_published_processes(
     assert rank1.poll() is None and not (processes.tmp_path / "rank1").exists()
 
 
-UNBLOCK_LISTENER = ("import sys, time\nfrom mlp_magic.unblock.rank import side\n"
-                    "side.cut_gloo_connections = lambda: open(sys.argv[1], 'w').close() or {}\n"
-                    "assert side.install()\nprint('ready', flush=True)\ntime.sleep(60)")
+UNBLOCK_LISTENER = ("import sys, time\nfrom mlp_magic.unblock.rank import mpi_world, side\n"
+                    "side.cut_gloo_connections = lambda: open(sys.argv[1], 'a').write('unblock ') or {}\n"
+                    "mpi_world.progress_beside_main_thread = lambda: open(sys.argv[1], 'a').write('progress ')\n"
+                    "assert side.install() and mpi_world.install_progress()\n"
+                    "print('ready', flush=True)\ntime.sleep(60)")
 
 
 async def test_unblock_signals_the_busy_ranks_only_and_never_one_that_would_die_of_it(
         jp_fetch, world_state_dir, processes, tmp_path):
-    """Issue 31: the busy ranks' unblock threads wake; an idle rank is left alone; a busy
-    process without the thread (it would die of the signal) is named, not signalled."""
+    """Issue 31: the busy ranks' unblock threads wake; a busy process without the thread (it
+    would die of the signal) is named, not signalled; an idle rank is left alone until a busy
+    one is still busy a second later: it is then sent the progress signal (a revoked MPI call
+    may wait on it), and the busy one the unblock signal again."""
     children = [subprocess.Popen([sys.executable, "-c", UNBLOCK_LISTENER, str(tmp_path / f"woke{r}")],
                                  stdout=subprocess.PIPE, text=True) for r in range(2)]
     deaf = processes.catcher("deaf")
@@ -170,14 +174,20 @@ async def test_unblock_signals_the_busy_ranks_only_and_never_one_that_would_die_
     publish(world_state_dir, world_record(os.getpid(), ranks=rows, private=private))
     answer = json.loads((await jp_fetch("mlp-magic", "worlds", "here-1-1", "unblock", method="POST",
                                         body=b"")).body)
-    assert answer["signalled"] == "0" and "ranks 2 have no unblock thread" in answer["problems"]["localhost"]
-    assert wait_until(lambda: (tmp_path / "woke0").exists())
-    time.sleep(0.2)
-    assert not (tmp_path / "woke1").exists() and all(p.poll() is None for p in everyone)
+    assert answer["signalled"] == "0" and answer["progressed"] == "1", answer   # rank 0 stays busy here
+    assert answer["problems"] == {"localhost": "ranks 2 have no unblock thread (an engine mlp_magic "
+                                               "did not set up): not signalled"}, answer
+    assert wait_until(lambda: _said(tmp_path / "woke0") == "unblock unblock ")
+    assert wait_until(lambda: _said(tmp_path / "woke1") == "progress ")
+    assert all(p.poll() is None for p in everyone)
     publish(world_state_dir, world_record(os.getpid(), private=private))   # every rank idle
     answer = json.loads((await jp_fetch("mlp-magic", "worlds", "here-1-1", "unblock", method="POST",
                                         body=b"")).body)
     assert answer == {"world": "here-1-1", "signalled": "", "problems": {}}
+
+
+def _said(path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 async def test_restart_stops_the_worlds_own_processes(jp_fetch, world_state_dir, processes):

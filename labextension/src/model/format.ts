@@ -71,16 +71,22 @@ export function interruptText(answer: unknown): string {
 
 /**
  * What the Unblock button says of POST .../unblock's answer (the same shape as Interrupt's): the
- * busy ranks whose hung torch.distributed collectives now end, and what happens next.
+ * busy ranks whose hung collectives now end, and what happens next. "progressed" names the idle
+ * ranks sent MPI's progress (a revoked MPI call across hosts may wait on one of them).
  */
 export function unblockText(answer: unknown): string {
-  return signalText(
+  const text = signalText(
     answer,
     'Unblock',
     'No rank was busy: nothing to unblock.',
     ' Their hung collectives fail, every process keeps its state; the next %%mpirun cell makes the ' +
-      'default process group again.'
+      'default process group, or the MPI communicator, again.'
   );
+  const progressed = ((answer || {}) as { progressed?: unknown }).progressed;
+  const driven = typeof progressed === 'string' ? unfoldRanks(progressed) : [];
+  return driven.length
+    ? `${text} Some were still busy a second later: idle ${rankList(driven)} drove MPI's progress, so a revoked MPI call could end.`
+    : text;
 }
 
 function signalText(answer: unknown, action: string, none: string, after = ''): string {

@@ -11,6 +11,10 @@ BOUND_S = 10.0   # how long the ranks have to come free, from the signal or the 
 # measured): where ranks share cores, they come out one after another, and the first only once
 # most are nearly done (64 ranks on 2 cores: 12 s). The bound grows with the ranks a core holds.
 FREE_CPU_S = 0.5
+# A rank that shows no sign this long after the signal is signalled again (faulthandler skips a
+# handler that starts while another of the process's writes a stack dump), and the idle ranks
+# drive MPI's progress: the stuck call may wait on one of them (unblock/rank/mpi_world).
+AGAIN_AFTER_S = 1.0
 
 
 def bound_s(ranks_per_cpu: float) -> float:

@@ -13,14 +13,20 @@ it is never tried then. Communicators the user derived (``Split``, ``Dup``) are 
 
 Across hosts a stuck call can wait on a rank that is not stuck: a message to an idle peer over
 TCP waits for the connection, which only the peer's own MPI progress completes, and the idle
-peer calls no MPI. Its call cannot see the revocation until then: the kernel has the idle ranks
-drive MPI's progress meanwhile (``progress_until_revoked``).
+peer calls no MPI. Its call cannot see the revocation until then: the idle ranks drive MPI's
+progress meanwhile (``progress_until_revoked``), as a job the kernel sends them for
+``%mpirun --unblock``, or from a side thread when the panel's Unblock sends ``PROGRESS_SIGNAL``
+(the kernel is stuck in the cell then).
 """
 from __future__ import annotations
 
 import os
 import sys
 import time
+
+from mlp_magic.engine.side_signal import on_signal
+from mlp_magic.unblock.pure.procfs import PROGRESS_SIGNAL
+from mlp_magic.unblock.pure.report import BOUND_S
 
 FT_VARIABLE = "OMPI_MCA_mpi_ft_enable"
 _STATE: dict = {}   # "world": the communicator standing for COMM_WORLD since the last shrink
@@ -81,6 +87,21 @@ def progress_until_revoked(seconds: float, after_s: float = 0.2) -> bool:
             break
         time.sleep(0.002)
     return seen_at is not None
+
+
+def install_progress() -> bool:
+    """Answer ``PROGRESS_SIGNAL`` (engine/side_signal), once per process; True when in place."""
+    return on_signal(PROGRESS_SIGNAL, progress_beside_main_thread, "mlp-progress")
+
+
+def progress_beside_main_thread(seconds: float = BOUND_S) -> bool:
+    """``progress_until_revoked`` from a side thread, while the main thread may take a new cell:
+    only where MPI was started with ``MPI_THREAD_MULTIPLE`` (mpi4py's default), which lets two
+    threads call MPI at once; whether the revocation came."""
+    MPI = _mpi()
+    if MPI is None or MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+        return False
+    return progress_until_revoked(seconds)
 
 
 def shrink_world(user_ns: dict | None = None) -> dict | None:

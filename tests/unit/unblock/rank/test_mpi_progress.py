@@ -44,3 +44,30 @@ def test_with_ulfm_it_runs_until_the_revocation_then_a_moment_more():
     quiet, quiet_s, seen, seen_s = done.stdout.split()
     assert quiet == "False" and 0.5 <= float(quiet_s) < 2.0   # no revocation: its bound
     assert seen == "True" and 0.1 <= float(seen_s) < 2.0      # revoked: a moment more, not 30 s
+
+
+SIDE_THREAD = """
+import mpi4py, sys, time
+mpi4py.rc.thread_level = sys.argv[1]
+from mpi4py import MPI
+from mlp_magic.unblock.rank import mpi_world
+began = time.monotonic()
+took = mpi_world.progress_beside_main_thread(0.3)
+print(took, round(time.monotonic() - began, 2))
+"""
+
+
+def test_beside_the_main_thread_only_where_mpi_lets_two_threads_call_it():
+    """The panel's Unblock drives an idle rank's progress from a side thread while the next cell
+    may start: only under MPI_THREAD_MULTIPLE (mpi4py's default); any lower level, at once."""
+    mpiexec = find_mpiexec()
+    env = dict(os.environ, OMPI_MCA_mpi_ft_enable="1", OMPI_MCA_pml="ob1", OMPI_MCA_btl="self,sm,tcp",
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    said = {}
+    for level in ("multiple", "serialized"):
+        done = subprocess.run([mpiexec, "-n", "1", sys.executable, "-c", SIDE_THREAD, level], env=env,
+                              capture_output=True, text=True, timeout=hang_bound(10))
+        assert done.returncode == 0, done.stderr[-2000:]
+        said[level] = done.stdout.split()
+    assert said["multiple"][0] == "False" and float(said["multiple"][1]) >= 0.3   # ran its bound
+    assert said["serialized"][0] == "False" and float(said["serialized"][1]) < 0.1, said   # never began
