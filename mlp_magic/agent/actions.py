@@ -3,8 +3,8 @@ the tail of a rank's log.
 
 Both are careful with what a request names, as a network peer wrote it (an authenticated one,
 but a mistake costs a stranger's process or a private file):
-- ``interrupt_ranks``, ``unblock_ranks`` and ``progress_ranks`` signal only the ranks the agent was started with,
-  and each only while its pid still belongs to the process it was given: the same start time
+- ``interrupt_ranks``, ``unblock_ranks`` and ``progress_ranks`` signal only the ranks the agent
+  was started with, and each only while its pid still belongs to the process it was given: the same start time
   (``create_time``, as ``psutil.Process(pid).create_time()`` gives it, from /proc), so a pid the kernel
   reused for another process is never signalled.
 - ``tail_log`` reads only ``rank<N>.stdout`` or ``rank<N>.stderr`` inside a cell's log folder

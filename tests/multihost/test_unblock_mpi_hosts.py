@@ -63,7 +63,8 @@ def test_the_panels_unblock_frees_it_too_without_the_kernel(two_hosts, capsys, m
 
     while busy() and time.monotonic() - started < hang_bound(2):
         time.sleep(0.05)
-    assert not busy(), f"ranks {busy()} still busy {time.monotonic() - started:.1f} s after the panel's Unblock"
+    took = time.monotonic() - started
+    assert not busy(), f"ranks {busy()} still busy {took:.1f} s after the panel's Unblock"
     assert ip.run_cell("%mpirun --unblock").success
     said = capsys.readouterr().out
     assert "the World's MPI communicator was revoked to end the stuck MPI call" in said, said

@@ -149,7 +149,8 @@ async def test_interrupt_signals_the_ranks_still_the_published_processes(
 
 UNBLOCK_LISTENER = ("import sys, time\nfrom mlp_magic.unblock.rank import mpi_world, side\n"
                     "side.cut_gloo_connections = lambda: open(sys.argv[1], 'a').write('unblock ') or {}\n"
-                    "mpi_world.progress_beside_main_thread = lambda: open(sys.argv[1], 'a').write('progress ')\n"
+                    "mpi_world.progress_beside_main_thread = (\n"
+                    "    lambda: open(sys.argv[1], 'a').write('progress '))\n"
                     "assert side.install() and mpi_world.install_progress()\n"
                     "print('ready', flush=True)\ntime.sleep(60)")
 
