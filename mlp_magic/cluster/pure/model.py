@@ -129,8 +129,9 @@ def world_engines_by_key(worlds: Sequence[Mapping], local_names: frozenset) -> D
                 info = EngineInfo(rank.get("rank"), rank.get("engine_id"),
                                   None if state is None else str(state), world.get("pid"))
                 host = rank["host"]
-                key = keys.get(host) or keys.setdefault(host, host_key(host, local_names))
-                found.setdefault(key, []).append(info)
+                if host not in keys:
+                    keys[host] = host_key(host, local_names)
+                found.setdefault(keys[host], []).append(info)
     for engines in found.values():
         engines.sort(key=lambda e: (e.rank is None, e.rank or 0))
     return found
