@@ -110,12 +110,21 @@ def test_dead_garbled_public_or_mismatched_files_are_passed_over(runtime, no_ser
 
 
 def test_none_found_for_root_too(runtime, no_server):
-    gone = dead_pid()
-    write(runtime, gone, record(gone, 1))
-    write(runtime, os.getpid(), "{not json")
-    write(runtime, os.getpid(), record(os.getpid(), 2), mode=0o644, name="mlp-magic-dashboard-1.json")
-    (runtime / "mlp-magic-dashboard-7.json").mkdir()
-    assert locate.dashboard_url() is None
+    """What root itself passes over, each case alone in a folder beside a control that is found."""
+    gone, me = dead_pid(), os.getpid()
+    cases = [("its process ended", gone, record(gone, 1), None),
+             ("not JSON", me, "{not json", None),
+             ("the name says another pid", me, record(me, 2), "mlp-magic-dashboard-1.json")]
+    write(runtime, me, record(me, 9))
+    assert [r["port"] for r in locate.standalone_records(str(runtime))] == [9]   # the control
+    for index, (why, pid, content, name) in enumerate(cases):
+        folder = runtime / f"case-{index}"
+        folder.mkdir()
+        write(folder, pid, content, name=name)
+        assert list(locate.standalone_records(str(folder))) == [], why
+    folder = runtime / "case-folder"
+    (folder / "mlp-magic-dashboard-7.json").mkdir(parents=True)
+    assert list(locate.standalone_records(str(folder))) == [], "a folder"
 
 
 def test_a_missing_runtime_folder_is_no_dashboard(tmp_path, monkeypatch, no_server):
