@@ -80,7 +80,7 @@ test("the Interrupt button reads the server's answer: ranks folded, or a list", 
     unblockText({ signalled: '0,2-3', progressed: '1', problems: {} }),
     'Unblock sent to ranks 0,2-3. Their hung collectives fail, every process keeps its state; the next ' +
       "%%mpirun cell makes the default process group, or the MPI communicator, again. Some were still busy a " +
-      "second later: idle rank 1 drove MPI's progress, so a revoked MPI call could end."
+      "second later: the progress signal went to the idle rank 1, for a revoked MPI call to end."
   );
   assert.equal(unblockText({ signalled: '', problems: {} }), 'No rank was busy: nothing to unblock.');
   assert.equal(

@@ -75,8 +75,8 @@ _LOCAL = {"interrupt": interrupt_ranks, "unblock": unblock_ranks, "progress": pr
 def _taken(answer: dict, host: str, problems: dict, op: str) -> list:
     """The ranks an answer says were signalled; its deaf ones (no thread for the signal) as a problem."""
     if answer.get("deaf"):
-        problems[host] = (f"ranks {fold_ranks(answer['deaf'])} have no {op} thread (an engine "
-                          "mlp_magic did not set up): not signalled")
+        problems[host] = (f"ranks {fold_ranks(answer['deaf'])} have no {op} thread (not an engine "
+                          "mlp_magic set up, or one of an older mlp_magic): not signalled")
     return list(answer.get("signalled") or [])
 
 

@@ -4,8 +4,9 @@ at all. SIGINT cannot serve: Python's handler runs only once the main thread is 
 
 ``faulthandler`` handles the signal in C, writing a traceback to a pipe that the thread reads:
 no Python code in the handler, no ``set_wakeup_fd`` (the event loop's), and it works whichever
-thread the signal lands on. Used by ``%mpirun --unblock`` (unblock/rank/side) and by the hang
-report's collectives (stacks/rank/recorder).
+thread the signal lands on. Used by ``%mpirun --unblock`` (unblock/rank/side), the panel's
+Unblock (also unblock/rank/mpi_world: an idle rank drives MPI's progress) and the hang report's
+collectives (stacks/rank/recorder).
 """
 from __future__ import annotations
 

@@ -46,35 +46,34 @@ async def unblock(world: dict, current: Optional[Callable[[], Optional[dict]]] =
     """The unblock signal to the World's busy ranks (unblock/rank/side): their hung
     torch.distributed collectives fail, every process stays; the kernel makes the default process
     group again at its next use of the World (unblock/after). No busy rank: nothing is sent.
-    ``current``, where given, reads the World's record as it is now: ranks still busy a second
-    later are signalled again, and the idle ranks drive MPI's progress (a revoked call across
-    hosts may wait on one of them, unblock/rank/mpi_world); "progressed" names them."""
+    ``current``, where given, reads the World's record as it is now: in an Open MPI World, where
+    ranks are still busy a second later, the idle ones are asked to drive MPI's progress (a
+    revoked call across hosts may wait on one of them, unblock/rank/mpi_world); "progressed"
+    names them."""
     by_host = _ranks_by_host(world, "busy")
     signalled, problems = await signal_all(_targets(world, by_host), "unblock") if by_host else ([], {})
     answer = {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
-    if signalled and current is not None:
-        answer["progressed"] = fold_ranks(await _when_still_busy(world, current, signalled, problems))
+    if signalled and current is not None and world.get("mpi") == "openmpi":   # (ULFM is Open MPI's)
+        answer["progressed"] = fold_ranks(await _progress_if_still_busy(current, signalled, problems))
     return answer
 
 
-async def _when_still_busy(world: dict, current, signalled: list, problems: dict) -> list:
-    """After ``AGAIN_AFTER_S`` (sooner when every signalled rank is free): the still busy ones
-    are signalled again and the idle ones sent the progress signal; the ranks sent it."""
+async def _progress_if_still_busy(current, signalled: list, problems: dict) -> list:
+    """After ``AGAIN_AFTER_S`` (at once when every signalled rank is free), where one still is:
+    the progress signal to the idle ranks; the ranks sent it. The busy ones are not signalled
+    again (``%mpirun --unblock`` does): the record runs up to world/live.STATE_EVERY_S behind,
+    and a rank freed meanwhile may be in a new group already, which a second signal would end."""
     deadline = time.monotonic() + AGAIN_AFTER_S
     while True:
-        record = current() or world
-        busy = _ranks_by_host(record, "busy", among=set(signalled))
-        if not busy or time.monotonic() >= deadline:
+        record = current()
+        if record is None or not _ranks_by_host(record, "busy", among=set(signalled)):
+            return []   # the World is gone, or every rank came free
+        if time.monotonic() >= deadline:
             break
         await asyncio.sleep(0.05)
-    if not busy:
-        return []
-    (_, again), (driven, failed) = await asyncio.gather(   # (no idle rank: signal_all sends nothing)
-        signal_all(_targets(record, busy), "unblock"),
-        signal_all(_targets(record, _ranks_by_host(record, "idle")), "progress"))
-    for host, why in [*again.items(), *failed.items()]:   # a host's earlier problem is kept
-        if why not in problems.get(host, ""):
-            problems[host] = f"{problems[host]}; {why}" if host in problems else why
+    driven, failed = await signal_all(_targets(record, _ranks_by_host(record, "idle")), "progress")
+    for host, why in failed.items():   # a host's earlier problem is kept
+        problems[host] = f"{problems[host]}; {why}" if host in problems else why
     return driven
 
 

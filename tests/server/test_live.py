@@ -155,36 +155,85 @@ UNBLOCK_LISTENER = ("import sys, time\nfrom mlp_magic.unblock.rank import mpi_wo
                     "print('ready', flush=True)\ntime.sleep(60)")
 
 
-async def test_unblock_signals_the_busy_ranks_only_and_never_one_that_would_die_of_it(
-        jp_fetch, world_state_dir, processes, tmp_path):
-    """Issue 31: the busy ranks' unblock threads wake; a busy process without the thread (it
-    would die of the signal) is named, not signalled; an idle rank is left alone until a busy
-    one is still busy a second later: it is then sent the progress signal (a revoked MPI call
-    may wait on it), and the busy one the unblock signal again."""
+def _ranks_listening(processes, tmp_path) -> dict:
+    """Ranks 0-1: processes with the unblock and the progress threads (each writes what woke it
+    to ``woke<rank>``); rank 2: one without (it would die of either signal); the record's part."""
     children = [subprocess.Popen([sys.executable, "-c", UNBLOCK_LISTENER, str(tmp_path / f"woke{r}")],
                                  stdout=subprocess.PIPE, text=True) for r in range(2)]
     deaf = processes.catcher("deaf")
     processes.children += children
     assert [child.stdout.readline() for child in children] == ["ready\n", "ready\n"]
-    everyone = (*children, deaf)
-    private = {"ranks": {str(r): [p.pid, psutil.Process(p.pid).create_time()]
-                         for r, p in enumerate(everyone)}}
+    return {"ranks": {str(r): [p.pid, psutil.Process(p.pid).create_time()]
+                      for r, p in enumerate((*children, deaf))}}
+
+
+def _rows(*states) -> list:
     since = "2026-11-25T10:00:00.000+00:00"
-    rows = [{"rank": r, "host": "localhost", "state": state, "since": since, "last_output": None,
-             "engine_id": r} for r, state in enumerate(("busy", "idle", "busy"))]
-    publish(world_state_dir, world_record(os.getpid(), ranks=rows, private=private))
-    answer = json.loads((await jp_fetch("mlp-magic", "worlds", "here-1-1", "unblock", method="POST",
-                                        body=b"")).body)
+    return [{"rank": r, "host": "localhost", "state": state, "since": since, "last_output": None,
+             "engine_id": r} for r, state in enumerate(states)]
+
+
+async def _unblock(jp_fetch) -> dict:
+    answer = await jp_fetch("mlp-magic", "worlds", "here-1-1", "unblock", method="POST", body=b"")
+    return json.loads(answer.body)
+
+
+async def test_unblock_signals_the_busy_ranks_only_and_never_one_that_would_die_of_it(
+        jp_fetch, world_state_dir, processes, tmp_path):
+    """Issue 31: the busy ranks' unblock threads wake; a busy process without the thread is
+    named, not signalled; an idle rank is left alone until a busy one is still busy a second
+    later, in an Open MPI World: it is then sent the progress signal (a revoked MPI call may
+    wait on it). The busy one is not signalled again (a rank freed meanwhile may be in a new
+    group already)."""
+    private = _ranks_listening(processes, tmp_path)
+    publish(world_state_dir, world_record(os.getpid(), ranks=_rows("busy", "idle", "busy"), private=private,
+                                          mpi="openmpi"))
+    await _served(jp_fetch, ["busy", "idle", "busy"])
+    answer = await _unblock(jp_fetch)
     assert answer["signalled"] == "0" and answer["progressed"] == "1", answer   # rank 0 stays busy here
-    assert answer["problems"] == {"localhost": "ranks 2 have no unblock thread (an engine mlp_magic "
-                                               "did not set up): not signalled"}, answer
-    assert wait_until(lambda: _said(tmp_path / "woke0") == "unblock unblock ")
+    assert answer["problems"] == {"localhost": "ranks 2 have no unblock thread (not an engine mlp_magic "
+                                               "set up, or one of an older mlp_magic): not signalled"}, answer
     assert wait_until(lambda: _said(tmp_path / "woke1") == "progress ")
-    assert all(p.poll() is None for p in everyone)
+    time.sleep(0.2)
+    assert _said(tmp_path / "woke0") == "unblock "
     publish(world_state_dir, world_record(os.getpid(), private=private))   # every rank idle
-    answer = json.loads((await jp_fetch("mlp-magic", "worlds", "here-1-1", "unblock", method="POST",
-                                        body=b"")).body)
-    assert answer == {"world": "here-1-1", "signalled": "", "problems": {}}
+    await _served(jp_fetch, ["idle", "idle"])
+    assert await _unblock(jp_fetch) == {"world": "here-1-1", "signalled": "", "problems": {}}
+
+
+async def test_ranks_freed_within_the_second_ask_nothing_of_the_idle_ones(
+        jp_fetch, world_state_dir, processes, tmp_path):
+    """The usual gloo unblock: the busy rank comes free at once (its record says idle 0.3 s
+    later): no progress signal; and in a World of another MPI none is ever sent (ULFM is Open
+    MPI's)."""
+    private = _ranks_listening(processes, tmp_path)
+    busy = world_record(os.getpid(), ranks=_rows("busy", "idle", "idle"), private=private, mpi="openmpi")
+    publish(world_state_dir, busy)
+    await _served(jp_fetch, ["busy", "idle", "idle"])   # the server started, and read it
+    asyncio.get_running_loop().call_later(0.3, publish, world_state_dir,
+                                          world_record(os.getpid(), ranks=_rows("idle", "idle", "idle"),
+                                                       private=private, mpi="openmpi"))
+    began = time.monotonic()
+    answer = await _unblock(jp_fetch)
+    assert (answer["signalled"], answer.get("progressed")) == ("0", ""), answer
+    assert time.monotonic() - began < 0.9, "waited for the rank that had come free"
+    publish(world_state_dir, dict(busy, mpi="mpich"))
+    await _served(jp_fetch, ["busy", "idle", "idle"])
+    answer = await _unblock(jp_fetch)
+    assert answer["signalled"] == "0" and "progressed" not in answer, answer
+    assert wait_until(lambda: _said(tmp_path / "woke0") == "unblock unblock ")
+    time.sleep(1.2)
+    assert _said(tmp_path / "woke1") == ""
+
+
+async def _served(jp_fetch, states: list) -> None:
+    deadline = time.monotonic() + hang_bound(5)
+    while time.monotonic() < deadline:
+        doc = json.loads((await jp_fetch("mlp-magic", "cluster")).body)
+        if [[row["state"] for row in world["ranks"]] for world in doc.get("worlds") or []] == [states]:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the server never served ranks {states}")
 
 
 def _said(path) -> str:

@@ -5,11 +5,13 @@
 import type { GpuSample } from './documents';
 
 /** POST .../interrupt and .../unblock: the ranks signalled, folded ("0-3,5"; "" for none), and
- * the hosts not reached with why. */
+ * the hosts not reached with why; unblock's, in an Open MPI World, also names the idle ranks
+ * sent the progress signal. */
 export interface IInterruptAnswer {
   world: string | null;
   signalled: string;
   problems: { [host: string]: string };
+  progressed?: string;
 }
 
 /** POST .../restart: whether the World's processes on this machine were stopped, and how many. */

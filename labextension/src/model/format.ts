@@ -85,7 +85,8 @@ export function unblockText(answer: unknown): string {
   const progressed = ((answer || {}) as { progressed?: unknown }).progressed;
   const driven = typeof progressed === 'string' ? unfoldRanks(progressed) : [];
   return driven.length
-    ? `${text} Some were still busy a second later: idle ${rankList(driven)} drove MPI's progress, so a revoked MPI call could end.`
+    ? `${text} Some were still busy a second later: the progress signal went to the idle ` +
+        `${rankList(driven)}, for a revoked MPI call to end.`
     : text;
 }
 

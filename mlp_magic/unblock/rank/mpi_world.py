@@ -20,8 +20,10 @@ progress meanwhile (``progress_until_revoked``), as a job the kernel sends them 
 """
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import threading
 import time
 
 from mlp_magic.engine.side_signal import on_signal
@@ -30,6 +32,9 @@ from mlp_magic.unblock.pure.report import BOUND_S
 
 FT_VARIABLE = "OMPI_MCA_mpi_ft_enable"
 _STATE: dict = {}   # "world": the communicator standing for COMM_WORLD since the last shrink
+# The side thread's progress ends when the process exits: MPI_Finalize (mpi4py's, at exit) must
+# not run while the thread is inside an MPI call.
+_EXITING, _IN_PROGRESS = threading.Event(), threading.Lock()
 
 
 def ulfm_on(environ=os.environ) -> bool:
@@ -70,16 +75,17 @@ def revoke_world() -> bool:
     return True
 
 
-def progress_until_revoked(seconds: float, after_s: float = 0.2) -> bool:
+def progress_until_revoked(seconds: float, after_s: float = 0.2, stop: threading.Event | None = None) -> bool:
     """On a rank with no call in flight while others are stuck: run MPI's progress engine until
     the revocation reaches this rank, then ``after_s`` more (the stuck ranks' messages to it,
-    sent before their revocation, are taken by then), or ``seconds`` at most; whether it came.
-    At once False where ULFM is off or mpi4py was never started (a torch hang)."""
+    sent before their revocation, are taken by then), or ``seconds`` at most, or until ``stop``
+    is set; whether it came. At once False where ULFM is off or mpi4py was never started (a
+    torch hang)."""
     MPI = _mpi()
     if MPI is None:
         return False
     world, deadline, seen_at = _world(MPI), time.monotonic() + seconds, None
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
         MPI.COMM_SELF.Iprobe()   # any MPI call runs the progress engine: TCP connections complete
         if seen_at is None and world.Is_revoked():
             seen_at = time.monotonic()
@@ -91,7 +97,12 @@ def progress_until_revoked(seconds: float, after_s: float = 0.2) -> bool:
 
 def install_progress() -> bool:
     """Answer ``PROGRESS_SIGNAL`` (engine/side_signal), once per process; True when in place."""
-    return on_signal(PROGRESS_SIGNAL, progress_beside_main_thread, "mlp-progress")
+    if not on_signal(PROGRESS_SIGNAL, progress_beside_main_thread, "mlp-progress"):
+        return False
+    if not _STATE.get("exit_hook"):
+        atexit.register(_end_progress)   # runs before mpi4py's MPI_Finalize, registered earlier
+        _STATE["exit_hook"] = True
+    return True
 
 
 def progress_beside_main_thread(seconds: float = BOUND_S) -> bool:
@@ -101,7 +112,14 @@ def progress_beside_main_thread(seconds: float = BOUND_S) -> bool:
     MPI = _mpi()
     if MPI is None or MPI.Query_thread() < MPI.THREAD_MULTIPLE:
         return False
-    return progress_until_revoked(seconds)
+    with _IN_PROGRESS:
+        return progress_until_revoked(seconds, stop=_EXITING)
+
+
+def _end_progress() -> None:
+    _EXITING.set()
+    if _IN_PROGRESS.acquire(timeout=0.5):   # the thread's MPI call returns within a moment
+        _IN_PROGRESS.release()
 
 
 def shrink_world(user_ns: dict | None = None) -> dict | None:

@@ -46,28 +46,41 @@ def test_with_ulfm_it_runs_until_the_revocation_then_a_moment_more():
     assert seen == "True" and 0.1 <= float(seen_s) < 2.0      # revoked: a moment more, not 30 s
 
 
-SIDE_THREAD = """
-import mpi4py, sys, time
-mpi4py.rc.thread_level = sys.argv[1]
+TWO_RANKS = """
+import os, sys, time
+import mpi4py
+mpi4py.rc.thread_level = sys.argv[2]
 from mpi4py import MPI
+from mlp_magic.unblock.pure.procfs import PROGRESS_SIGNAL
 from mlp_magic.unblock.rank import mpi_world
-began = time.monotonic()
-took = mpi_world.progress_beside_main_thread(0.3)
-print(took, round(time.monotonic() - began, 2))
+assert mpi_world.install_progress()
+comm = MPI.COMM_WORLD
+comm.Barrier()
+if comm.rank == 1:
+    if sys.argv[1] == "signal":
+        os.kill(os.getpid(), PROGRESS_SIGNAL)
+    time.sleep(1.5)   # no MPI call on the main thread meanwhile
+    print("revoked", comm.Is_revoked(), flush=True)
+else:
+    time.sleep(0.3)
+    comm.Revoke()
+    time.sleep(1.5)
 """
 
 
-def test_beside_the_main_thread_only_where_mpi_lets_two_threads_call_it():
-    """The panel's Unblock drives an idle rank's progress from a side thread while the next cell
-    may start: only under MPI_THREAD_MULTIPLE (mpi4py's default); any lower level, at once."""
+def test_the_progress_signal_lets_an_idle_rank_take_the_revocation():
+    """The panel's Unblock: an idle rank's main thread calls no MPI, so a revocation from another
+    rank does not reach it (the control, without the signal); with the signal, its side thread
+    runs MPI's progress and it does, and the process lives on. Only under MPI_THREAD_MULTIPLE,
+    which lets two threads call MPI at once: under a lower level the signal does nothing."""
     mpiexec = find_mpiexec()
     env = dict(os.environ, OMPI_MCA_mpi_ft_enable="1", OMPI_MCA_pml="ob1", OMPI_MCA_btl="self,sm,tcp",
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     said = {}
-    for level in ("multiple", "serialized"):
-        done = subprocess.run([mpiexec, "-n", "1", sys.executable, "-c", SIDE_THREAD, level], env=env,
-                              capture_output=True, text=True, timeout=hang_bound(10))
+    for asked, level in (("signal", "multiple"), ("none", "multiple"), ("signal", "serialized")):
+        done = subprocess.run([mpiexec, "-n", "2", sys.executable, "-c", TWO_RANKS, asked, level], env=env,
+                              capture_output=True, text=True, timeout=hang_bound(20))
         assert done.returncode == 0, done.stderr[-2000:]
-        said[level] = done.stdout.split()
-    assert said["multiple"][0] == "False" and float(said["multiple"][1]) >= 0.3   # ran its bound
-    assert said["serialized"][0] == "False" and float(said["serialized"][1]) < 0.1, said   # never began
+        said[asked, level] = done.stdout.strip()
+    assert said == {("signal", "multiple"): "revoked True", ("none", "multiple"): "revoked False",
+                    ("signal", "serialized"): "revoked False"}, said
