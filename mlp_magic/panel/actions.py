@@ -16,6 +16,7 @@ from mlp_magic.core.local_names import is_this_machine, this_machine_names
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.unblock.pure.report import AGAIN_AFTER_S
+from mlp_magic.world.start.mpi import OPENMPI
 from mlp_magic.world.published import private_part, recorded_ranks
 from mlp_magic.agent.signals import Targets, signal_all
 
@@ -53,7 +54,7 @@ async def unblock(world: dict, current: Optional[Callable[[], Optional[dict]]] =
     by_host = _ranks_by_host(world, "busy")
     signalled, problems = await signal_all(_targets(world, by_host), "unblock") if by_host else ([], {})
     answer = {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
-    if signalled and current is not None and world.get("mpi") == "openmpi":   # (ULFM is Open MPI's)
+    if signalled and current is not None and world.get("mpi") == OPENMPI:   # (ULFM is Open MPI's)
         answer["progressed"] = fold_ranks(await _progress_if_still_busy(current, signalled, problems))
     return answer
 
