@@ -15,7 +15,7 @@ from typing import Callable, Dict, List, Optional
 from mlp_magic.core.local_names import is_this_machine, this_machine_names
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.unblock.pure.report import AGAIN_AFTER_S
+from mlp_magic.unblock.pure.timing import AGAIN_AFTER_S
 from mlp_magic.world.start.mpi import OPENMPI
 from mlp_magic.world.published import private_part, recorded_ranks
 from mlp_magic.agent.signals import Targets, signal_all

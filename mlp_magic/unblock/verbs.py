@@ -18,6 +18,7 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.ranks.job import CHORE, RankJob
 from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure import report
+from mlp_magic.unblock.pure.timing import AGAIN_AFTER_S
 from mlp_magic.unblock.rank import mpi_world
 
 
@@ -61,9 +62,9 @@ def unblock(context, options) -> None:
 
 def _wait_asking_again(world, job, ranks: list, bound: float) -> None:
     """Until the ranks are free (or the bound), signalling once more those that show no sign
-    after ``report.AGAIN_AFTER_S``: faulthandler skips a handler that starts while another of the
+    after ``AGAIN_AFTER_S``: faulthandler skips a handler that starts while another of the
     process's is writing (a hang report's stacks), and the unblock is idempotent."""
-    job.wait_while_freed(ranks, min(report.AGAIN_AFTER_S, bound))
+    job.wait_while_freed(ranks, min(AGAIN_AFTER_S, bound))
     still = [rank for rank in ranks if rank in job.unfinished_ranks()]
     if still:
         rank_signals.send(world, still, "unblock")
@@ -94,7 +95,7 @@ def _settle(helpers) -> None:
     MPI call was stuck after all), they are interrupted rather than waited for."""
     if helpers is None:
         return
-    if not helpers.wait_all(time.monotonic() + report.AGAIN_AFTER_S):
+    if not helpers.wait_all(time.monotonic() + AGAIN_AFTER_S):
         helpers.interrupt()
     helpers.release()
 

@@ -3,18 +3,10 @@ group re-made, the subgroups left stale; and the hint every hang message ends wi
 from __future__ import annotations
 
 from mlp_magic.core.ranges import fold_ranks, rank_words
+from mlp_magic.unblock.pure.timing import BOUND_S, FREE_CPU_S
 
 HUNG_HINT = ("`%mpirun --unblock` ends a hung torch.distributed collective and keeps the ranks' state; "
              "`%mpirun --restart` starts the World again")
-BOUND_S = 10.0   # how long the ranks have to come free, from the signal or the last one freed
-# A freed rank's way out costs CPU (IPython formats its traceback through torch's frames: 0.3-0.4 s
-# measured): where ranks share cores, they come out one after another, and the first only once
-# most are nearly done (64 ranks on 2 cores: 12 s). The bound grows with the ranks a core holds.
-FREE_CPU_S = 0.5
-# A rank that shows no sign this long after the signal is signalled again (faulthandler skips a
-# handler that starts while another of the process's writes a stack dump), and the idle ranks
-# drive MPI's progress: the stuck call may wait on one of them (unblock/rank/mpi_world).
-AGAIN_AFTER_S = 1.0
 
 
 def bound_s(ranks_per_cpu: float) -> float:

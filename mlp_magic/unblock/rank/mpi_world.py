@@ -28,7 +28,7 @@ import time
 
 from mlp_magic.engine.side_signal import on_signal
 from mlp_magic.unblock.pure.procfs import PROGRESS_SIGNAL
-from mlp_magic.unblock.pure.report import BOUND_S
+from mlp_magic.unblock.pure.timing import BOUND_S
 
 FT_VARIABLE = "OMPI_MCA_mpi_ft_enable"
 _STATE: dict = {}   # "world": the communicator standing for COMM_WORLD since the last shrink
