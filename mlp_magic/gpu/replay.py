@@ -120,7 +120,7 @@ def _recording_frames(numbered: list, name: str) -> tuple:
         static = tuple(_static_gpu(n, gpu) for n, gpu in enumerate(header["static"]["gpus"]))
         if header.get("format") != RECORDING_FORMAT or header.get("version") != RECORDING_VERSION:
             raise ValueError(f"expected format {RECORDING_FORMAT!r}, version {RECORDING_VERSION}")
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as error:
         raise fail(first, "not the header of a recording", error) from None
     frames = []
     for number, line in numbered[1:]:
@@ -129,7 +129,7 @@ def _recording_frames(numbered: list, name: str) -> tuple:
             rows = tuple(_reading_row(row) for row in data["gpus"])
             processes = tuple((int(g), int(pid), None if used is None else int(used))
                               for g, pid, used in data.get("processes", []))
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as error:
             raise fail(number, "not a sample", error) from None
         frames.append(Frame(rows, processes))
     return static, header["static"].get("driver"), frames

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mlp_magic.errors import MlpMagicError
@@ -110,6 +110,7 @@ CALLS = ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetPowerUsage", "nvmlDevice
 
 @FUZZ
 @given(st.lists(SAMPLE.map(json.dumps) | JUNK, max_size=5), st.booleans())
+@example(['{"gpus": [], "t": null, "processes": [[Infinity, null, null]]}'], True)   # found by CI
 def test_damaged_recordings_are_replayed_or_refused_in_one_line(lines, with_header):
     path = write(([json.dumps(HEADER)] if with_header else []) + lines)
     try:
