@@ -1,5 +1,5 @@
-"""How long an unblock waits, in one place for the kernel (unblock/verbs, through report), the
-server (panel/actions) and the ranks (unblock/rank/mpi_world). Imports nothing: a rank's engine
+"""How long an unblock waits, in one place for the kernel (unblock/verbs, unblock/pure/report),
+the server (panel/actions) and the ranks (unblock/rank/mpi_world). Imports nothing: a rank's engine
 loads it at start and holds no module beyond what it needs (engine/bootstrap)."""
 from __future__ import annotations
 
