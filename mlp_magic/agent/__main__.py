@@ -24,6 +24,7 @@ import threading
 import time
 
 from mlp_magic import config
+from mlp_magic.core.proc_stat import process_id, start_time
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.sampler import open_sampler
 from mlp_magic.agent.feed import Feed
@@ -37,17 +38,47 @@ def _setup(line: bytes) -> dict:
     try:
         setup = json.loads(line.decode("utf-8"))
         key = key_bytes(setup["key"])
-        ranks = {int(rank): {"pid": int(info["pid"]), "create_time": float(info["create_time"]),
-                             **{key: int(info[key]) for key in ("pgid", "sid") if info.get(key) is not None}}
-                 for rank, info in dict(setup.get("ranks") or {}).items()}
-        bind = str(setup.get("bind") or "127.0.0.1")
-        log_root = str(setup.get("log_root") or config.log_root())
-        tls = setup.get("tls") and {"cert": str(setup["tls"]["cert"]), "key": str(setup["tls"]["key"])}
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
+        ranks = {_rank_number(rank): _identity(info) for rank, info in dict(setup.get("ranks") or {}).items()}
+        bind = _text(setup, "bind") or "127.0.0.1"
+        log_root = _text(setup, "log_root") or config.log_root()
+        tls = setup.get("tls") and {"cert": _text(setup["tls"], "cert", ascii_only=True),
+                                    "key": _text(setup["tls"], "key", ascii_only=True)}
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
         raise MlpMagicError(f"bad agent setup on stdin: {type(error).__name__}: {error}"[:300]) from None
     if not key:
         raise MlpMagicError("bad agent setup on stdin: an empty key")
     return {"key": key, "bind": bind, "ranks": ranks, "log_root": log_root, "tls": tls or None}
+
+
+def _rank_number(text: str) -> int:
+    """A rank's key ("3"); int() alone also takes " 3", "+3", "3_0" and raises on "²" (isdigit)."""
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"rank {text[:20]!r} is not a number")
+    return int(text)
+
+
+def _identity(info: dict) -> dict:
+    """A rank's {"pid", "create_time", "pgid", "sid"}: the agent signals that pid, and ends those
+    groups, so each names a process it may signal (not 0, -1, 1, nor past a C int), and the start
+    time is a number (NaN would pass the agent's check of it)."""
+    pid, started = process_id(info["pid"]), start_time(info["create_time"])
+    groups = {key: process_id(info[key]) for key in ("pgid", "sid") if info.get(key) is not None}
+    if pid is None or started is None or None in groups.values():
+        shown = {key: info.get(key) for key in ("pid", "create_time", "pgid", "sid")}
+        raise ValueError(f"a rank's process is not one: {shown}")
+    return {"pid": pid, "create_time": started, **groups}
+
+
+def _text(setup: dict, name: str, ascii_only: bool = False) -> str | None:
+    """A text of the setup, or None where it is absent; ValueError for another type, or one no
+    address, path or PEM holds (a NUL, JSON's "\\ud800")."""
+    value = setup.get(name)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or "\0" in value or (ascii_only and not value.isascii()):
+        raise ValueError(f"{name}: expected text, got {value!r}"[:100])
+    os.fsencode(value)   # UnicodeEncodeError (a ValueError) where no path can hold it
+    return value
 
 
 def _setup_line() -> bytes:

@@ -79,8 +79,11 @@ def signal_ranks(ranks: dict, wanted, signum: int, proc_root: str = "/proc", kil
     than SIGINT only where the process catches it."""
     answer: dict = {"signalled": [], "gone": []}
     for rank in _rank_list(wanted, ranks):
-        pid, created = ranks[rank]["pid"], ranks[rank]["create_time"]
-        started, state = start_time(pid, proc_root)
+        # checked here too (the setup line is JSON): a pid we may not signal (0, -1, 1, past a C
+        # int), or a start time that is no number (NaN would pass the comparison below)
+        pid = proc_stat.process_id(ranks[rank].get("pid"))
+        created = proc_stat.start_time(ranks[rank].get("create_time"))
+        started, state = (None, None) if pid is None or created is None else start_time(pid, proc_root)
         if started is None or state in ("Z", "X") or abs(started - created) > SAME_START_S:
             answer["gone"].append(rank)
             continue
@@ -114,9 +117,18 @@ def _tail_arguments(request: dict) -> tuple:
         raise RequestError(f"stream: expected {' or '.join(STREAMS)}")
     if not isinstance(wanted, int) or isinstance(wanted, bool) or wanted < 1:
         raise RequestError("bytes: expected a positive number")
-    if not isinstance(log_dir, str) or not log_dir or "\0" in log_dir:
+    if not isinstance(log_dir, str) or not log_dir or "\0" in log_dir or not _encodable(log_dir):
         raise RequestError("log_dir: expected the cell's log folder")
     return rank, stream, min(wanted, MAX_TAIL), log_dir
+
+
+def _encodable(path: str) -> bool:
+    """Whether a path can be given to the system: JSON's "\\ud800" cannot (UnicodeEncodeError)."""
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _within(root: str, path: str) -> bool:

@@ -44,7 +44,7 @@ async def _line(reader: asyncio.StreamReader, timeout: float, where: str) -> dic
         return None
     try:
         message = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):   # RecursionError: "[[[[...]]]]", nested too deeply
         raise AgentError(f"{where} sent something that is not JSON: {line[:60]!r}") from None
     if not isinstance(message, dict):
         raise AgentError(f"{where} sent a JSON line that is not an object")

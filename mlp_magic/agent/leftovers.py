@@ -18,7 +18,7 @@ import signal
 import time
 
 from mlp_magic.core.deadline import until
-from mlp_magic.core.proc_stat import create_time, groups_of, parse_stat
+from mlp_magic.core.proc_stat import create_time, groups_of, parse_stat, process_id, start_time
 
 PROC = "/proc"
 GROUP, SESSION = 0, 1   # which of a process's groups a rank leads: its process group, or its session
@@ -41,13 +41,15 @@ def own_groups(ranks) -> set:
     lead: a group led by the rank itself, its number not given to another process since."""
     found = set()
     for rank in ranks:
-        pid, started = rank.get("pid"), rank.get("create_time")
+        # as a record or a message may hold them: 0, -1 or 1 would name groups not the rank's
+        pid, started = process_id(rank.get("pid")), start_time(rank.get("create_time"))
         kind = GROUP if rank.get("pgid") == pid else SESSION if rank.get("sid") == pid else None
-        if not pid or kind is None:
+        if pid is None or kind is None:
             continue   # it leads neither (its launcher's group): nothing there is its own
         now = _start_time(pid)
-        if now is None or started is None or abs(now - float(started)) < 0.01:
+        if now is None or (started is not None and abs(now - started) < 0.01):
             found.add((kind, pid))   # gone (its members hold the number), or still the rank
+        # alive with no start time to compare: it may be any process now, and its group is left
     return found
 
 

@@ -68,6 +68,8 @@ def decode_request(line: bytes) -> dict:
         request = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise RequestError("the request is not a JSON line") from None
+    except RecursionError:   # valid JSON, "[[[[...]]]]" deeper than the interpreter's stack
+        raise RequestError("the request is nested too deeply") from None
     if not isinstance(request, dict):
         raise RequestError("the request is not a JSON object")
     return request

@@ -19,6 +19,7 @@ from mlp_magic.agent.actions import interrupt_ranks, progress_ranks, unblock_ran
 from mlp_magic.agent.protocol import RequestError
 from mlp_magic.core.local_names import stays_here
 from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.world.pure.record import rank_number
 
 AGENT_TIMEOUT_S = 5.0
 
@@ -73,11 +74,17 @@ _LOCAL = {"interrupt": interrupt_ranks, "unblock": unblock_ranks, "progress": pr
 
 
 def _taken(answer: dict, host: str, problems: dict, op: str) -> list:
-    """The ranks an answer says were signalled; its deaf ones (no thread for the signal) as a problem."""
-    if answer.get("deaf"):
-        problems[host] = (f"ranks {fold_ranks(answer['deaf'])} have no {op} thread (not an engine "
+    """The ranks an answer says were signalled; its deaf ones (no thread for the signal) as a problem.
+    An answer's lists hold ranks, or they are read as naming none (an agent of another version)."""
+    deaf = _ranks_in(answer.get("deaf"))
+    if deaf:
+        problems[host] = (f"ranks {fold_ranks(deaf)} have no {op} thread (not an engine "
                           "mlp_magic set up, or one of an older mlp_magic): not signalled")
-    return list(answer.get("signalled") or [])
+    return _ranks_in(answer.get("signalled"))
+
+
+def _ranks_in(value) -> list:
+    return [rank for rank in value if rank_number(rank) is not None] if isinstance(value, list) else []
 
 
 async def _through_agent(targets: Targets, host: str, ranks: list, op: str) -> dict:

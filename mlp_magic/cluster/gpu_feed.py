@@ -23,9 +23,10 @@ import time
 from typing import Callable, Dict, Optional, Tuple
 
 from mlp_magic.agent.client import AgentError, subscribe
-from mlp_magic.gpu.pure.history import GpuHistory
+from mlp_magic.gpu.pure.history import MAX_GPUS, GpuHistory, reading, reading_rows, sample_time
 from mlp_magic.core.local_names import stays_here
 from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.pure.record import agents as checked_agents, private_part
 
 SILENT_S = 5.0            # an agent that sends nothing this long is asked again
 BACKOFF_S = (0.5, 10.0)   # first and longest wait before asking a broken agent again
@@ -38,15 +39,16 @@ class _Done(Exception):
 
 
 def agent_targets(worlds: list) -> Dict[Tuple[str, str], tuple]:
-    """{(world id, host): (addr, port, key)} of every running World's agents that started."""
+    """{(world id, host): (addr, port, key)} of every running World's agents that started (their
+    entries as world/pure/record checks them: a port of 2**63 or Infinity reaches no agent)."""
     targets = {}
     for world in worlds:
-        key = (world.get("private") or {}).get("agent_key")
-        if world.get("state") != "running" or not key:
+        key, world_id = private_part(world.get("private"))["agent_key"], world.get("id")
+        if world.get("state") != "running" or not key or not isinstance(world_id, (str, type(None))):
             continue
-        for host, entry in (world.get("agents") or {}).items():
-            if isinstance(entry, dict) and entry.get("port"):
-                targets[(world.get("id"), host)] = (entry.get("addr"), int(entry["port"]), key)
+        for host, entry in checked_agents(world.get("agents")).items():
+            if "port" in entry:
+                targets[(world_id, host)] = (entry["addr"], entry["port"], key)
     return targets
 
 
@@ -61,10 +63,25 @@ def stdio_argv(host: str, ssh: list, python: str = sys.executable) -> list:
 
 
 def live_gpus(static: dict, processes: list) -> dict:
-    """A host row's ``live_gpus`` from an agent's static facts and its latest processes."""
-    return {"source": static.get("source"), "error": static.get("error"),
-            "gpus": [{name: gpu.get(name) for name in GPU_FACTS} for gpu in static.get("gpus") or []],
+    """A host row's ``live_gpus`` from an agent's static facts and its latest processes, as
+    strict JSON (the panel's JSON.parse reads no NaN)."""
+    def fact(name: str, value):
+        return _text(value) if name == "name" else reading(value)
+    return {"source": _text(static.get("source")), "error": _text(static.get("error")),
+            "gpus": [{name: fact(name, gpu.get(name)) for name in GPU_FACTS}
+                     for gpu in static.get("gpus") or []],
             "processes": [list(row) for row in processes]}
+
+
+def _text(value):
+    return None if value is None else str(value)
+
+
+def _static_gpus(message: dict):
+    """An agent's static facts' GPUs (a list of objects), or None when they are not."""
+    gpus = message.get("gpus") or []
+    ok = isinstance(gpus, list) and len(gpus) <= MAX_GPUS and all(isinstance(g, dict) for g in gpus)
+    return gpus if ok else None
 
 
 class GpuFeed:
@@ -173,12 +190,17 @@ class GpuFeed:
         return True
 
     def _take(self, host: str, message: dict) -> None:
+        """One message; one that is not an agent's (another version's, not ours) is left, and
+        the stream goes on: an exception here would end the host's subscription for good."""
         self._news.set()
-        kind = message.get("type")
+        kind = message.get("type") if isinstance(message, dict) else None
         if kind == "static":
+            gpus = _static_gpus(message)
+            if gpus is None:
+                return
             self._set_host(host, live_gpus(message, []))
-            self.histories[host] = GpuHistory(len(message.get("gpus") or []))
-            if not message.get("gpus"):
+            self.histories[host] = GpuHistory(len(gpus))
+            if not gpus:
                 raise _Done()
         elif kind == "history":
             self._take_history(host, message)
@@ -197,7 +219,10 @@ class GpuFeed:
         self._history_came(host)
 
     def _take_sample(self, host: str, message: dict) -> None:
-        t, rows = float(message.get("t") or 0.0), message.get("gpus") or []
+        t, rows = sample_time(message.get("t") or 0.0), reading_rows(message.get("gpus") or [])
+        processes = reading_rows(message.get("processes") or [], 4)   # [gpu, rank, pid, used_mib]
+        if t is None or rows is None or processes is None:
+            return
         history = self.histories.get(host)
         if history is not None and len(rows) == history.gpus:
             history.append(t, rows)
@@ -205,7 +230,6 @@ class GpuFeed:
         self.sample_count += 1
         self.sampled.add(host)
         known = self.hosts.get(host)
-        processes = [list(row) for row in message.get("processes") or []]
         if known is not None and known["processes"] != processes:
             self._set_host(host, dict(known, processes=processes))
 

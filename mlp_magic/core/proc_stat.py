@@ -9,6 +9,30 @@ agent checks it again before it signals that pid (``agent/actions``): one comput
 """
 from __future__ import annotations
 
+import math
+
+# Linux's ceiling for /proc/sys/kernel/pid_max (PID_MAX_LIMIT on 64-bit kernels).
+PID_MAX_LIMIT = 4 * 1024 * 1024
+
+
+def process_id(value) -> int | None:
+    """A pid read from a record or a message, or None where it names no process we may signal:
+    not an int (a bool, a float, a string), or out of 2..PID_MAX_LIMIT. 0 and -1 would signal a
+    whole process group or every process, 1 is init, and a number past a C int makes os.kill
+    raise OverflowError instead of answering."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= PID_MAX_LIMIT:
+        return None
+    return value
+
+
+def start_time(value) -> float | None:
+    """A process start time (epoch seconds) read from a record or a message, or None: a finite
+    number of seconds after 1970 (json reads Infinity and NaN, and NaN equals nothing)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and value >= 0 else None
+
 
 def parse_stat(data: bytes) -> tuple | None:
     """(state letter, start time in clock ticks after boot) of a ``/proc/PID/stat`` text, or

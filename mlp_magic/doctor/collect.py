@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from mlp_magic import config
 from mlp_magic.core.local_names import stays_here, this_machine_names
 from mlp_magic.core.results import why_no_answer
+from mlp_magic.doctor.pure.answer import answer_problem
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.ssh.underway import Underway, finish_all, follow_in_background
 
@@ -52,7 +53,10 @@ def parse_answer(text: str):
                 data = json.loads(line)
             except ValueError as error:
                 return f"bad answer: {error} (it starts {line[:60]!r})"
-            return data if isinstance(data, dict) and "probe" in data else "bad answer: not the probe's"
+            if not isinstance(data, dict) or "probe" not in data:
+                return "bad answer: not the probe's"
+            problem = answer_problem(data)   # Infinity, 10**400, a list for a text: the checks' tracebacks
+            return data if problem is None else f"bad answer: {problem}"
         if line.strip():
             break
     return f"bad answer: no JSON in {(text or '').strip()[:60]!r}"

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from mlp_magic.doctor.pure.links import add_link_findings
+from mlp_magic.doctor.pure.links import add_link_findings, link_answer
 from mlp_magic.engine.identity import free_port
 
 MIN_SECONDS = 60.0
@@ -145,7 +145,7 @@ def measure(topology, options, env) -> dict:
                              f"{hint})", "hosts": [h for h, _ in counts]}
         finally:
             _stop(processes)
-    answer = _answer(outputs)
+    answer = link_answer(_answer(outputs))   # json reads NaN, 10**40, a list for a rank
     if why:
         answer["backend_why"] = why
     names = {rank: host for (host, _), rank in zip(counts, leaders)}

@@ -118,16 +118,29 @@ def package_facts(packages):
 
 
 def _read_imports(child, answers, current):
+    """The child's messages; other lines (a package's own print on import, JSON or not) are
+    passed over: an exception here would leave the child blocked on a full pipe."""
     for line in child.stdout:
         try:
             data = json.loads(line)
         except ValueError:
             continue
-        if "start" in data:
+        if not isinstance(data, dict):
+            continue
+        if isinstance(data.get("start"), str):
             current[0] = data["start"]
-        else:
-            answers[data.get("name")] = data
+        elif "start" not in data and _is_answer(data):
+            answers[data["name"]] = data
             current[0] = None
+
+
+def _is_answer(data):
+    """Whether a message is the child's answer: its name, error, version, file and extras are
+    texts (the doctor refuses a whole answer that holds a number or a list where they go)."""
+    extra = data.get("extra") or {}
+    values = [data.get("error"), data.get("version"), data.get("file")]
+    values += list(extra.values()) if isinstance(extra, dict) else [0]
+    return isinstance(data.get("name"), str) and all(v is None or isinstance(v, str) for v in values)
 
 
 def import_packages(names, deadline):

@@ -125,7 +125,8 @@ async def tail(world: dict, rank: int, stream: str) -> str:
         raise MlpMagicError(f"stream must be stdout or stderr, got {stream!r}")
     rows = {row["rank"]: row for row in world.get("ranks") or []}
     if rank not in rows:
-        raise MlpMagicError(f"rank {rank} is not in this World (0-{len(rows) - 1})")
+        raise MlpMagicError(f"rank {rank} is not in this World (0-{len(rows) - 1})" if rows
+                            else f"rank {rank}: this World's record names no ranks")
     log_dir = world.get("log_dir")
     if not log_dir:
         return ""   # no cell has run yet

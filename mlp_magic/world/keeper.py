@@ -17,6 +17,7 @@ owner there).
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import shutil
@@ -45,12 +46,22 @@ def write_keep(workdir: str, owner: tuple, kept: bool, hours: float, record: str
 
 
 def read_keep(workdir: str) -> dict | None:
+    """The keep file, or None when it is gone or does not read as one: an owner (pid, start
+    time) and a record's path. Hours that are not a finite number from 0 keep the World no time."""
+    from mlp_magic.world.pure.record import process_pair
+
     try:
         with open(keep_path(workdir)) as handle:
             keep = json.load(handle)
     except (OSError, ValueError):
         return None
-    return keep if isinstance(keep, dict) else None
+    owner = process_pair(keep.get("owner")) if isinstance(keep, dict) else None
+    if owner is None or not isinstance(keep.get("record"), str):
+        return None
+    hours = keep.get("hours")
+    finite = isinstance(hours, (int, float)) and not isinstance(hours, bool) and math.isfinite(hours)
+    hours = hours if finite and hours >= 0 else 0
+    return {"owner": list(owner), "kept": keep.get("kept") is True, "hours": hours, "record": keep["record"]}
 
 
 def start_keeper(workdir: str) -> subprocess.Popen:
@@ -67,11 +78,16 @@ def alive(pid_and_start) -> bool:
     """Whether the process (pid, start time) still runs: a reused pid is another process."""
     import psutil
 
+    from mlp_magic.core.proc_stat import process_id, start_time
+
     try:
         pid, started = pid_and_start
-        process = psutil.Process(int(pid))
+        pid, known = process_id(pid), start_time(started)
+        if pid is None or (started is not None and known is None):
+            return False   # names no process (a start time that is no time matches none)
+        process = psutil.Process(pid)
         return process.status() != psutil.STATUS_ZOMBIE and (
-            started is None or abs(process.create_time() - float(started)) < 0.01)
+            known is None or abs(process.create_time() - known) < 0.01)
     except (psutil.Error, TypeError, ValueError):
         return False
 
@@ -90,12 +106,14 @@ def _wait_for_end(pid: int, seconds: float) -> None:
 
 
 def _read_record(path: str) -> dict:
+    from mlp_magic.world.pure.record import finite_json, sane_record
+
     try:
         with open(path) as handle:
-            record = json.load(handle)
+            record = sane_record(finite_json(handle.read()))
     except (OSError, ValueError):
         return {}
-    return record if isinstance(record, dict) else {}
+    return record or {}
 
 
 def _mark_idle(path: str, since: float) -> None:
@@ -125,11 +143,12 @@ def keep_watch(workdir: str, clock=time.monotonic) -> str:
     idle_since = None
     while True:
         keep = read_keep(workdir)
-        if keep is None:
-            return "the kernel stopped the World"
+        if keep is None:   # the kernel removes it as it stops the World; a damaged one says nothing
+            return "the kernel stopped the World" if not os.path.exists(keep_path(workdir)) \
+                else f"{keep_path(workdir)} does not read as a keep file (owner, record): left as it is"
         if alive(keep["owner"]):   # the kernel's own lifeline watches the controller meanwhile
             idle_since = None
-            _wait_for_end(int(keep["owner"][0]), TICK_S)
+            _wait_for_end(keep["owner"][0], TICK_S)
             continue
         why = _why_stop(keep, idle_since := clock() if idle_since is None else idle_since, clock)
         if why:

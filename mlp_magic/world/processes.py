@@ -20,6 +20,7 @@ import psutil
 
 from mlp_magic.agent.leftovers import end_groups, own_groups
 from mlp_magic.core.deadline import until
+from mlp_magic.core.proc_stat import process_id, start_time
 from mlp_magic.engine.identity import PROGRAM as ENGINE_PROGRAM
 from mlp_magic.engine.private_files import open_private
 from mlp_magic.errors import MlpMagicError
@@ -118,16 +119,7 @@ def kill_tree(pid, create_time, grace: float = 3.0) -> int:
 def kill_trees(processes, grace: float = 3.0) -> int:
     """``kill_tree`` of each (pid, create time) at once: TERM to all, one wait, KILL to what is
     left (an engine blocked in a send never acts on TERM). Returns how many were signalled."""
-    family: dict = {}
-    for pid, create_time in processes:
-        try:
-            leader = psutil.Process(int(pid))
-            if create_time is None or abs(leader.create_time() - float(create_time)) > 0.01:
-                continue
-            family.update((p.pid, p) for p in [leader] + leader.children(recursive=True) if _alive(p))
-        except (psutil.Error, TypeError, ValueError):
-            continue
-    members = list(family.values())
+    members = trees(processes)
     for member in members:
         _signal(member, signal.SIGTERM)
     _, alive = psutil.wait_procs(members, timeout=grace)
@@ -135,6 +127,24 @@ def kill_trees(processes, grace: float = 3.0) -> int:
         _signal(member, signal.SIGKILL)
     psutil.wait_procs(alive, timeout=grace)
     return len(members)
+
+
+def trees(processes) -> list:
+    """The live processes of each (pid, create time) whose start time matches, with their
+    descendants (psutil.Process each, once)."""
+    family: dict = {}
+    for pid, create_time in processes:
+        pid, started = process_id(pid), start_time(create_time)   # as a record may hold them
+        if pid is None or started is None:
+            continue
+        try:
+            leader = psutil.Process(pid)
+            if abs(leader.create_time() - started) > 0.01:
+                continue
+            family.update((p.pid, p) for p in [leader] + leader.children(recursive=True) if _alive(p))
+        except psutil.Error:
+            continue
+    return list(family.values())
 
 
 def _alive(process) -> bool:
@@ -263,11 +273,21 @@ def stop_recorded(record: dict) -> int:
     the ranks are not filtered by host (a hostfile may name this machine by an address), and a
     rank elsewhere that matched both here would be one of this World's own processes, started in
     the same instant. How many were signalled."""
-    ranks, own = published.recorded_ranks(record), published.recorded_processes(record)
-    killed = kill_trees(own + list(ranks.values()))
-    groups = published.recorded_groups(record)
-    return killed + len(end_leftovers([dict(groups.get(rank, {}), pid=pid, create_time=started)
-                                       for rank, (pid, started) in ranks.items()] + sessions_of(own)))
+    killed = kill_trees(recorded_trees(record))
+    return killed + len(end_groups(recorded_groups(record)))
+
+
+def recorded_trees(record: dict) -> list:
+    """(pid, start time) of the World's own processes and its ranks, as its record names them."""
+    return published.recorded_processes(record) + list(published.recorded_ranks(record).values())
+
+
+def recorded_groups(record: dict) -> set:
+    """The groups and sessions the record's ranks and own processes lead (agent/leftovers)."""
+    ranks, groups = published.recorded_ranks(record), published.recorded_groups(record)
+    own = published.recorded_processes(record)
+    return own_groups([dict(groups.get(rank, {}), pid=pid, create_time=started)
+                       for rank, (pid, started) in ranks.items()] + sessions_of(own))
 
 
 def sessions_of(own: list) -> list:

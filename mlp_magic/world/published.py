@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 
 from mlp_magic import config
 from mlp_magic.engine.private_files import private_dirs
+from mlp_magic.world.pure.record import private_part as checked_private
+from mlp_magic.world.pure.record import finite_json, process_entries, rank_key, sane_record
 
 
 def now_iso() -> str:
@@ -79,10 +81,10 @@ def _all_states(directory: str) -> list:
             continue
         try:
             with open(os.path.join(directory, name)) as handle:
-                state = json.load(handle)
+                state = sane_record(finite_json(handle.read()))
         except (OSError, ValueError):
             continue
-        if isinstance(state, dict) and isinstance(state.get("pid"), int):
+        if state is not None:
             states.append(state)
     return states
 
@@ -94,8 +96,7 @@ def _here(state: dict) -> bool:
 def _kept_alive(state: dict) -> bool:
     """A kept World whose kernel is gone lives on with its keeper (world/keeper)."""
     keeper = private_part(state).get("keeper")
-    return bool(state.get("kept")) and isinstance(keeper, list) and len(keeper) == 2 \
-        and isinstance(keeper[0], int) and _alive(keeper[0])
+    return state.get("kept") is True and keeper is not None and _alive(keeper[0])
 
 
 def read_worlds(directory: str | None = None) -> list:
@@ -118,32 +119,24 @@ def orphaned_worlds(directory: str | None = None) -> list:
 
 
 def private_part(record: dict) -> dict:
-    """The record's private part (the server's actions use it; never served): {} when missing
-    or malformed."""
-    private = record.get("private")
-    return private if isinstance(private, dict) else {}
+    """The record's private part (the server's actions use it; never served), its ranks, groups
+    and keeper checked (world/pure/record): {} when missing or malformed."""
+    return checked_private(record.get("private"))
 
 
 def recorded_ranks(record: dict) -> dict:
-    """{rank: (pid, process start time)} of the ranks the record's private part names; a
-    malformed entry is left out (a stale or hand-edited file never stops a cleanup)."""
-    ranks = private_part(record).get("ranks")
-    entries = ranks.items() if isinstance(ranks, dict) else ()
-    return {int(rank): (value[0], value[1]) for rank, value in entries
-            if str(rank).isdigit() and isinstance(value, list) and len(value) >= 2}
+    """{rank: (pid, process start time or None)} of the ranks the record's private part names;
+    a malformed entry is left out (a stale or hand-edited file never stops a cleanup)."""
+    ranks = private_part(record).get("ranks") or {}
+    return {rank_key(rank): tuple(pair) for rank, pair in ranks.items()}
 
 
 def recorded_groups(record: dict) -> dict:
     """{rank: {"pgid", "sid"}} of the ranks the record's private part names (agent/leftovers)."""
-    groups = private_part(record).get("groups")
-    entries = groups.items() if isinstance(groups, dict) else ()
-    return {int(rank): {"pgid": ids[0], "sid": ids[1]} for rank, ids in entries
-            if str(rank).isdigit() and isinstance(ids, list) and len(ids) == 2
-            and all(isinstance(i, int) for i in ids)}
+    groups = private_part(record).get("groups") or {}
+    return {rank_key(rank): {"pgid": ids[0], "sid": ids[1]} for rank, ids in groups.items()}
 
 
 def recorded_processes(record: dict) -> list:
-    """[(pid, process start time)] of the World's own processes (controller, launcher)."""
-    processes = record.get("processes")
-    entries = processes if isinstance(processes, list) else ()
-    return [(p.get("pid"), p.get("create_time")) for p in entries if isinstance(p, dict)]
+    """[(pid, process start time or None)] of the World's own processes (controller, launcher)."""
+    return process_entries(record.get("processes"))

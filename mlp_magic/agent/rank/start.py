@@ -23,7 +23,7 @@ import time
 
 from mlp_magic.location import PACKAGE_PARENT
 from mlp_magic.core.host_command import helper_environment
-from mlp_magic.core.proc_stat import create_time
+from mlp_magic.core.proc_stat import create_time, process_id
 from mlp_magic.errors import MlpMagicError
 
 _lock = threading.Lock()
@@ -97,12 +97,16 @@ def _spawn(setup: bytes, timeout: float) -> tuple:
         raise _refused(process, errors, f"{error.strerror or error}") from None
     try:
         answer = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         answer = {"error": f"it said {line[:100]!r}" if line else "it exited"}
     if not isinstance(answer, dict) or "error" in answer or "port" not in answer:
         raise _refused(process, errors, str(answer.get("error") if isinstance(answer, dict) else answer))
+    port, pid = answer["port"], process_id(answer.get("pid"))
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536 or pid is None:
+        # what the World records of its agent: a port and a pid as they can be (JSON also reads NaN)
+        raise _refused(process, errors, f"it said {line[:100]!r}")
     process.stdout.close()   # it writes nothing more; stdin stays open: the lifeline
-    return process, {"port": int(answer["port"]), "pid": int(answer["pid"])}
+    return process, {"port": port, "pid": pid}
 
 
 def start_agent(key_hex: str, bind_addr: str, ranks: dict, log_root: str, timeout: float = 10.0,

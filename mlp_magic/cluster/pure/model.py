@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from mlp_magic.core.local_names import is_this_machine
+from mlp_magic.core.proc_stat import process_id
 from mlp_magic.gpu.pure.hints import host_hints
 from mlp_magic.gpu.pure.model import HostGpus
 
@@ -118,16 +119,24 @@ def host_key(name: str, local_names: frozenset) -> str:
     return LOCAL if is_this_machine(name, local_names) else name.lower()
 
 
+def _number(value: Any) -> Optional[int]:
+    """A rank or engine id read from a World record, or None: a record holds what JSON allows
+    (Infinity, a string, 10**40), and these are sorted and served to the panel as numbers."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 31
+    return value if ok else None
+
+
 def world_engines_by_key(worlds: Sequence[Mapping], local_names: frozenset) -> Dict[str, List[EngineInfo]]:
     """Every engine the Worlds publish, under its host's key, ordered by rank."""
     found: Dict[str, List[EngineInfo]] = {}
     keys: Dict[str, str] = {}   # 512 ranks on 64 hosts: each host's key made once
     for world in worlds:
-        for rank in world.get("ranks") or []:
+        ranks = world.get("ranks")
+        for rank in ranks if isinstance(ranks, list) else []:
             if isinstance(rank, Mapping) and isinstance(rank.get("host"), str):
                 state = rank.get("state")
-                info = EngineInfo(rank.get("rank"), rank.get("engine_id"),
-                                  None if state is None else str(state), world.get("pid"))
+                info = EngineInfo(_number(rank.get("rank")), _number(rank.get("engine_id")),
+                                  None if state is None else str(state), process_id(world.get("pid")))
                 host = rank["host"]
                 if host not in keys:
                     keys[host] = host_key(host, local_names)

@@ -178,7 +178,7 @@ def disk_and_rdma(report: Report, hosts: dict) -> None:
         report.add(compare("host", "RDMA ports", {h: len(p) for h, p in ports.items()}, severity=WARNING,
                            fix="every host should show the same NICs (ibstat)"))
         _group(report, ERROR, "host", "RDMA link", {
-            h: ", ".join(f"{p['device']}/{p['port']} {p.get('state')}" for p in ps
+            h: ", ".join(f"{p.get('device')}/{p.get('port')} {p.get('state')}" for p in ps
                          if "ACTIVE" not in str(p.get("state")))
             for h, ps in ports.items()}, "check the cable and the switch port (ibstat; ip link)")
 

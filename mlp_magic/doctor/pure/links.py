@@ -7,6 +7,7 @@ with the hardware's bandwidth whatever the number of ranks ``n``.
 """
 from __future__ import annotations
 
+import math
 import statistics
 
 from mlp_magic.doctor.pure.report import ERROR, WARNING, Finding, Report, Shared
@@ -53,6 +54,44 @@ def below(values: dict, fraction: float) -> dict:
         return {}
     median = statistics.median(values.values())
     return {key: value for key, value in values.items() if value < fraction * median}
+
+
+def _count(value, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value < 2 ** 63
+
+
+def _positive(value) -> bool:
+    """A finite number above 0 (json also reads NaN, Infinity, strings where this goes)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
+
+
+def _measured_problem(result: dict):
+    """What in a measured answer ``add_link_findings`` could not take, in words, or None."""
+    pairs = result.get("pairs", [])
+    wrong = [("backend", not isinstance(result.get("backend"), str)),
+             ("ranks", not _count(result.get("ranks"), 1)), ("bytes", not _count(result.get("bytes"), 1)),
+             # a nanosecond at least: a shorter one makes the bandwidth Infinity
+             ("seconds", not (_positive(result.get("seconds")) and result["seconds"] >= 1e-9)),
+             ("pairs", not isinstance(pairs, list) or not all(
+                 isinstance(p, list) and len(p) == 3 and _count(p[0], 0) and _count(p[1], 0)
+                 and _positive(p[2]) for p in pairs))]
+    return next((f"{key} is {result.get(key)!r:.60}" for key, bad in wrong if bad), None)
+
+
+def link_answer(answer: dict) -> dict:
+    """The ranks' answer (rank 0's measurement, or a rank's {"error"}) checked before it is read:
+    as it is, or {"error"} naming what in it is wrong. Its "hosts" are kept when they are names."""
+    hosts = answer.get("hosts")
+    kept = {"hosts": hosts} if isinstance(hosts, list) and all(isinstance(h, str) for h in hosts) else {}
+    if "seconds" in answer:
+        problem = _measured_problem(answer)
+        if problem is None:
+            return {**{k: v for k, v in answer.items() if k != "hosts"}, **kept}
+        return {"error": f"the link test's answer is unreadable: {problem}", **kept}
+    error = answer.get("error")
+    lines = error.strip().splitlines() if isinstance(error, str) else []
+    unreadable = f"the link test's answer is unreadable: error is {error!r:.60}"
+    return {"error": lines[0][:300] if lines else unreadable, **kept}
 
 
 def _gbps(value: float) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 
 from mlp_magic.output.pure.grouping import fold_hosts_shown
+from mlp_magic.core.proc_stat import start_time
 from mlp_magic.core.records import Record, fresh
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -201,7 +202,8 @@ def health_by_host(document: dict) -> dict:
         value = document.get(key)
         return value if isinstance(value, list) else []
 
-    health = {host: {"state": "ok", "findings": [], "checked_at": document.get("checked_at")}
+    checked_at = start_time(document.get("checked_at"))   # NaN or Infinity: no JSON the panel reads
+    health = {host: {"state": "ok", "findings": [], "checked_at": checked_at}
               for host in listed("hosts") if isinstance(host, str)}
     for finding in listed("findings"):
         severity = finding.get("severity") if isinstance(finding, dict) else None

@@ -30,6 +30,36 @@ _RANGES = {code: (-(1 << bits - 1), (1 << bits - 1) - 1) for code, bits in (("h"
 _COMBINE = {"throttle_bits": "or", "xid": "max", "ecc_uncorrected": "max"}
 
 
+# What a buffer read from an agent may ask for: 256 GPUs x an hour stays under 30 MB (a count
+# from a message, unbounded, would be gigabytes or a MemoryError).
+MAX_GPUS = 256
+MAX_LENGTH = 3600
+TIMES = (-62135596800.0, 253402300799.0)   # years 1 to 9999: what datetime (iso_time) can show
+
+
+def sample_time(value) -> float | None:
+    """A sample's time (epoch seconds) read from a message, or None: json also reads Infinity,
+    NaN and 1e308, which no clock gives and which break the buckets and the exports' times."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if TIMES[0] <= value <= TIMES[1] else None   # NaN compares False
+
+
+def reading(value):
+    """One reading from a message: a finite number (kept as it came), else None (unknown)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return value if ok and abs(value) < 2 ** 53 else None
+
+
+def reading_rows(rows, width: int = len(METRICS)) -> list | None:
+    """Rows of readings (a sample's GPUs, its processes) as strict JSON can carry them: each row
+    cut to ``width``, each value a finite number or None; None when they are not a list of at
+    most MAX_GPUS lists."""
+    if not isinstance(rows, list) or len(rows) > MAX_GPUS or not all(isinstance(r, list) for r in rows):
+        return None
+    return [[reading(value) for value in row[:width]] for row in rows]
+
+
 def _to_slot(typecode: str, value):
     """The value as the array stores it; out of range, not a number or None: the "unknown" mark."""
     if typecode == "f":
@@ -152,10 +182,15 @@ class GpuHistory:
     def from_json(cls, data, length: int | None = None) -> GpuHistory:
         """A buffer from ``to_json``'s form (an agent's history); bad input: one MlpMagicError."""
         try:
-            history = cls(int(data["gpus"]), int(length or data.get("length") or DEFAULT_LENGTH))
+            gpus, length = int(data["gpus"]), int(length or data.get("length") or DEFAULT_LENGTH)
+            if not (0 <= gpus <= MAX_GPUS and 1 <= length <= MAX_LENGTH):
+                raise ValueError(f"{gpus} GPUs, length {length}: at most {MAX_GPUS} and {MAX_LENGTH}")
+            history = cls(gpus, length)
             if list(data.get("metrics", METRICS)) != list(METRICS):
                 raise ValueError(f"metrics {data.get('metrics')!r}, expected {list(METRICS)}")
             for t, rows in data["samples"]:
+                if sample_time(t) is None:
+                    raise ValueError(f"sample time {t!r}")
                 history.append(float(t), [list(row) for row in rows])
         except (KeyError, TypeError, ValueError, OverflowError) as error:
             raise MlpMagicError(f"bad GPU history: {type(error).__name__}: {error}"[:300]) from None

@@ -6,6 +6,7 @@ widget, the CLI and the hints never care where the data came from.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
@@ -83,17 +84,19 @@ class HostGpus:
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "HostGpus":
         try:
-            gpus = [GpuInfo(**g) for g in data.get("gpus", [])]
+            error = data.get("error")
+            if not isinstance(error, (str, type(None))) or not isinstance(data.get("nics", []), list):
+                raise TypeError("error %.60r or nics %.60r" % (error, data.get("nics")))
             host = cls(
                 host=str(data["host"]),
                 source=str(data.get("source", "none")),
-                gpus=gpus,
+                gpus=[_gpu_info(g) for g in data.get("gpus", [])],
                 nics=[str(n) for n in data.get("nics", [])],
-                links={str(a): {str(b): str(t) for b, t in row.items()}
+                links={str(a): {str(b): _link(t) for b, t in row.items()}
                        for a, row in data.get("links", {}).items()},
-                error=data.get("error"),
+                error=error,
             )
-        except (KeyError, TypeError, AttributeError) as exc:
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise MlpMagicError("bad GPU inventory JSON: %s: %s" % (type(exc).__name__, exc)) from None
         if host.source not in SOURCES:
             raise MlpMagicError("bad GPU inventory JSON: source %r is not one of %s"
@@ -109,6 +112,38 @@ class HostGpus:
         if not isinstance(data, dict):
             raise MlpMagicError("bad GPU inventory JSON: expected an object, got %s" % type(data).__name__)
         return cls.from_dict(data)
+
+
+_MAX_NUMBER = 2 ** 53   # what JSON readers elsewhere (the panel's JavaScript) hold exactly
+_GPU_TEXTS = ("name", "pci_bus_id", "cpu_affinity")
+
+
+def _gpu_info(data: Any) -> GpuInfo:
+    """A GPU read from JSON, checked: json also reads Infinity, NaN, huge ints and any type where
+    a number is expected, which the faces' "%d", sums and sorts would choke on later."""
+    if not isinstance(data, dict):
+        raise TypeError("a GPU is not an object: %.60r" % (data,))
+    gpu = GpuInfo(**data)
+    for name in GpuInfo.__dataclass_fields__:
+        value = getattr(gpu, name)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if name == "index":   # "GPU%d", and the hints fold the indices as ranks
+            ok = number and isinstance(value, int) and 0 <= value < _MAX_NUMBER
+        elif name in _GPU_TEXTS:
+            ok = value is None or isinstance(value, str)
+        else:   # readings, unknown or a finite number (a replay's may be a float)
+            ok = value is None or number and math.isfinite(value) and abs(value) < _MAX_NUMBER
+        if not ok:
+            raise ValueError("GPU %s %.60r" % (name, value))
+    return gpu
+
+
+def _link(cell: Any) -> str:
+    """A link type read from JSON; one the hints could not rank is refused."""
+    link = normalize_link(cell) if isinstance(cell, str) else None
+    if link is None:
+        raise ValueError("link type %.60r" % (cell,))
+    return link
 
 
 def failed(host: str, error: str) -> HostGpus:

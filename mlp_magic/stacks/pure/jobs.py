@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 
 from mlp_magic.stacks.pure.pyspy import NO_PYSPY, NO_PYSPY_FIX, PTRACE, PTRACE_FIX, frames_of
 from mlp_magic.output.pure.grouping import fold_hosts_shown, ranks_label
-from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.core.proc_stat import process_id
+from mlp_magic.core.ranges import MAX_RANKS, fold_ranks
 from mlp_magic.core.records import Record, fresh
 from mlp_magic.stacks.pure.collectives import section as collectives_section
 from mlp_magic.stacks.pure.recorded import checked_groups
@@ -73,7 +74,7 @@ def parse_scan(host: str, text: str) -> HostScan:
             continue
         try:
             line = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):   # RecursionError: nested too deeply
             return HostScan(host, error=f"output line {number} is not the scanner's: {raw[:80]!r}")
         lines.append(line)
     return scan_from_lines(host, lines)
@@ -84,27 +85,50 @@ def scan_from_lines(host: str, lines: list) -> HostScan:
         return HostScan(host, error="the scanner said nothing (is mlp_magic installed there?)")
     head = lines[0]["scan"]
     try:
+        texts = [_text_or_none(head, name) for name in ("pyspy", "ptrace_scope")]
+        counts = [_count(head.get(name)) for name in ("elsewhere", "unreadable")]
         processes = [_process(host, line) for line in lines[1:]]
-        return HostScan(host, processes, None, head.get("pyspy"), head.get("ptrace_scope"),
-                        int(head.get("elsewhere") or 0), int(head.get("unreadable") or 0))
+        return HostScan(host, processes, None, *texts, *counts)
     except (AttributeError, KeyError, TypeError, ValueError) as err:
-        return HostScan(host, error=f"a line of the scanner could not be read: {err!r}")
+        return HostScan(host, error=f"a line of the scanner could not be read: {err!r}"[:300])
+
+
+def _count(value) -> int:
+    """A count of the header (None: 0); ValueError for what no count is (-1, 0.5, "12", Infinity)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"a count {value!r}")
+    return value
+
+
+def _text_or_none(line: dict, name: str):
+    """A text field (job, fault, ...) as written, or None; ValueError for another type (a list
+    would be an unhashable key where processes are grouped)."""
+    value = line.get(name)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{name} is text, got {value!r}")
+    return value
 
 
 def _process(host: str, line: dict) -> ProcessStacks:
     """One process line (AttributeError, KeyError, TypeError or ValueError where it is not one)."""
     rank, size, child_of = line.get("rank"), line.get("size"), line.get("child_of")
-    if not all(value is None or type(value) is int for value in (rank, size, child_of)):
+    # ranks and sizes are named by fold_ranks (none negative); child_of is a pid
+    if not all(value is None or type(value) is int and value >= 0 for value in (rank, size)) \
+            or (child_of is not None and process_id(child_of) is None):
         raise ValueError(f"rank, size and child_of are numbers, got {rank!r}, {size!r}, {child_of!r}")
+    pid = line["pid"]   # shown, never signalled: any number the user asked for (--pid 999999999)
+    if type(pid) is not int or pid < 0:
+        raise ValueError(f"pid {pid!r} is not a process number")
     threads = [dict(t, frames=frames_of(t)) for t in line.get("threads") or []]
     if not all(isinstance(t.get("name"), str) and isinstance(t.get("idle"), bool) for t in threads):
         raise ValueError("a thread without its name or idle flag")
     asked = line.get("collectives")
     if asked is not None and not isinstance(asked, dict):
         raise ValueError(f"collectives is an object, got {asked!r}")
-    return ProcessStacks(host, int(line["pid"]), str(line.get("cmd") or ""), line.get("rank"),
-                         line.get("job"),
-                         line.get("size"), line.get("child_of"), threads, line.get("fault"),
+    return ProcessStacks(host, pid, str(line.get("cmd") or ""), rank, _text_or_none(line, "job"),
+                         size, child_of, threads, _text_or_none(line, "fault"),
                          str(line.get("error") or ""), asked)
 
 
@@ -249,8 +273,8 @@ def problems(scans: list, found: list, whole_jobs: bool = True) -> list:
 
 def _missing(section: Section) -> list:
     sizes = {p.size for p in section.members.values() if p.size}
-    if section.kind != "ranks" or len(sizes) != 1:
-        return []
+    if section.kind != "ranks" or len(sizes) != 1 or max(sizes) > MAX_RANKS:
+        return []   # (a size past any job's: listing its missing ranks would not end)
     missing = sorted(set(range(sizes.pop())) - set(section.members))
     if not missing:
         return []

@@ -35,10 +35,18 @@ def _function(name) -> str:
     return "??" if _ADDRESS.fullmatch(name) else name
 
 
+def line_number(value) -> int:
+    """A frame's line number, or ValueError: JSON also reads Infinity (``int()``: OverflowError),
+    1e308 and "12", which no file has."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2 ** 31:
+        raise ValueError(f"a line number {str(value)[:20]!r}")
+    return value
+
+
 def thread_record(thread: dict, pid: int) -> dict:
     """One thread of py-spy's JSON -> {"name", "main", "idle", "frames": [[file, line, function]]},
     frames outermost first."""
-    frames = [[str(f.get("filename") or ""), int(f.get("line") or 0), _function(f.get("name"))]
+    frames = [[str(f.get("filename") or ""), line_number(f.get("line") or 0), _function(f.get("name"))]
               for f in reversed(thread.get("frames") or []) if isinstance(f, dict)]
     name = thread.get("thread_name") or "thread"
     main = thread.get("os_thread_id") == pid or name == "MainThread"
@@ -61,11 +69,12 @@ def parse_dump_json(text: str, pid: int) -> list:
 
 
 def frames_of(thread: dict) -> tuple:
-    """A thread record's frames as Frame values (outermost first)."""
+    """A thread record's frames as Frame values (outermost first); ValueError or TypeError where
+    one is not [file, line, function]."""
     # here: the hosts' scanner never needs it (nor dataclasses)
     from mlp_magic.stacks.pure.frames import Frame
 
-    return tuple(Frame(str(file), int(line), str(function)).canonical()
+    return tuple(Frame(str(file), line_number(line), str(function)).canonical()
                  for file, line, function in thread["frames"])
 
 

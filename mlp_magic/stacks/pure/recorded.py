@@ -27,20 +27,22 @@ def slim(raw: Mapping, live: Mapping | None = None) -> dict:
     named "0" again). ``live`` ({name: {"desc", "seq"}}: the rank's groups now, ``seq`` their
     collectives so far or None) picks, per live name, the newest group of that name; without
     it, every group of the dump is reported."""
-    status = raw.get("pg_status") or {}
+    # what is not as torch writes it (a list for a number, Infinity) is skipped, as p2p entries are
+    status = _mapping(raw.get("pg_status"))
     by_id: dict = {}
-    for entry in raw.get("entries") or ():
-        if entry.get("is_p2p") or not isinstance(entry.get("collective_seq_id"), int):
+    listed = raw.get("entries")
+    for entry in listed if isinstance(listed, list) else ():
+        if not isinstance(entry, dict) or entry.get("is_p2p") \
+                or not _is_count(entry.get("collective_seq_id")):
             continue
         by_id.setdefault(str(entry.get("pg_id")), []).append(entry)
     newest: dict = {}   # name -> the newest pg_id that carries it
     for pg_id, entries in by_id.items():
-        name = str((entries[0].get("process_group") or ["?"])[0])
+        name = _group_name(entries[0])
         if name not in newest or group_order(pg_id) > group_order(newest[name]):
             newest[name] = pg_id
     if live is None:
-        live = {str((by_id[i][0].get("process_group") or ["?"])[0]) if i in by_id else i: {}
-                for i in set(status) | set(by_id)}
+        live = {_group_name(by_id[i][0]) if i in by_id else i: {} for i in set(status) | set(by_id)}
         newest.update({i: i for i in status if i not in by_id})
     return {"groups": [_group(name, live[name], newest.get(name), status, by_id)
                        for name in sorted(live, key=group_order)]}
@@ -49,16 +51,31 @@ def slim(raw: Mapping, live: Mapping | None = None) -> dict:
 def _group(name: str, now: Mapping, pg_id, status: Mapping, by_id: Mapping) -> dict:
     """One live group: the newest recorded group of its name, unless it made no collective yet."""
     entries = sorted(by_id.get(pg_id, ()), key=lambda e: e["collective_seq_id"])[-KEEP:]
-    numbers = status.get(pg_id) or {}
+    numbers = _mapping(status.get(pg_id))
     if now.get("seq") == 0:   # a group made again that called nothing yet: not its namesake's past
         entries, numbers = [], {}
-    descs = [e["process_group"][1] for e in entries if len(e.get("process_group") or ()) > 1]
+    descs = [pg[1] for pg in (e.get("process_group") for e in entries)
+             if isinstance(pg, list) and len(pg) > 1 and isinstance(pg[1], str)]
     return {"name": name, "desc": now.get("desc") or (descs[-1] if descs else ""),
             "enqueued": _number(numbers.get("last_enqueued_collective"), entries),
             "completed": _number(numbers.get("last_completed_collective"), ()),
             "last": [{"seq": e["collective_seq_id"], "op": op_name(e.get("profiling_name")),
-                      "sizes": e.get("input_sizes") or [], "dtypes": e.get("input_dtypes") or []}
-                     for e in entries]}
+                      "sizes": _kept(e.get("input_sizes"), _is_sizes),
+                      "dtypes": _kept(e.get("input_dtypes"), _is_texts)} for e in entries]}
+
+
+def _mapping(value) -> Mapping:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _kept(value, fits) -> list:
+    return value if fits(value) else []
+
+
+def _group_name(entry: Mapping) -> str:
+    """The name of an entry's group (``process_group``: [name, description])."""
+    group = entry.get("process_group")
+    return str(group[0]) if isinstance(group, list) and group else "?"
 
 
 def group_order(name: str) -> tuple:
@@ -71,7 +88,7 @@ def _number(value, entries) -> int:
     newest entry's."""
     try:
         return max(int(value), 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):   # OverflowError: Infinity
         return max((e["collective_seq_id"] for e in entries), default=0)
 
 
@@ -85,7 +102,7 @@ def parse_answer(text: str) -> list | str | None:
     the error its dump met (a string), or None for no answer or one that does not read."""
     try:
         answer = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):   # RecursionError: nested too deeply
         return None
     if isinstance(answer, dict) and answer.get("error") and not answer.get("groups"):
         return str(answer["error"])
@@ -93,7 +110,33 @@ def parse_answer(text: str) -> list | str | None:
 
 
 def checked_groups(groups) -> list | None:
-    """``groups`` when it is a list of groups (each a dict with a name), else None."""
-    if isinstance(groups, list) and all(isinstance(g, dict) and "name" in g for g in groups):
+    """``groups`` when it is a list of groups as ``slim`` writes them, else None: a value JSON
+    reads and slim never writes (Infinity, a list for a number) is no answer, not a traceback
+    where the ranks' answers are set side by side (stacks/pure/collectives)."""
+    if isinstance(groups, list) and all(_is_group(g) for g in groups):
         return groups
     return None
+
+
+def _is_group(group) -> bool:
+    last = group.get("last", []) if isinstance(group, dict) else None
+    return (isinstance(last, list) and isinstance(group.get("name"), str)
+            and isinstance(group.get("desc", ""), str)
+            and _is_count(group.get("enqueued", 0)) and _is_count(group.get("completed", 0))
+            and all(isinstance(e, dict) and _is_count(e.get("seq")) and isinstance(e.get("op", ""), str)
+                    and _is_sizes(e.get("sizes", [])) and _is_texts(e.get("dtypes", [])) for e in last))
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_sizes(value) -> bool:
+    """A collective's tensor sizes: [[4], [2, 3]]."""
+    return isinstance(value, list) and all(
+        isinstance(size, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in size)
+        for size in value)
+
+
+def _is_texts(value) -> bool:
+    return isinstance(value, list) and all(isinstance(text, str) for text in value)

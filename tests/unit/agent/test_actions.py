@@ -8,10 +8,14 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import example, given
 
-from mlp_magic.agent.actions import MAX_TAIL, interrupt_ranks, start_time, tail_log, unblock_ranks
+from mlp_magic.agent.actions import (MAX_TAIL, interrupt_ranks, progress_ranks, start_time, tail_log,
+                                     unblock_ranks)
 from mlp_magic.agent.protocol import RequestError
 from tests.timing import wait_until
+from tests.unit.fuzz_checks import FUZZ
+from tests.unit.hostile_json import hostile
 
 
 @pytest.fixture
@@ -44,6 +48,32 @@ def test_a_request_may_narrow_the_ranks_but_not_add_any(sleeper):
         with pytest.raises(RequestError, match="ranks"):
             interrupt_ranks(ranks, bad)
     assert sent == []
+
+
+def test_a_start_time_that_is_not_a_number_signals_nothing():
+    """NaN equals nothing: abs(started - NaN) > 0.5 is False, and the pid passed for unchanged."""
+    sent = []
+    ranks = {0: {"pid": os.getpid(), "create_time": float("nan")}}
+    assert interrupt_ranks(ranks, kill=lambda *a: sent.append(a)) == {"signalled": [], "gone": [0]}
+    assert sent == []
+
+
+ME = {"pid": os.getpid(), "create_time": start_time(os.getpid())[0]}
+
+
+@FUZZ
+@given(hostile(ME))
+@example({"pid": os.getpid(), "create_time": float("nan")})   # signalled: NaN compares False
+@example({"pid": os.getpid(), "": ME["create_time"]})   # KeyError: its key renamed
+@example({"create_time": ME["create_time"], "": os.getpid()})   # KeyError (found by hypothesis)
+def test_a_rank_named_by_hostile_values_is_gone_and_never_signalled(identity):
+    """The agent's ranks come from its setup line (JSON): whatever it holds, only this very
+    process, as it was named, may be signalled (kill is recorded here, never sent)."""
+    for act in (interrupt_ranks, unblock_ranks, progress_ranks):
+        sent = []
+        answer = act({0: identity}, kill=lambda *a: sent.append(a))
+        assert sorted(answer["signalled"] + answer["gone"] + answer.get("deaf", [])) == [0]
+        assert not sent or (identity == ME and [pid for pid, _ in sent] == [os.getpid()])
 
 
 def test_a_real_sigint_reaches_the_process(sleeper):
@@ -118,6 +148,7 @@ def test_tail_is_bounded(logs):
     ({"rank": 0, "stream": "stdin", "log_dir": "{cell}"}, "stream"),
     ({"rank": 0, "bytes": 0, "log_dir": "{cell}"}, "bytes"), ({"rank": 0}, "log_dir"),
     ({"rank": 0, "log_dir": "{cell}\0"}, "log_dir"),
+    ({"rank": 0, "log_dir": "{cell}\ud800"}, "log_dir"),   # JSON's "\\ud800": no path holds it
 ])
 def test_tail_refuses_what_is_not_a_rank_log_under_the_root(logs, request_, words):
     root, cell = logs

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
 
 from mlp_magic.agent import server as server_module
-from mlp_magic.agent.client import AgentError, call, subscribe
+from mlp_magic.agent.client import AgentError, _line, call, subscribe
 from mlp_magic.agent.feed import QUEUE_LINES, Feed, Subscriber
-from mlp_magic.agent.protocol import LINE_LIMIT, auth_digest, authentic, key_bytes
+from mlp_magic.agent.protocol import (LINE_LIMIT, RequestError, auth_digest, authentic, decode_request,
+                                      encode, key_bytes)
 from mlp_magic.agent.server import AgentServer, listening_socket
 from mlp_magic.gpu.replay import ReplayNvml, load_capture
 from mlp_magic.gpu.sampler import GpuSampler
+from tests.unit.fuzz_checks import FUZZ, only_our_error
+from tests.unit.hostile_json import dumps, hostile
 
 HANG = Path(__file__).resolve().parents[2] / "fixtures" / "nvml" / "nccl-1550-h100-allgather-hang.txt"
 KEY = secrets.token_hex(32)
@@ -91,6 +97,9 @@ def test_a_wrong_key_is_refused_and_the_next_client_is_served(agent, tmp_path):
     (b'{"auth": "AUTH", "op": "interrupt", "ranks": "all"}\n', "ranks: expected a list"),
     (b'{"auth": "AUTH", "op": "tail", "rank": 0, "log_dir": "/"}\n', "not under this agent's log root"),
     (b'{"auth": "AUTH", "pad": "' + b"x" * LINE_LIMIT + b'"}\n', f"longer than {LINE_LIMIT}"),
+    (b'{"auth": "AUTH", "op": "tail", "rank": 0, "bytes": Infinity, "log_dir": "/"}\n', "bytes: expected"),
+    (b'{"auth": "AUTH", "op": "tail", "rank": 0, "log_dir": "\\ud800"}\n', "log_dir: expected"),
+    (b'{"x": ' + b"[" * 5000 + b"]" * 5000 + b"}\n", "nested too deeply"),   # was "internal error"
 ])
 def test_bad_requests_get_one_error_line(agent, payload, error):
     answer = raw_exchange(agent.port, payload)
@@ -152,3 +161,61 @@ def test_the_digest_is_checked_in_constant_time_and_strictly():
     assert not authentic(key, "abc", None) and not authentic(key, "abc", digest.upper()[:-1])
     with pytest.raises(ValueError):
         key_bytes("zz")
+
+
+# ------------------------------------------------------------------ hostile JSON (hypothesis)
+
+REQUESTS = [{"auth": "0" * 64, "op": "tail", "rank": 0, "stream": "stderr", "bytes": 100, "log_dir": "CELL"},
+            {"auth": "0" * 64, "op": "interrupt", "ranks": [0]}, {"op": "unblock", "ranks": [0, 1]},
+            {"op": "progress", "ranks": None}]
+# the agent's ranks: this process under a start time it does not have (never signalled)
+NOT_ME = {0: {"pid": os.getpid(), "create_time": 0.0}, 1: {"pid": os.getpid(), "create_time": 1.0}}
+
+
+@FUZZ
+@given(hostile(REQUESTS, changes=2))
+def test_a_request_with_hostile_values_gets_an_answer_or_one_error_line(requests):
+    """What a decoded request holds, as a peer wrote it: the answer the agent sends, or the
+    protocol's error line, never another exception (which the client would see as "internal
+    error", or as no answer at all)."""
+    with tempfile.TemporaryDirectory() as root:
+        os.mkdir(os.path.join(root, "cell"))
+        served = AgentServer(None, None, b"k", NOT_ME, root)
+        for request in requests:
+            if isinstance(request, dict) and request.get("log_dir") == "CELL":
+                request["log_dir"] = os.path.join(root, "cell")
+            try:
+                request = decode_request(dumps(request).encode() + b"\n")
+                line = encode(served.answer(request))
+            except RequestError as refused:
+                line = encode({"error": str(refused)})
+            assert line.endswith(b"\n") and line.count(b"\n") == 1
+
+
+def test_a_request_nested_too_deeply_is_refused():
+    with pytest.raises(RequestError, match="nested too deeply"):
+        decode_request(b"[" * 5000 + b"]" * 5000 + b"\n")
+
+
+def read_line(data: bytes):
+    """client._line on what an agent sent."""
+    async def read():
+        reader = asyncio.StreamReader()
+        reader.feed_data(data)
+        reader.feed_eof()
+        return await _line(reader, 5, "agent at w0:1")
+    return asyncio.run(read())
+
+
+@FUZZ
+@given(hostile([{"agent": 1, "nonce": "ab" * 16}, {"signalled": [0], "gone": [1]}, {"error": "no such log"},
+                {"type": "sample", "gpus": [[100, 75370, 38, 152.0, None, 0, 0]]}], changes=2))
+def test_what_an_agent_sends_is_a_message_or_one_agent_error(messages):
+    for message in messages:
+        answer, error = only_our_error(read_line, dumps(message).encode() + b"\n")
+        assert isinstance(answer, dict) or error.startswith("agent at w0:1")
+
+
+def test_an_answer_nested_too_deeply_is_one_agent_error():
+    with pytest.raises(AgentError, match="agent at w0:1 sent"):
+        read_line(b"[" * 5000 + b"]" * 5000 + b"\n")

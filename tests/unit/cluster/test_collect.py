@@ -1,17 +1,22 @@
 """The one collector: topology, published Worlds, GPUs over ssh or in-process, reachability."""
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 import time
 
 import pytest
+from hypothesis import example, given
 
-from mlp_magic.cluster.collect import CollectOptions, StateCollector, load_inventories
+from mlp_magic.cluster.collect import CollectOptions, StateCollector, load_inventories, read_health
 from mlp_magic.cluster.text import state_text
 from mlp_magic.cluster.widget import cluster_view
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world.published import publish
 from tests.unit.cluster.states import DGX1, NO_GPU_HERE, h200
+from tests.unit.fuzz_checks import FUZZ
+from tests.unit.hostile_json import dumps, hostile, replaced
 
 
 def test_collector_with_saved_topology_and_published_world(tmp_path):
@@ -94,3 +99,31 @@ def test_an_ssh_client_that_cannot_be_split_is_each_remote_hosts_error(tmp_path)
     assert hgx1.gpus.error == "--ssh: cannot split \"'unclosed\": No closing quotation"
     assert local.gpus is not None and local.gpus.error is None  # this machine: probed in-process
     view.close()
+
+
+# ---------------------------------------------------------------- a hostile doctor report (hypothesis)
+SAVED_REPORT = {"hosts": ["worker0", "worker1"], "answered": 2, "seconds": 1.5,
+                "counts": {"error": 1, "warning": 0, "info": 0}, "exit_status": 1,
+                "findings": [{"severity": "error", "check": "software", "title": "numpy",
+                              "hosts": ["worker1"],
+                              "detail": "worker1: 1.0.0; worker0: 2.4.6", "fix": "",
+                              "values": [{"value": "2.4.6", "hosts": ["worker0"]}]}],
+                "shared": [{"check": "software", "title": "Python", "value": "3.11.7"}], "links": None,
+                "checked_at": 1767225600.0}
+
+
+@FUZZ
+@given(hostile(SAVED_REPORT))
+@example(replaced(SAVED_REPORT, ("checked_at",), float("nan")))   # old code: "NaN" served to the panel
+def test_a_hostile_doctor_report_costs_the_health_column_at_most(doc):
+    """The last doctor report, hand-edited or of another version: each host's health is read or
+    left out, and what the panel is served stays strict JSON (no NaN, no Infinity)."""
+    with tempfile.TemporaryDirectory() as folder:
+        with open(os.path.join(folder, "doctor.json"), "w") as handle:
+            handle.write(dumps(doc))
+        health = read_health(folder)
+    json.dumps(health, allow_nan=False)
+    for entry in health.values():
+        assert entry["state"] in ("ok", "warning", "error")
+        assert all(isinstance(title, str) for title in entry["findings"])
+        assert entry["checked_at"] is None or entry["checked_at"] >= 0

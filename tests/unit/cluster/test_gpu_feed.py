@@ -1,12 +1,16 @@
 """cluster/gpu_feed: which agents are followed, and what their messages become (no network: the
 agent's messages are handed in as agent/client would)."""
+import json
 import time
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mlp_magic.cluster.gpu_feed import GpuFeed, _Done, agent_targets, live_gpus
+from mlp_magic.gpu.pure.history import METRICS, history_csv, history_json
+from tests.unit.fuzz_checks import FUZZ
+from tests.unit.hostile_json import dumps, hostile, replaced
 
 STATIC = {"type": "static", "host": "w0", "source": "replay", "error": None, "driver": "550.54",
           "gpus": [{"index": 0, "name": "H100", "memory_total_mib": 81559, "power_limit_w": 700.0,
@@ -146,3 +150,45 @@ def test_a_waiter_wakes_when_an_agent_says_anything_and_not_before():
         return woken
 
     assert asyncio.run(scenario()) == [True, True, True, False, True]
+
+
+# ---------------------------------------------------------------- hostile agents and records (hypothesis)
+HISTORY = {"type": "history", "gpus": 2, "length": 600, "metrics": list(METRICS),
+           "samples": [[1767225600.0, [[50, 1000, 40, 100.0, 0, 0, 0], [60, 2000, 41, 110.0, 0, 0, 0]]]]}
+SAMPLE = {"type": "sample", "t": 1767225601.0, "processes": [[0, 3, 4242, 61000]],
+          "gpus": [[97, 61230, 60, 410.5, 0, 0, 0], [3, 1024, 35, 80.0, 0, 0, 0]]}
+
+
+@FUZZ
+@given(hostile(STATIC), hostile(HISTORY), hostile(SAMPLE))
+@example(STATIC, replaced(HISTORY, ("gpus",), 2 ** 31), SAMPLE)   # old code: MemoryError (10**6: gigabytes)
+@example(STATIC, HISTORY, replaced(SAMPLE, ("processes",), [None]))   # old code: TypeError ends the task
+@example(STATIC, HISTORY, replaced(SAMPLE, ("t",), float("inf")))   # old code: iso_time(inf) in the CSV
+@example(replaced(STATIC, ("gpus",), {"": None}), HISTORY, SAMPLE)   # old code: AttributeError
+def test_a_hostile_agent_stream_costs_its_bad_messages_only(static, history, sample):
+    """An agent of another version (or not ours) says what JSON allows: each message is taken or
+    left, nothing else escapes (an exception ends the host's subscription for good), and what
+    the panel is served (the document's host row, "gpus" and history messages, the exports)
+    stays strict JSON."""
+    feed = GpuFeed(lambda: None)
+    for message in (static, history, sample, dict(SAMPLE, t=1767225602.0)):
+        message = json.loads(dumps(message))
+        try:
+            feed._take("w0", message)
+        except _Done:
+            pass
+    json.dumps([feed.hosts, feed.samples_message(), feed.history_message(1767225610.0)], allow_nan=False)
+    json.dumps(history_json(feed.histories), allow_nan=False)
+    assert history_csv(feed.histories).startswith("time,")
+
+
+@FUZZ
+@given(hostile(world()))
+@example(replaced(world(), ("agents", "w0", "port"), float("inf")))   # old code: OverflowError
+@example(replaced(world(), ("agents", "w0", "port"), 2 ** 63))   # kept: OverflowError in getaddrinfo
+@example(replaced(world(), ("id",), []))   # old code: TypeError (a list as the task's key)
+@example(replaced(world(), ("private",), [None]))   # old code: AttributeError
+def test_a_hostile_world_record_names_valid_agents_only(doc):
+    targets = agent_targets([json.loads(dumps(doc))])
+    for (world_id, host), (addr, port, key) in targets.items():
+        assert isinstance(addr, str) and isinstance(port, int) and 0 < port < 65536 and key

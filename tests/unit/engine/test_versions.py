@@ -3,7 +3,12 @@ sys.path (the first one wins, as for importlib.metadata), without loading the em
 import subprocess
 import sys
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from mlp_magic.engine import versions
+from tests.unit.fuzz_checks import FUZZ
+from tests.unit.hostile_json import HOSTILE_VALUES, dumps, hostile
 
 
 def test_the_first_folder_on_the_path_wins_and_other_names_are_ignored(tmp_path, monkeypatch):
@@ -33,3 +38,20 @@ def test_only_an_encrypted_worlds_engine_checks_for_curve():
     assert versions.curve_problem({"IPP_CONNECTION_INFO": '{"curve_serverkey": null}'}) == []
     # this host's libzmq does CurveZMQ (the test extra's pyzmq wheel bundles it): no problem
     assert versions.curve_problem({"IPP_CONNECTION_INFO": '{"curve_serverkey": "k"}'}) == []
+
+
+# an engine's connection info as ipyparallel writes it for an encrypted World
+CONNECTION_INFO = {"ssh": "", "interface": "tcp://10.0.0.1", "registration": 55002, "control": 55003,
+                   "mux": 55004, "hb_ping": 55005, "hb_pong": 55006, "task": 55007, "iopub": 55008,
+                   "key": "1c2b7e4a-5f0e", "location": "worker0", "pack": "json", "unpack": "json",
+                   "signature_scheme": "hmac-sha256",
+                   "curve_serverkey": "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"}
+
+
+@FUZZ
+@given(hostile(CONNECTION_INFO) | st.sampled_from(HOSTILE_VALUES))
+def test_a_hostile_connection_info_is_an_answer_never_a_traceback(info):
+    """IPP_CONNECTION_INFO holds what JSON allows (no connection info of ours, a hand): the
+    engine's check still answers, a list of one-line problems."""
+    found = versions.curve_problem({"IPP_CONNECTION_INFO": dumps(info)})
+    assert isinstance(found, list) and all(isinstance(line, str) and "\n" not in line for line in found)

@@ -6,14 +6,18 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
 
 from mlp_magic import config
 from mlp_magic.gpu import replay
 from mlp_magic.gpu.replay import ReplayNvml, load_capture
 from mlp_magic.gpu.sampler import GpuSampler, PidRanks, open_sampler, record
+from tests.unit.fuzz_checks import FUZZ, only_our_error
+from tests.unit.hostile_json import dumps, hostile, replaced
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvml"
 HANG = str(FIXTURES / "nccl-1550-h100-allgather-hang.txt")
@@ -242,3 +246,33 @@ def test_a_recording_from_a_real_h100_replays_as_it_was_read():
     assert loaded["processes"] == [[0, None, 506, 4970]]   # its pid is not one of this machine's ranks
     row = gpu_row("vm", static["gpus"][0], loaded["gpus"][0], loaded["processes"])
     assert row.endswith("99%     5.3/80G   56C   694W  ! SW power cap  [pid 506: 4.9 GiB]"), row
+
+
+# ---------------------------------------------------------------- hostile recordings (hypothesis)
+RECORDED = [json.loads(line) for line in Path(RECORDED_H100).read_text().splitlines()[:3]]
+RECORDED[2]["gpus"][0][5] = 79   # an XID arrives on the second tick
+
+
+@FUZZ
+@given(hostile(RECORDED))
+@example(replaced(RECORDED, (2, "gpus", 0, 3), float("nan")))   # the replay refuses it: NVML gives no NaN
+def test_a_hostile_recording_is_refused_in_one_line_or_sampled_as_strict_json(lines):
+    """A recording with what JSON allows in it (the replay refuses what NVML could not give): the
+    sampler on what is accepted gives what the agent can send, strict JSON (it refuses NaN)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "recorded.jsonl")
+        with open(path, "w") as handle:
+            handle.write("".join(dumps(line) + "\n" for line in lines))
+        capture, message = only_our_error(load_capture, [path])
+    if capture is None:
+        assert path in message
+        return
+    clock = Clock()
+    sampler = GpuSampler(ReplayNvml(capture, sleep=clock.sleep), "replay", "/nonexistent", sleep=clock.sleep,
+                         clock=clock)
+    sampled = [sampler.static()]
+    for _ in range(3):
+        sampled.append(sampler.sample())
+        sampler.wait_tick(1.0)
+    json.dumps(sampled, allow_nan=False)
+    sampler.close()

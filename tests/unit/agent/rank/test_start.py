@@ -1,10 +1,17 @@
-"""agent/rank/start.error_line: a failed agent's stderr in one line (hypothesis)."""
+"""agent/rank/start: a failed agent's stderr in one line, and its answer line read or refused
+(hypothesis)."""
+import io
 import os
+from unittest import mock
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mlp_magic.agent.rank.start import error_line
+from mlp_magic.core.proc_stat import process_id
+
+from tests.unit.fuzz_checks import FUZZ, only_our_error
+from tests.unit.hostile_json import dumps, hostile
 
 TRACEBACK = """Traceback (most recent call last):
   File "<frozen runpy>", line 189, in _run_module_as_main
@@ -50,3 +57,45 @@ def test_the_agent_leaves_the_ranks_identity_behind(monkeypatch):
     gone = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"}
     assert not gone & set(env) and env["NCCL_DEBUG"] == "INFO"
     assert env["PYTHONPATH"].split(os.pathsep)[0] == agent_start.PACKAGE_PARENT
+
+
+# ------------------------------------------------------------------ the agent's answer line
+
+class _Started:
+    """A started agent, as _spawn sees one: its answer line waits in a pipe."""
+
+    def __init__(self, line: bytes):
+        read, write = os.pipe()
+        os.write(write, line)
+        os.close(write)
+        self.stdin, self.stdout, self.killed = io.BytesIO(), os.fdopen(read, "rb", buffering=0), False
+
+    def poll(self):
+        return None if not self.killed else -9
+
+    def kill(self):
+        self.killed = True
+
+    def wait(self):
+        self.stdout.close()
+
+
+@FUZZ
+@given(hostile({"port": 41234, "pid": 4242}))
+@example({"port": 41234, "pid": float("inf")})   # OverflowError
+@example({"port": 41234, "": 4242})              # KeyError (found by hypothesis, as the next three)
+@example({"port": [], "pid": 4242})              # TypeError
+@example({"port": 1e308, "pid": 4242})           # accepted as port 10**308
+@example({"port": float("nan"), "pid": 4242})    # ValueError
+@example({"port": 41234, "pid": 0})              # accepted: a pid the World would signal later
+def test_the_agents_answer_is_its_port_and_pid_or_one_error(answer):
+    from mlp_magic.agent.rank import start as agent_start
+
+    agent = _Started(dumps(answer).encode() + b"\n")
+    with mock.patch("subprocess.Popen", lambda *args, **kwargs: agent):
+        spawned, message = only_our_error(agent_start._spawn, b"{}\n", 5.0)
+    if spawned is None:
+        assert message.startswith("the GPU agent did not start") and agent.killed
+        return
+    _, said = spawned
+    assert type(said["port"]) is int and 0 < said["port"] < 65536 and process_id(said["pid"]) == said["pid"]

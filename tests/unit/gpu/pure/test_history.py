@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import sys
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mlp_magic.gpu.pure.history import CSV_HEADER, METRICS, GpuHistory, history_csv, history_json, iso_time
 from mlp_magic.errors import MlpMagicError
 
 from tests.unit.fuzz_checks import FUZZ, only_our_error
+from tests.unit.hostile_json import dumps, hostile, replaced
 
 # Readings as the sampler gives them: each None or in range (power in tenths of a watt).
 READINGS = (st.none() | st.integers(0, 100), st.none() | st.integers(0, 2 ** 31 - 1),
@@ -196,3 +198,24 @@ def test_a_bad_history_document_is_one_error(data):
 def test_a_bad_history_document_is_refused():
     with pytest.raises(MlpMagicError, match="bad GPU history"):
         GpuHistory.from_json({"gpus": 1, "samples": [[1.0]]})
+
+
+AGENTS_HISTORY = {"gpus": 2, "length": 600, "metrics": list(METRICS),
+                  "samples": [[1767225600.0, [[50, 1000, 40, 100.0, 0, 0, 0],
+                                              [60, 2000, 41, 110.0, 0, 0, 0]]],
+                              [1767225601.0, [[55, 1000, 40, 101.5, 0, 0, 0], [None] * 7]]]}
+
+
+@FUZZ
+@given(hostile(AGENTS_HISTORY))
+@example(replaced(AGENTS_HISTORY, ("gpus",), 2 ** 31))   # old code: MemoryError (10**6 GPUs: GBs)
+@example(replaced(AGENTS_HISTORY, ("samples", 1, 0), 1e308))   # old code: OverflowError
+@example(replaced(AGENTS_HISTORY, ("samples", 0, 0), float("inf")))   # old code: ValueError, int(NaN)
+def test_an_agents_hostile_history_is_refused_or_exported_whole(data):
+    """An agent's history as JSON reads it (Infinity, NaN, 2**31 GPUs): refused in one line, or
+    a buffer whose series and exports (CSV, strict JSON) work."""
+    history, message = only_our_error(GpuHistory.from_json, json.loads(dumps(data)))
+    if history is not None:
+        assert history.series("util_pct", step_s=0.5)[1] is not None
+        json.dumps(history_json({"w0": history}), allow_nan=False)
+        assert history_csv({"w0": history}).startswith(CSV_HEADER)

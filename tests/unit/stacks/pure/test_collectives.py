@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mlp_magic.stacks.pure.collectives import TITLE, group_lines, mismatches, rank_state, section, signature
 from mlp_magic.stacks.pure.recorded import KEEP, op_name, parse_answer, slim
 from mlp_magic.stacks.pure.frames import Frame, user_line
+
+from tests.unit.fuzz_checks import FUZZ
+from tests.unit.hostile_json import dumps, hostile
 
 
 def entry(seq: int, pg_id: int = 0, name: str = "0", desc: str = "default_pg", op: str = "all_reduce",
@@ -184,3 +187,36 @@ def test_slim_takes_any_dump_and_keeps_it_small(raw_entries, statuses):
     for g in answer["groups"]:
         assert len(g["last"]) <= KEEP and g["enqueued"] >= 0 and g["completed"] >= 0
         assert [e["seq"] for e in g["last"]] == sorted(e["seq"] for e in g["last"])
+
+
+# ------------------------------------------------------------------ hostile JSON (hypothesis)
+
+def shown(answers: dict) -> list:
+    """The section's lines, each a line of text (what the hang report prints)."""
+    lines = section(answers, {0: "cell:4"})
+    assert all(isinstance(line, str) and "\n" not in line for line in lines)
+    return lines
+
+
+@FUZZ
+@given(hostile(DUMP))
+@example(dict(DUMP, pg_status={"0": dict(status(4, 3), last_completed_collective=float("inf"))}))
+@example(dict(DUMP, entries=[dict(entry(1), process_group=5)]))   # TypeError: not subscriptable
+@example(dict(DUMP, entries=[dict(entry(1), input_sizes=[float("nan")])]))   # a size list(nan)
+def test_slim_reads_any_dump_into_an_answer_that_reads_back(dump):
+    """A recorder's dump with values torch never writes: the rank still answers the groups it
+    can read (slim skips what it cannot), and its answer reads back whole."""
+    answer = slim(json.loads(dumps(dump)))
+    assert parse_answer(json.dumps(answer, allow_nan=False)) == answer["groups"]
+    shown({0: answer["groups"], 1: slim(DUMP)["groups"]})
+
+
+@FUZZ
+@given(hostile({"groups": slim(DUMP)["groups"]}))
+@example({"groups": [dict(slim(DUMP)["groups"][0], enqueued=float("inf"))]})   # OverflowError
+@example({"groups": [dict(slim(DUMP)["groups"][0], last=[None])]})            # AttributeError
+@example({"groups": [dict(slim(DUMP)["groups"][0], last=[{"seq": []}])]})     # unhashable
+def test_an_answer_with_hostile_values_reads_as_groups_an_error_or_no_answer(answer):
+    parsed = parse_answer(dumps(answer))
+    assert parsed is None or isinstance(parsed, (str, list))
+    shown({0: parsed, 1: slim(DUMP)["groups"], 2: None})

@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mlp_magic.stacks.pure.pyspy import NO_PYSPY, PTRACE
+from mlp_magic.stacks.pure.recorded import slim
 from mlp_magic.stacks.pure.render import render_report_html, render_report_text
 from mlp_magic.stacks.pure.jobs import (HostScan, fault_only, label_for, parse_scan, problems,
                                         scan_from_lines, sections)
+
+from tests.unit.fuzz_checks import FUZZ
+from tests.unit.hostile_json import dumps, hostile
+from tests.unit.stacks.pure.test_collectives import DUMP
 
 JOB = "mpi prterun-w0-1@1"
 BARRIER = [["/home/me/job.py", 12, "<module>"], ["/home/me/job.py", 6, "wait_all"]]
@@ -165,3 +170,37 @@ def test_processes_not_looked_at_and_empty_dumps_are_named():
         f"ranks 2-7 of job {JOB} not found: on a host not asked, one that did not answer, or exited"]
     partial = problems([scan], found, whole_jobs=False)
     assert partial[-1] == "could not read rank 0 on w0: no Python thread: py-spy listed none"
+
+
+# A host's scan as the scanner writes it: its header, two ranks of one job (one an engine of ours
+# with its collectives), a child of rank 0, a process without a rank.
+SCAN = [{"scan": dict(head(elsewhere=1)["scan"], unreadable=2)},
+        rank_line(0, 10, size=2, collectives={"answer": slim(DUMP)["groups"]},
+                  threads=[thread(BARRIER), thread(SLEEP, name="Thread-3", main=False, idle=False)]),
+        rank_line(1, 11, size=2, collectives={"answer": "RuntimeError: boom"}),
+        rank_line(0, 12, size=2, child_of=10, threads=[], fault=PTRACE, error="Permission denied"),
+        {"pid": 30, "ppid": 1, "cmd": "python tool.py", "child_of": None, "threads": [thread(SLEEP)]}]
+
+
+@FUZZ
+@given(hostile(SCAN))
+@example([SCAN[0], rank_line(0, 10, frames=[["/a.py", float("inf"), "f"]])])   # OverflowError
+@example([SCAN[0], rank_line(0, 10, job=TORCH, size=2 ** 63)])   # set(range(2**63)): never ends
+@example([SCAN[0], rank_line(-1, 10), rank_line(0, 11)])   # fold_ranks: "rank -1 is negative"
+@example([SCAN[0], rank_line(0, 10, job=[])])   # unhashable job
+@example([{"scan": dict(SCAN[0]["scan"], elsewhere=float("inf"))}])   # OverflowError
+@example([{"scan": dict(SCAN[0]["scan"], ptrace_scope=float("inf"))}])   # sorted([inf, "1"]) (hypothesis)
+@example([SCAN[0], rank_line(0, 10, collectives={"answer": [{"name": "0", "enqueued": float("nan")}]})])
+def test_a_hostile_scan_is_read_or_is_that_hosts_error_and_the_report_goes_on(lines):
+    scans = [parse_scan("w0", "\n".join(dumps(line) for line in lines)), scan_from_lines("w1", SCAN)]
+    assert scans[1].error is None and (scans[0].error is None or "\n" not in scans[0].error)
+    found = sections(scans, all_threads=True)
+    said = problems(scans, found)
+    for section in found:
+        label_for(section)(section.members)
+    assert render_report_text(found, said, "heading") and render_report_html(found, said, "heading")
+    fault_only(scans, found)
+
+
+def test_a_scan_nested_too_deeply_is_that_hosts_error():
+    assert "not the scanner's" in parse_scan("w0", "[" * 5000 + "]" * 5000).error

@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mlp_magic.stacks.pure.pyspy import (GONE, NOT_PYTHON, OTHER, PTRACE, DumpError, classify_failure,
                                          frames_of, parse_dump_json)
 from mlp_magic.stacks.pure.frames import Frame, frame_text
+
+from tests.unit.fuzz_checks import FUZZ
+from tests.unit.hostile_json import dumps, hostile
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "pyspy"
 
@@ -61,6 +64,25 @@ def test_any_json_is_a_dump_or_one_error(data):
     except DumpError:
         return
     assert all(isinstance(frames_of(t), tuple) for t in threads)
+
+
+REAL = json.loads((FIXTURES / "two_threads.json").read_text())
+
+
+@FUZZ
+@given(hostile(REAL))
+@example([dict(REAL[0], frames=[dict(REAL[0]["frames"][0], line=float("inf"))])])   # OverflowError
+@example([dict(REAL[0], frames=[dict(REAL[0]["frames"][0], line=2 ** 63)])])   # a line no file has
+def test_a_real_dump_with_hostile_values_is_threads_or_one_error(data):
+    try:
+        threads = parse_dump_json(dumps(data), int((FIXTURES / "two_threads.pid").read_text()))
+    except DumpError as error:
+        assert "\n" not in str(error)
+        return
+    for record in threads:
+        assert isinstance(record["name"], str) and isinstance(record["idle"], bool)
+        assert all(type(line) is int and 0 <= line < 2 ** 31 for _, line, _ in record["frames"])
+        frames_of(record)
 
 
 @pytest.mark.parametrize("name, cause, says", [
