@@ -26,7 +26,7 @@ from mlp_magic.agent.client import AgentError, subscribe
 from mlp_magic.gpu.pure.history import MAX_GPUS, GpuHistory, reading, reading_rows, sample_time
 from mlp_magic.core.local_names import stays_here
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world.pure.record import agents as checked_agents, private_part
+from mlp_magic.world.pure.record import agent_key, agents as checked_agents
 
 SILENT_S = 5.0            # an agent that sends nothing this long is asked again
 BACKOFF_S = (0.5, 10.0)   # first and longest wait before asking a broken agent again
@@ -43,7 +43,7 @@ def agent_targets(worlds: list) -> Dict[Tuple[str, str], tuple]:
     entries as world/pure/record checks them: a port of 2**63 or Infinity reaches no agent)."""
     targets = {}
     for world in worlds:
-        key, world_id = private_part(world.get("private"))["agent_key"], world.get("id")
+        key, world_id = agent_key(world.get("private")), world.get("id")
         if world.get("state") != "running" or not key or not isinstance(world_id, (str, type(None))):
             continue
         for host, entry in checked_agents(world.get("agents")).items():

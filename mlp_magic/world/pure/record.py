@@ -8,6 +8,9 @@ pid of 2**63 made ``os.kill`` raise OverflowError in the server's folder watch, 
 ``host`` a KeyError in the panel's Unblock. So each record is checked once, here, as it is read:
 a record whose kernel pid is not a pid is no record; a rank row, a process or an agent that is
 malformed is left out; a field of the wrong type reads as absent. Readers then trust the types.
+The private part (every rank's pid, the keeper, the agents' key) is checked where it is used
+(``private_part``, ``agent_key``): the server reads a 512-rank record 4 times a second, and acts
+on the private part only when asked.
 """
 from __future__ import annotations
 
@@ -52,9 +55,7 @@ def sane_record(raw) -> dict | None:
     record["kept"] = raw.get("kept") is True
     hours = raw.get("keep_hours")
     record["keep_hours"] = hours if _finite(hours) and hours >= 0 else None
-    if "private" in raw:
-        record["private"] = private_part(raw["private"])
-    return record
+    return record   # its private part is checked where it is used (private_part): rarely
 
 
 def rank_number(value) -> int | None:
@@ -76,14 +77,25 @@ def rank_rows(value) -> list:
         if not isinstance(row, dict) or rank_number(row.get("rank")) is None \
                 or not isinstance(row.get("host"), str):
             continue
-        row = dict(row)
-        row["state"] = row.get("state") if isinstance(row.get("state"), str) else "unknown"
-        for key in ("since", "last_output"):
-            if not isinstance(row.get(key), str):
-                row[key] = None
-        row["engine_id"] = rank_number(row.get("engine_id"))
-        rows.append(row)
+        # the server reads a 512-rank record 4 times a second: a sound row is kept as it is
+        rows.append(row if _sound_row(row) else _mended_row(row))
     return rows
+
+
+def _sound_row(row: dict) -> bool:
+    since, output, engine = row.get("since"), row.get("last_output"), row.get("engine_id")
+    return type(row.get("state")) is str and (since is None or type(since) is str) \
+        and (output is None or type(output) is str) and (engine is None or rank_number(engine) is not None)
+
+
+def _mended_row(row: dict) -> dict:
+    row = dict(row)
+    row["state"] = row.get("state") if isinstance(row.get("state"), str) else "unknown"
+    for key in ("since", "last_output"):
+        if not isinstance(row.get(key), str):
+            row[key] = None
+    row["engine_id"] = rank_number(row.get("engine_id"))
+    return row
 
 
 def process_entries(value) -> list:
@@ -119,13 +131,15 @@ def private_part(value) -> dict:
                          and all(process_id(i) is not None for i in ids)}
     keeper = process_pair(value.get("keeper"))
     private["keeper"] = list(keeper) if keeper else None
-    private["agent_key"] = _agent_key(value.get("agent_key"))
+    private["agent_key"] = agent_key(value)
     private["workdir"] = value.get("workdir") if isinstance(value.get("workdir"), str) else None
     return private
 
 
-def _agent_key(value):
-    """The agents' key: hex (plain TCP), or {"key", "cert"} (TLS across hosts: agent/tls); None."""
+def agent_key(private):
+    """The agents' key in a private part: hex (plain TCP), or {"key", "cert"} (TLS across hosts:
+    agent/tls); None."""
+    value = private.get("agent_key") if isinstance(private, dict) else None
     if isinstance(value, str):
         return value
     whole = isinstance(value, dict) and all(isinstance(value.get(part), str) for part in ("key", "cert"))

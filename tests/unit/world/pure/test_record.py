@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 
 from mlp_magic.core.proc_stat import PID_MAX_LIMIT, process_id, start_time
-from mlp_magic.world.pure.record import finite_json, rank_key, sane_record
+from mlp_magic.world.pure.record import finite_json, private_part, rank_key, sane_record
 from tests.unit.fuzz_checks import FUZZ
 from tests.unit.hostile_json import hostile
 
@@ -37,7 +37,7 @@ def test_a_valid_record_reads_as_written():
     assert sane_record(dict(VALID, private=across_hosts)) == dict(VALID, private=across_hosts)
     for key in ({"key": "ab12"}, {"key": 1, "cert": "c"}, 12, [], math.inf):
         damaged = dict(VALID, private=dict(across_hosts, agent_key=key))
-        assert sane_record(damaged)["private"]["agent_key"] is None
+        assert private_part(sane_record(damaged)["private"])["agent_key"] is None
 
 
 @pytest.mark.parametrize("pid", [0, -1, 1, True, 2**31, 2**63, 10**40, 4.0, math.inf, math.nan, "4321", None])
@@ -61,9 +61,10 @@ def test_what_is_malformed_is_left_out_and_the_rest_kept():
     assert seen["processes"] == [{"pid": 4400, "create_time": None}]   # its start unknown: matches none
     assert seen["agents"] == {}
     assert seen["keep_hours"] is None
-    assert seen["private"]["ranks"] == {"1": [5201, 1.5]}
-    assert seen["private"]["groups"] == {"1": [5201, 5201]}
-    assert seen["private"]["keeper"] is None
+    private = private_part(seen["private"])
+    assert private["ranks"] == {"1": [5201, 1.5]}
+    assert private["groups"] == {"1": [5201, 5201]}
+    assert private["keeper"] is None
 
 
 @pytest.mark.parametrize("key, rank", [("12", 12), ("0", 0), ("²", None), ("٣", None), ("-1", None),
@@ -85,9 +86,11 @@ def _checked(seen: dict) -> None:
     for rank in seen["ranks"]:
         assert isinstance(rank["rank"], int) and rank["rank"] >= 0 and not isinstance(rank["rank"], bool)
         assert isinstance(rank["host"], str) and isinstance(rank["state"], str)
+        assert all(rank.get(key) is None or isinstance(rank[key], str) for key in ("since", "last_output"))
+        assert rank.get("engine_id") is None or type(rank["engine_id"]) is int
     for entry in seen["processes"]:
         assert process_id(entry["pid"]) and entry["create_time"] in (None, start_time(entry["create_time"]))
-    private = seen.get("private", {})
+    private = private_part(seen.get("private"))   # checked where it is used
     for key, (pid, started) in private.get("ranks", {}).items():
         assert rank_key(key) is not None and process_id(pid) and started in (None, start_time(started))
     for key, ids in private.get("groups", {}).items():
