@@ -43,7 +43,8 @@ def _setup(line: bytes) -> dict:
         log_root = _text(setup, "log_root") or config.log_root()
         tls = setup.get("tls") and {"cert": _text(setup["tls"], "cert", ascii_only=True),
                                     "key": _text(setup["tls"], "key", ascii_only=True)}
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, RecursionError,
+            OverflowError) as error:
         raise MlpMagicError(f"bad agent setup on stdin: {type(error).__name__}: {error}"[:300]) from None
     if not key:
         raise MlpMagicError("bad agent setup on stdin: an empty key")

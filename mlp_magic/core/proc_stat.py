@@ -9,7 +9,7 @@ agent checks it again before it signals that pid (``agent/actions``): one comput
 """
 from __future__ import annotations
 
-import math
+from mlp_magic.core.numbers import number
 
 # Linux's ceiling for /proc/sys/kernel/pid_max (PID_MAX_LIMIT on 64-bit kernels).
 PID_MAX_LIMIT = 4 * 1024 * 1024
@@ -28,10 +28,8 @@ def process_id(value) -> int | None:
 def start_time(value) -> float | None:
     """A process start time (epoch seconds) read from a record or a message, or None: a finite
     number of seconds after 1970 (json reads Infinity and NaN, and NaN equals nothing)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) and value >= 0 else None
+    value = number(value)
+    return float(value) if value is not None and value >= 0 else None
 
 
 def parse_stat(data: bytes) -> tuple | None:

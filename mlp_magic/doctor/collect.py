@@ -51,7 +51,7 @@ def parse_answer(text: str):
         if line.startswith("{"):
             try:
                 data = json.loads(line)
-            except ValueError as error:
+            except (ValueError, RecursionError) as error:   # RecursionError: nested too deeply
                 return f"bad answer: {error} (it starts {line[:60]!r})"
             if not isinstance(data, dict) or "probe" not in data:
                 return "bad answer: not the probe's"

@@ -123,7 +123,7 @@ def _read_imports(child, answers, current):
     for line in child.stdout:
         try:
             data = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(data, dict):
             continue

@@ -27,9 +27,11 @@ STREAMS = ("stdout", "stderr")
 
 
 async def _agent_call(world: dict, host: str, op: str, **args) -> dict:
-    agent = (world.get("agents") or {}).get(host)
+    agent = (world.get("agents") or {}).get(host) or {}
     key = private_part(world).get("agent_key")
-    if not agent or not key:
+    if "error" in agent:   # it could not start: what the World's start said of it
+        raise MlpMagicError(f"the agent on {host} did not start: {agent['error']}")
+    if "port" not in agent or not key:
         raise MlpMagicError(f"no agent on {host} for this World (it started without one)")
     from mlp_magic.agent.client import call
 

@@ -13,11 +13,12 @@ owner there).
   kernel that attaches becomes the owner; ``hours`` later with none, the World is stopped.
 - The controller is gone: there is nothing left to keep; the rest is stopped.
 - The keep file is gone: the kernel stopped the World itself; the keeper leaves.
+- The keep file does not read as one (no owner, no record): the keeper leaves, saying so, and
+  stops nothing; the World is then a dead kernel's like any other, for the next reaper.
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import select
 import shutil
@@ -48,19 +49,19 @@ def write_keep(workdir: str, owner: tuple, kept: bool, hours: float, record: str
 def read_keep(workdir: str) -> dict | None:
     """The keep file, or None when it is gone or does not read as one: an owner (pid, start
     time) and a record's path. Hours that are not a finite number from 0 keep the World no time."""
+    from mlp_magic.core.numbers import number
     from mlp_magic.world.pure.record import process_pair
 
     try:
         with open(keep_path(workdir)) as handle:
             keep = json.load(handle)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     owner = process_pair(keep.get("owner")) if isinstance(keep, dict) else None
     if owner is None or not isinstance(keep.get("record"), str):
         return None
     hours = keep.get("hours")
-    finite = isinstance(hours, (int, float)) and not isinstance(hours, bool) and math.isfinite(hours)
-    hours = hours if finite and hours >= 0 else 0
+    hours = hours if number(hours) is not None and hours >= 0 else 0
     return {"owner": list(owner), "kept": keep.get("kept") is True, "hours": hours, "record": keep["record"]}
 
 
@@ -111,7 +112,7 @@ def _read_record(path: str) -> dict:
     try:
         with open(path) as handle:
             record = sane_record(finite_json(handle.read()))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return record or {}
 
@@ -163,7 +164,8 @@ def _why_stop(keep: dict, idle_since: float, clock) -> str:
         return "its kernel is gone and it was not kept"
     record = _read_record(keep["record"])
     controller = (record.get("processes") or [{}])[0]
-    if not alive((controller.get("pid"), controller.get("create_time"))):
+    # a controller with no start time was gone when the record was written (world/pure/record)
+    if controller.get("create_time") is None or not alive((controller.get("pid"), controller["create_time"])):
         return "its controller is gone"
     _mark_idle(keep["record"], time.time() - (clock() - idle_since))
     if clock() - idle_since >= float(keep.get("hours", 0)) * 3600:

@@ -274,7 +274,7 @@ def stop_recorded(record: dict) -> int:
     rank elsewhere that matched both here would be one of this World's own processes, started in
     the same instant. How many were signalled."""
     killed = kill_trees(recorded_trees(record))
-    return killed + len(end_groups(recorded_groups(record)))
+    return killed + len(end_groups(led_groups(record)))
 
 
 def recorded_trees(record: dict) -> list:
@@ -282,7 +282,7 @@ def recorded_trees(record: dict) -> list:
     return published.recorded_processes(record) + list(published.recorded_ranks(record).values())
 
 
-def recorded_groups(record: dict) -> set:
+def led_groups(record: dict) -> set:
     """The groups and sessions the record's ranks and own processes lead (agent/leftovers)."""
     ranks, groups = published.recorded_ranks(record), published.recorded_groups(record)
     own = published.recorded_processes(record)

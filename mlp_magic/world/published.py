@@ -82,7 +82,7 @@ def _all_states(directory: str) -> list:
         try:
             with open(os.path.join(directory, name)) as handle:
                 state = sane_record(finite_json(handle.read()))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):   # RecursionError: nested too deeply
             continue
         if state is not None:
             states.append(state)

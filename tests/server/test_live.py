@@ -272,6 +272,21 @@ async def test_a_ranks_log_tail_and_bad_requests(jp_fetch, world_state_dir, tmp_
         assert refused.value.code == code
 
 
+async def test_the_tail_of_a_rank_whose_hosts_agent_did_not_start_says_why(
+        jp_fetch, world_state_dir, tmp_path):
+    """The record names such an agent by its error (agent/launch): no address, no port (a
+    KeyError and a 500 before)."""
+    since = "2026-11-25T10:00:00.000+00:00"
+    ranks = [{"rank": 0, "host": "w1", "state": "idle", "since": since, "last_output": None, "engine_id": 0}]
+    publish(world_state_dir, world_record(os.getpid(), ranks=ranks, log_dir=str(tmp_path),
+                                          agents={"w1": {"error": "no python3 on w1"}},
+                                          private={"agent_key": "ab" * 32}))
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_fetch("mlp-magic", "worlds", "here-1-1", "ranks", "0", "log")
+    assert refused.value.code == 400
+    assert "the agent on w1 did not start: no python3 on w1" in refused.value.response.body.decode()
+
+
 async def test_actions_refuse_a_cookie_post_without_xsrf(jp_fetch, world_state_dir, processes):
     rank0 = processes.catcher("rank0")
     private = {"ranks": {"0": [rank0.pid, psutil.Process(rank0.pid).create_time()]}}

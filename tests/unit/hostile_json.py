@@ -1,7 +1,8 @@
 """Hostile JSON for the readers' fuzzers: a valid document with a few of its values swapped for
 ones that JSON allows and a careless reader chokes on (Infinity, NaN, ints too large for C or
-negative, a pid of 0 or -1, the wrong type). Random bytes rarely get past the JSON parser; these
-reach the reader's own checks, where an `int(inf)` or `os.kill(2**63, 0)` raises OverflowError."""
+negative, a pid of 0, -1 or 1, an int no float holds (10**400), the wrong type). Random bytes
+rarely get past the JSON parser; these reach the reader's own checks, where an `int(inf)`,
+`float(10**400)` or `os.kill(2**63, 0)` raises OverflowError."""
 from __future__ import annotations
 
 import copy
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 HOSTILE_VALUES = (
     float("inf"), float("-inf"), float("nan"), 1e308, -0.0, 0.5,
-    2**31, 2**63, -2**63 - 1, 10**40, -1, 0,
+    2**31, 2**63, -2**63 - 1, 10**40, 10**400, -1, 0, 1,
     True, False, None, "", "12", "\x00", "x" * 300,
     [], [None], {}, {"": None},
 )

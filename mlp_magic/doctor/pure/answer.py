@@ -92,4 +92,7 @@ def _odd_number(value: Any, where: str) -> Optional[str]:
 
 def answer_problem(answer: dict) -> Optional[str]:
     """What in a probe's answer the checks cannot read ("gpus.gpus[0].mig is [], not ..."), or None."""
-    return _odd_number(answer, "") or _mismatch(answer, SHAPE, "")
+    try:
+        return _odd_number(answer, "") or _mismatch(answer, SHAPE, "")
+    except RecursionError:   # json reads ~1000 levels; these walks take two frames a level
+        return "the answer is nested too deeply"

@@ -7,9 +7,9 @@ with the hardware's bandwidth whatever the number of ranks ``n``.
 """
 from __future__ import annotations
 
-import math
 import statistics
 
+from mlp_magic.core.numbers import number
 from mlp_magic.doctor.pure.report import ERROR, WARNING, Finding, Report, Shared
 
 GB = 1e9   # nccl-tests reports GB/s of 10^9 bytes
@@ -62,7 +62,7 @@ def _count(value, low: int) -> bool:
 
 def _positive(value) -> bool:
     """A finite number above 0 (json also reads NaN, Infinity, strings where this goes)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
+    return number(value) is not None and value > 0   # 10**400 is an int past any float
 
 
 def _measured_problem(result: dict):

@@ -17,6 +17,7 @@ from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 
+from mlp_magic.core.numbers import number
 from mlp_magic.errors import MlpMagicError
 
 METRICS = ("util_pct", "mem_used_mib", "temp_c", "power_w", "throttle_bits", "xid", "ecc_uncorrected")
@@ -34,21 +35,20 @@ _COMBINE = {"throttle_bits": "or", "xid": "max", "ecc_uncorrected": "max"}
 # from a message, unbounded, would be gigabytes or a MemoryError).
 MAX_GPUS = 256
 MAX_LENGTH = 3600
+MAX_BUCKETS = 4 * MAX_LENGTH   # a series' buckets: as many as any chart draws
 TIMES = (-62135596800.0, 253402300799.0)   # years 1 to 9999: what datetime (iso_time) can show
 
 
 def sample_time(value) -> float | None:
     """A sample's time (epoch seconds) read from a message, or None: json also reads Infinity,
     NaN and 1e308, which no clock gives and which break the buckets and the exports' times."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if TIMES[0] <= value <= TIMES[1] else None   # NaN compares False
+    value = number(value)
+    return float(value) if value is not None and TIMES[0] <= value <= TIMES[1] else None
 
 
 def reading(value):
     """One reading from a message: a finite number (kept as it came), else None (unknown)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return value if ok and abs(value) < 2 ** 53 else None
+    return number(value, 2 ** 53)
 
 
 def reading_rows(rows, width: int = len(METRICS)) -> list | None:
@@ -63,8 +63,7 @@ def reading_rows(rows, width: int = len(METRICS)) -> list | None:
 def _to_slot(typecode: str, value):
     """The value as the array stores it; out of range, not a number or None: the "unknown" mark."""
     if typecode == "f":
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        return float(value) if ok and abs(value) < 3e38 else math.nan
+        return float(value) if number(value, 3e38) is not None else math.nan
     low, high = _RANGES[typecode]
     if isinstance(value, float) and math.isfinite(value) and value == int(value):
         value = int(value)
@@ -140,7 +139,8 @@ class GpuHistory:
         """One metric, per GPU, in buckets of ``step_s`` seconds from ``t0`` (``since``, else
         the oldest sample) to the newest sample: (t0, [[value per bucket] per GPU]). A bucket is
         the mean of its known readings (0.1 precision; throttle bits ORed, XID and ECC at their
-        highest); None when it holds none."""
+        highest); None when it holds none. At most ``MAX_BUCKETS``, the later samples in the last:
+        an agent whose clock is years off (or a time of 0) must not make billions of buckets."""
         if metric not in METRICS:
             raise ValueError(f"unknown GPU metric {metric!r} (known: {', '.join(METRICS)})")
         if not step_s > 0:
@@ -149,7 +149,7 @@ class GpuHistory:
             return since, [[] for _ in range(self.gpus)]
         t0 = self._times[self._slot(0)] if since is None else since
         newest = self._times[(self._next - 1) % self.length]
-        buckets = int((newest - t0) // step_s) + 1 if newest >= t0 else 0
+        buckets = min(int((newest - t0) // step_s) + 1, MAX_BUCKETS) if newest >= t0 else 0
         gathered = [[[] for _ in range(buckets)] for _ in range(self.gpus)]
         values, typecode = self._values[metric], _TYPECODES[metric]
         for rank in range(self._count):

@@ -6,11 +6,11 @@ widget, the CLI and the hints never care where the data came from.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
+from mlp_magic.core.numbers import number
 from mlp_magic.errors import MlpMagicError
 
 SOURCES = ("nvml", "nvidia-smi", "none")
@@ -96,7 +96,7 @@ class HostGpus:
                        for a, row in data.get("links", {}).items()},
                 error=error,
             )
-        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as exc:
             raise MlpMagicError("bad GPU inventory JSON: %s: %s" % (type(exc).__name__, exc)) from None
         if host.source not in SOURCES:
             raise MlpMagicError("bad GPU inventory JSON: source %r is not one of %s"
@@ -107,7 +107,7 @@ class HostGpus:
     def from_json(cls, text: str) -> "HostGpus":
         try:
             data = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:   # RecursionError: nested too deeply
             raise MlpMagicError("bad GPU inventory JSON: %s" % exc) from None
         if not isinstance(data, dict):
             raise MlpMagicError("bad GPU inventory JSON: expected an object, got %s" % type(data).__name__)
@@ -126,13 +126,12 @@ def _gpu_info(data: Any) -> GpuInfo:
     gpu = GpuInfo(**data)
     for name in GpuInfo.__dataclass_fields__:
         value = getattr(gpu, name)
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if name == "index":   # "GPU%d", and the hints fold the indices as ranks
-            ok = number and isinstance(value, int) and 0 <= value < _MAX_NUMBER
+            ok = isinstance(value, int) and number(value, _MAX_NUMBER) is not None and value >= 0
         elif name in _GPU_TEXTS:
             ok = value is None or isinstance(value, str)
         else:   # readings, unknown or a finite number (a replay's may be a float)
-            ok = value is None or number and math.isfinite(value) and abs(value) < _MAX_NUMBER
+            ok = value is None or number(value, _MAX_NUMBER) is not None
         if not ok:
             raise ValueError("GPU %s %.60r" % (name, value))
     return gpu

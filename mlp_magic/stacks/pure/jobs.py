@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping
 
 from mlp_magic.stacks.pure.pyspy import NO_PYSPY, NO_PYSPY_FIX, PTRACE, PTRACE_FIX, frames_of
 from mlp_magic.output.pure.grouping import fold_hosts_shown, ranks_label
-from mlp_magic.core.proc_stat import process_id
 from mlp_magic.core.ranges import MAX_RANKS, fold_ranks
 from mlp_magic.core.records import Record, fresh
 from mlp_magic.stacks.pure.collectives import section as collectives_section
@@ -116,7 +115,7 @@ def _process(host: str, line: dict) -> ProcessStacks:
     rank, size, child_of = line.get("rank"), line.get("size"), line.get("child_of")
     # ranks and sizes are named by fold_ranks (none negative); child_of is a pid
     if not all(value is None or type(value) is int and value >= 0 for value in (rank, size)) \
-            or (child_of is not None and process_id(child_of) is None):
+            or (child_of is not None and (type(child_of) is not int or child_of < 0)):
         raise ValueError(f"rank, size and child_of are numbers, got {rank!r}, {size!r}, {child_of!r}")
     pid = line["pid"]   # shown, never signalled: any number the user asked for (--pid 999999999)
     if type(pid) is not int or pid < 0:

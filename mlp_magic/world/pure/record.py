@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 
+from mlp_magic.core.numbers import number
 from mlp_magic.core.proc_stat import process_id, start_time
 
 # Fields that are text or absent; anything else there reads as absent.
@@ -165,4 +166,4 @@ def _port(value) -> bool:
 
 
 def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return number(value) is not None

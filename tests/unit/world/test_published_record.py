@@ -103,7 +103,7 @@ def test_no_record_makes_a_reader_raise_or_aim_beyond_the_worlds_processes(child
         actions._targets(seen, actions._ranks_by_host(seen, "busy"))
     aimed = {p.pid for p in processes.trees(processes.recorded_trees(doc))}
     assert aimed <= set(children), (aimed, doc)
-    groups = processes.recorded_groups(doc)
+    groups = processes.led_groups(doc)
     assert groups <= {(kind, pid) for kind in (GROUP, SESSION) for pid in children}, (groups, doc)
 
 
@@ -113,13 +113,16 @@ def test_the_keepers_reading_of_a_damaged_keep_file(tmp_path, children):
 
     own, started = next(iter(children.items()))
     assert keeper.alive([own, started]) and keeper.alive([own, None])
-    for owner in ([2**63, 1.0], [own, math.nan], [own, "1.5"], [1, None], [True, None], "me", [own]):
-        assert not keeper.alive(owner) if isinstance(owner, list) and len(owner) == 2 else True
+    for owner in ([2**63, 1.0], [own, math.nan], [own, "1.5"], [own, 10**400], [1, None], [True, None]):
+        assert not keeper.alive(owner)
+    for owner in ([2**63, 1.0], [own, math.nan], [own, "1.5"], [own, 10**400], [1, None], [True, None],
+                  "me", [own]):
         keep = {"owner": owner, "kept": True, "hours": 1, "record": "r.json"}
         (tmp_path / keeper.KEEP_FILE).write_text(dumps(keep))
         assert keeper.read_keep(str(tmp_path)) is None
         assert keeper.keep_watch(str(tmp_path)).endswith("does not read as a keep file (owner, record): "
                                                          "left as it is")
-    keeper.write_keep(str(tmp_path), (own, started), True, math.nan, "r.json")
-    assert keeper.read_keep(str(tmp_path)) == {"owner": [own, started], "kept": True, "hours": 0,
-                                               "record": "r.json"}
+    for hours in (math.nan, math.inf, 10**400, -1, "24"):
+        keeper.write_keep(str(tmp_path), (own, started), True, hours, "r.json")
+        assert keeper.read_keep(str(tmp_path)) == {"owner": [own, started], "kept": True, "hours": 0,
+                                                   "record": "r.json"}

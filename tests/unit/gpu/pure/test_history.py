@@ -211,6 +211,7 @@ AGENTS_HISTORY = {"gpus": 2, "length": 600, "metrics": list(METRICS),
 @example(replaced(AGENTS_HISTORY, ("gpus",), 2 ** 31))   # old code: MemoryError (10**6 GPUs: GBs)
 @example(replaced(AGENTS_HISTORY, ("samples", 1, 0), 1e308))   # old code: OverflowError
 @example(replaced(AGENTS_HISTORY, ("samples", 0, 0), float("inf")))   # old code: ValueError, int(NaN)
+@example(replaced(AGENTS_HISTORY, ("samples", 0, 0), -0.0))   # 1.7e9 s to the next: 3.5e9 buckets, OOM
 def test_an_agents_hostile_history_is_refused_or_exported_whole(data):
     """An agent's history as JSON reads it (Infinity, NaN, 2**31 GPUs): refused in one line, or
     a buffer whose series and exports (CSV, strict JSON) work."""
@@ -219,3 +220,17 @@ def test_an_agents_hostile_history_is_refused_or_exported_whole(data):
         assert history.series("util_pct", step_s=0.5)[1] is not None
         json.dumps(history_json({"w0": history}), allow_nan=False)
         assert history_csv({"w0": history}).startswith(CSV_HEADER)
+
+
+def test_an_agent_whose_clock_is_years_ahead_gives_a_bounded_series():
+    """The server charts the last 10 minutes from its own clock; an agent's samples dated 50 years
+    ahead once made that one series of 158 million buckets."""
+    from mlp_magic.gpu.pure.history import MAX_BUCKETS
+
+    history = GpuHistory(2)
+    now = 1_795_968_000.0
+    history.append(now, [[50, 1000, 40, 100.0, 0, 0, 0]] * 2)
+    history.append(now + 50 * 365 * 86400, [[60, 2000, 41, 110.0, 0, 0, 0]] * 2)
+    t0, series = history.series("util_pct", since=now - 600, step_s=10)
+    assert t0 == now - 600 and [len(per_gpu) for per_gpu in series] == [MAX_BUCKETS, MAX_BUCKETS]
+    assert series[0][60] == 50 and series[0][-1] == 60   # the later sample in the last bucket
