@@ -26,6 +26,7 @@ import time
 from mlp_magic import config
 from mlp_magic.core.proc_stat import process_id, start_time
 from mlp_magic.errors import MlpMagicError
+from mlp_magic.world.pure.record import rank_key
 from mlp_magic.gpu.sampler import open_sampler
 from mlp_magic.agent.feed import Feed
 from mlp_magic.agent.protocol import key_bytes
@@ -52,10 +53,11 @@ def _setup(line: bytes) -> dict:
 
 
 def _rank_number(text: str) -> int:
-    """A rank's key ("3"); int() alone also takes " 3", "+3", "3_0" and raises on "²" (isdigit)."""
-    if not (text.isascii() and text.isdigit()):
+    """A rank's key ("3", as world/pure/record reads one); ValueError for " 3", "+3" or "²"."""
+    rank = rank_key(text)
+    if rank is None:
         raise ValueError(f"rank {text[:20]!r} is not a number")
-    return int(text)
+    return rank
 
 
 def _identity(info: dict) -> dict:

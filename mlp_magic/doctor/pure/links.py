@@ -57,7 +57,7 @@ def below(values: dict, fraction: float) -> dict:
 
 
 def _count(value, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value < 2 ** 63
+    return isinstance(value, int) and number(value) is not None and value >= low
 
 
 def _positive(value) -> bool:
