@@ -73,12 +73,28 @@ def mlp_home():
 
 @pytest.fixture(scope="session")
 def ip():
-    """The one IPython shell of the session (IPython's test shell is a singleton), with
-    mlp_magic loaded; its World is stopped at the end."""
-    from IPython import get_ipython
-    from IPython.testing.globalipapp import start_ipython
+    """The session's Jupyter kernel (a real ipykernel through jupyter_client, tests/kernel.py),
+    with mlp_magic loaded: what a user's notebook runs. Its World is shared by the tests as a
+    notebook's is, and stopped at the end. A test that kills it gets a new one for the next."""
+    from tests import kernel
 
-    shell = start_ipython() or get_ipython()
-    shell.run_line_magic("load_ext", "mlp_magic")
-    yield shell
-    shell.run_line_magic("mpirun", "--stop")
+    started = kernel.Kernel()
+    kernel.SESSION = started
+    yield _SessionKernel()
+    current = kernel.SESSION
+    kernel.SESSION = None
+    if current.alive():
+        current.run_cell("%mpirun --stop", timeout=120)
+    current.shutdown()
+
+
+class _SessionKernel:
+    """The session's kernel, started again when a test left it dead."""
+
+    def __getattr__(self, name):
+        from tests import kernel
+
+        if not kernel.SESSION.alive():
+            kernel.SESSION.shutdown()
+            kernel.SESSION = kernel.Kernel()
+        return getattr(kernel.SESSION, name)

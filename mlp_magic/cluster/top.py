@@ -19,6 +19,7 @@ from mlp_magic.cluster.pure.top_screen import top_lines
 from mlp_magic.cluster.collect import CollectOptions
 from mlp_magic.cluster.gpu_feed import agent_targets, stdio_argv
 from mlp_magic.cluster.live import LiveCluster
+from mlp_magic.core.deadline import run_to_end
 
 ENTER, LEAVE = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"   # alternate screen, cursor hidden
 HOME_CLEAR = "\x1b[H\x1b[2J"
@@ -143,5 +144,5 @@ def run_top(args) -> int:
     if not args.interval or args.interval <= 0:
         raise MlpMagicError(f"--interval must be positive, got {args.interval!r}")
     options = CollectOptions(hostfile=args.hostfile, hosts=args.hosts, gpus="local", reach_timeout=1.0)
-    asyncio.run(_top(options, args.once, args.interval))
+    run_to_end(lambda: _top(options, args.once, args.interval), "mlp-top")
     return 0

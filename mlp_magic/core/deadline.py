@@ -12,6 +12,7 @@ other wait blocks on an event: a future's callback, a pid file descriptor, a blo
 """
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -40,7 +41,10 @@ class Pending:
             self._ended.set()
 
     def wait(self, deadline: float) -> bool:
-        """Block until the work ended or ``deadline`` (``time.monotonic()``); True when it ended."""
+        """Block until the work ended or ``deadline`` (``time.monotonic()``, or ``math.inf``); True
+        when it ended."""
+        if deadline == float("inf"):
+            return self._ended.wait()
         return self._ended.wait(max(0.0, deadline - time.monotonic()))
 
     def result(self, deadline: float, default=None):
@@ -52,6 +56,22 @@ class Pending:
 
 def in_background(work: Callable, name: str = "mlp-magic-background") -> Pending:
     return Pending(work, name)
+
+
+def run_to_end(make: Callable, name: str = "mlp-magic-loop"):
+    """``asyncio.run(make())`` from any thread: on this one when no event loop runs here (a script,
+    a terminal IPython), else in a thread of its own, waited for (a Jupyter kernel runs every cell
+    inside its running loop, where ``asyncio.run`` refuses). Its value, or its error raised here.
+    A Ctrl-C ends the wait; the work, bounded by its own timeouts, finishes in its thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    pending = in_background(lambda: asyncio.run(make()), name)
+    pending.wait(float("inf"))
+    if pending.error is not None:
+        raise pending.error
+    return pending.result(time.monotonic())
 
 
 def within(seconds: float, work: Callable, default=None):

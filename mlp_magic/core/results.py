@@ -151,6 +151,10 @@ class MpirunResult(Results):
         self.log_dir = log_dir
         self.summary_written = summary_written  # a Future: summary.json is written in the background
 
+    def __getstate__(self) -> dict:
+        # A result pickles (kept to a file, sent to another process); the write it waits on stays.
+        return {**self.__dict__, "summary_written": None}
+
     def _details(self) -> str:
         return f"; logs in {self.log_dir}"
 

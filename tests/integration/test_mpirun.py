@@ -154,7 +154,7 @@ def test_bad_np_changes_nothing(ip, capsys):
     error = run(ip, "%%mpirun -np 0\nprint('never')")
     assert isinstance(error, MlpMagicError)
     assert "-np" in str(error) and "'0'" in str(error)
-    assert worlds.current_world() is world and world.alive()
+    assert worlds.current_world() == world and world.alive()
 
 
 @pytest.mark.parametrize("where, why", [("/proc/nope", "No such file or directory"),
@@ -166,7 +166,7 @@ def test_a_log_dir_that_cannot_hold_the_logs_is_refused_before_anything_runs(ip,
     error = run(ip, f"%%mpirun --log-dir {where}\nprint('never')")
     assert isinstance(error, MlpMagicError) and "\n" not in str(error)
     assert str(error) == f"--log-dir '{where}': cannot keep the logs there: {why}"
-    assert worlds.current_world() is world   # nothing started, nothing stopped
+    assert worlds.current_world() == world   # nothing started, nothing stopped
 
 
 def test_unknown_variable_is_named(ip):
@@ -303,7 +303,7 @@ def test_pssh_user_or_port_is_refused_with_where_it_belongs(ip, tmp_path):
     error = run(ip, f"%%mpirun --hostfile {hostfile} -np 1\npass")
     assert isinstance(error, MlpMagicError)
     assert "10.77.0.11 has user root" in str(error) and "~/.ssh/config" in str(error)
-    assert worlds.current_world() is world  # nothing changed
+    assert worlds.current_world() == world  # nothing changed
 
 
 def test_listen_address_checks():

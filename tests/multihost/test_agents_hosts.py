@@ -61,7 +61,7 @@ def test_actions_reach_the_ranks_of_other_hosts_through_their_agents(world_on_tw
     assert "KeyboardInterrupt" in capsys.readouterr().out
     # the World is the same and answers
     assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\nprint(rank)").success
-    assert worlds.current_world() is world
+    assert worlds.current_world() == world
 
 
 FORK_DEAF_TO_SIGTERM = """%%mpirun --hostfile {hostfile} -np 4 -o forked

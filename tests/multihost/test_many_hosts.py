@@ -158,7 +158,7 @@ def test_a_timeout_interrupts_all_64_ranks_and_the_world_stays_usable(world64, c
     result = ip.run_cell("%%mpirun -o after\nprint(rank)")
     assert result.success, result.error_in_exec
     assert [r.stdout for r in ip.user_ns["after"]] == [f"{r}\n" for r in range(NP)]
-    assert worlds.current_world() is world  # the same World, not a restarted one
+    assert worlds.current_world() == world  # the same World, not a restarted one
     note = next((line for line in out.splitlines() if line.startswith("mlp_magic: ")), "")
     assert note == "mlp_magic: timed out: the running ranks were interrupted; the World is still usable", out
 

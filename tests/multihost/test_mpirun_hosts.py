@@ -33,6 +33,31 @@ print(socket.gethostname(), rank, local_rank, node_rank, os.environ["MASTER_ADDR
     assert folded in out.splitlines(), out
 
 
+PLATFORM_JOB = {"MLP_WORKER_NUM": "2", "MLP_WORKER_GPU": "0", "MLP_MPI_HOSTS": "worker0:2,worker1:2",
+                "MLP_MPI_NP": "4", "MLP_ROLE": "WORKER", "MLP_ROLE_INDEX": "0"}
+
+
+@pytest.mark.parametrize("named_by", ["MLP variables", "--hostfile", "-H"])
+def test_a_world_across_hosts_starts_in_the_kernel_users_run(two_hosts, monkeypatch, named_by):
+    """Issue 43: in a real kernel (a running asyncio loop on its thread), the start across hosts
+    failed at once ("asyncio.run() cannot be called from a running event loop") however the hosts
+    were named; the in-process shell of the old tests has no loop and never saw it."""
+    ip, hostfile, bed = two_hosts
+    line = {"MLP variables": "-np $MLP_MPI_NP", "--hostfile": f"--hostfile {hostfile} -np 4",
+            "-H": "-H worker0:2,worker1:2 -np 4"}[named_by]
+    if named_by == "MLP variables":
+        for key, value in {**PLATFORM_JOB, "MLP_WORKER_0_HOST": bed.hosts[0].address}.items():
+            monkeypatch.setenv(key, value)
+    loop = ip.run_cell("import asyncio\nprint(asyncio.get_running_loop().is_running())")
+    assert loop.stdout == "True\n"   # what every frontend's kernel has
+    run = ip.run_cell(f"%%mpirun {line} -o where\nimport socket\nprint(socket.gethostname(), rank)")
+    assert run.success, run.shown
+    assert [r.stdout.split() for r in ip.user_ns["where"]] == [
+        ["worker0", "0"], ["worker0", "1"], ["worker1", "2"], ["worker1", "3"]]
+    assert "asyncio" not in run.shown and "ranks 0-3 (4) on worker[0-1]" in run.shown
+    assert ip.run_cell("%%mpirun\nprint(rank)").success   # and the World serves the next cell
+
+
 def test_mpi4py_and_torch_gloo_across_hosts(two_hosts):
     ip, hostfile, _ = two_hosts
     result = ip.run_cell(f"""%%mpirun --hostfile {hostfile} -np 4 -o sums

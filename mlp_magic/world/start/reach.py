@@ -14,6 +14,7 @@ import asyncio
 import time
 
 from mlp_magic import config
+from mlp_magic.core.deadline import run_to_end
 from mlp_magic.core.local_names import stays_here
 from mlp_magic.core.ranges import fold_hosts
 from mlp_magic.core.results import UNREACHABLE, last_line
@@ -29,8 +30,9 @@ def refuse_unknown_names(host_names: list) -> None:
     from mlp_magic.ssh.names import check_names
 
     remote = [name for name in host_names if not stays_here(name)]
-    if remote:
-        asyncio.run(check_names(as_targets(remote), config.ssh_command(default=None)))
+    if remote:   # on the kernel's thread, inside its running loop in a Jupyter kernel
+        run_to_end(lambda: check_names(as_targets(remote), config.ssh_command(default=None)),
+                   "mlp-world-names")
 
 
 class ReachCheck:
