@@ -66,6 +66,30 @@ def no_stray_processes_at_the_end():
 
 
 @pytest.fixture(scope="session")
+def testbed():
+    """Hosts in network namespaces, each with its own sshd (tests/multihost/netns.py): up once per
+    session for every tier that needs them (one bed: their names and addresses are fixed), torn
+    down at the end even when tests fail."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "multihost"))
+    import netns
+
+    reason = netns.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    bed = netns.Testbed(int(os.environ.get("MLPT_HOSTS", "4")))
+    try:
+        bed.up()
+    except netns.TestbedUnavailable as why:
+        pytest.skip(str(why))
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
+@pytest.fixture(scope="session")
 def mlp_home():
     yield _HOME
     shutil.rmtree(_HOME, ignore_errors=True)
@@ -86,6 +110,20 @@ def ip():
     if current.alive():
         current.run_cell("%mpirun --stop", timeout=120)
     current.shutdown()
+
+
+@pytest.fixture
+def parsing_shell():
+    """An in-process IPython shell with mlp_magic loaded, for tests of parsing alone (a line
+    refused before anything runs): it has no running loop, no iopub, no comms, unlike every
+    frontend's kernel, so nothing that runs goes through it."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython() or get_ipython()
+    if "mlp_magic" not in shell.extension_manager.loaded:
+        shell.run_line_magic("load_ext", "mlp_magic")
+    return shell
 
 
 class _SessionKernel:

@@ -106,7 +106,8 @@ class CellRun:
             if last is not None and last.get("name") == content["name"]:
                 last["text"] += content["text"]
             else:
-                self.outputs.append({"output_type": "stream", "name": content["name"], "text": content["text"]})
+                self.outputs.append({"output_type": "stream", "name": content["name"],
+                                     "text": content["text"]})
             if echo:
                 (sys.stderr if content["name"] == "stderr" else sys.stdout).write(content["text"])
         elif kind in ("display_data", "execute_result"):
@@ -155,7 +156,8 @@ class Namespace:
 
     def __setitem__(self, name: str, value) -> None:
         payload = base64.b64encode(pickle.dumps(value)).decode()
-        self._kernel.quietly(f"{name} = __import__('pickle').loads(__import__('base64').b64decode({payload!r}))")
+        self._kernel.quietly(f"import pickle as _p, base64 as _b\n"
+                             f"{name} = _p.loads(_b.b64decode({payload!r}))\ndel _p, _b")
 
     def pop(self, name: str, default=None):
         value = self.get(name, default)
@@ -190,7 +192,8 @@ class Kernel:
 
     # -- cells ------------------------------------------------------------------------------------
 
-    def run_cell(self, code: str, timeout: float = 600, silent: bool = False, echo: bool | None = None) -> CellRun:
+    def run_cell(self, code: str, timeout: float = 600, silent: bool = False,
+                 echo: bool | None = None) -> CellRun:
         """Run one cell; return when the kernel is idle again (its reply and its iopub closed)."""
         self._hold()
         try:
@@ -280,11 +283,12 @@ class Kernel:
         gone = [k for k in self._env if k not in now]
         if not changed and not gone and cwd == self._cwd:
             return
-        code = (f"import os as _o; _o.environ.update({changed!r}); [_o.environ.pop(k, None) for k in {gone!r}]; "
-                f"_o.chdir({cwd!r}); del _o")
+        code = (f"import os as _o\n_o.environ.update({changed!r})\n"
+                f"[_o.environ.pop(k, None) for k in {gone!r}]\n_o.chdir({cwd!r})\ndel _o")
         self._env, self._cwd = now, cwd
         self._drain()
-        self._collect(self.client.execute(code, silent=True, store_history=False, allow_stdin=False), 60, echo=False)
+        sent = self.client.execute(code, silent=True, store_history=False, allow_stdin=False)
+        self._collect(sent, 60, echo=False)
 
     def _drain(self) -> None:
         """Messages that came between cells (a thread's print): kept in ``stray``, echoed."""
@@ -313,7 +317,8 @@ class Kernel:
         while not idle or run.reply is None:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"the kernel did not finish the cell within {timeout} s: {run.shown[-3000:]}")
+                raise AssertionError(f"the kernel did not finish the cell within {timeout} s: "
+                                     f"{run.shown[-3000:]}")
             if not idle:
                 idle = self._next_iopub(msg_id, run, min(left, 1.0), echo)
             else:
@@ -369,4 +374,5 @@ def _in_kernel(payload: str) -> str:
     try:
         return base64.b64encode(pickle.dumps(outcome)).decode()
     except Exception as why:
-        return base64.b64encode(pickle.dumps((False, TypeError(f"cannot bring back {outcome[1]!r}: {why}")))).decode()
+        refused = TypeError(f"cannot bring back {outcome[1]!r}: {why}")
+        return base64.b64encode(pickle.dumps((False, refused))).decode()

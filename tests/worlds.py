@@ -9,9 +9,10 @@ from __future__ import annotations
 
 
 def _in_kernel() -> bool:
+    """True in the kernel (there the session's Kernel object does not exist)."""
     from IPython import get_ipython
 
-    return get_ipython() is not None
+    return _session() is None and get_ipython() is not None
 
 
 def owner():

@@ -24,7 +24,8 @@ def test_a_cell_runs_inside_the_kernels_running_event_loop(kernel):
 
 
 def test_a_display_and_its_update_arrive_as_a_frontend_sees_them(kernel):
-    run = kernel.run_cell("handle = display('first', display_id=True)\nhandle.update('second')\nprint('after')")
+    run = kernel.run_cell("handle = display('first', display_id=True)\nhandle.update('second')\n"
+                          "print('after')")
     kinds = [m["msg_type"] for m in run.messages]
     assert kinds == ["execute_input", "display_data", "update_display_data", "stream"], kinds
     shown = [out for out in run.outputs if out["output_type"] == "display_data"]
@@ -44,7 +45,8 @@ def test_the_stop_button_is_a_sigint_that_ends_the_cell(kernel):
 
 
 def test_a_comm_opened_by_a_cell_reaches_the_frontend(kernel):
-    run = kernel.run_cell("from comm import create_comm\nc = create_comm(target_name='mlp-test', data={'n': 1})")
+    run = kernel.run_cell("from comm import create_comm\n"
+                          "c = create_comm(target_name='mlp-test', data={'n': 1})")
     opened = run.of_type("comm_open")
     assert len(opened) == 1 and opened[0]["content"]["target_name"] == "mlp-test"
     assert opened[0]["content"]["data"] == {"n": 1}

@@ -1,7 +1,7 @@
 """Fixtures of the multi-host suite: a session-wide test bed of namespace hosts with sshd.
 
-``testbed``: 4 hosts (MLPT_HOSTS overrides), up once per session, torn down at the end even when
-tests fail. Tests that stop a host use ``testbed.host_down(i)`` (restarted on exit); the
+``testbed`` (tests/conftest.py: the notebook tier uses it too): 4 hosts (MLPT_HOSTS overrides), up
+once per session, torn down at the end even when tests fail. Tests that stop a host use ``testbed.host_down(i)`` (restarted on exit); the
 ``healthy_testbed`` fixture additionally checks every host is back up before a test.
 """
 from __future__ import annotations
@@ -20,22 +20,6 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if str(item.fspath).startswith(here):
             item.add_marker(pytest.mark.multihost)
-
-
-@pytest.fixture(scope="session")
-def testbed():
-    reason = netns.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    bed = netns.Testbed(int(os.environ.get("MLPT_HOSTS", "4")))
-    try:
-        bed.up()
-    except netns.TestbedUnavailable as why:
-        pytest.skip(str(why))
-    try:
-        yield bed
-    finally:
-        bed.down()
 
 
 @pytest.fixture
