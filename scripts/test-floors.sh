@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The floors job: every dependency at the lowest version pyproject.toml declares
-# (constraints/floors.txt, made by scripts/floors.py), then the unit, server and integration tiers.
+# (constraints/floors.txt, made by scripts/floors.py), then the unit, server and integration tiers
+# and the platform notebook on two namespace hosts (a real kernel: ipykernel 6, IPython 8).
 # The main suite (the README's test command) runs on the newest versions; this one proves the
 # floors. Run from the project root: bash scripts/test-floors.sh [pytest arguments]
 set -euo pipefail
@@ -14,5 +15,5 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 python -m pip install -q --upgrade pip
 pip install -q -c constraints/floors.txt -e '.[test,bench]'
 python scripts/floors.py --installed   # each pinned package is there, at its floor
-if [ $# -eq 0 ]; then set -- tests/unit tests/server tests/integration; fi
+if [ $# -eq 0 ]; then set -- tests/unit tests/server tests/integration tests/notebook/test_platform_notebook.py; fi
 python -m pytest -q -p no:cacheprovider "$@"

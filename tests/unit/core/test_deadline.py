@@ -71,3 +71,44 @@ def test_until_asks_at_once_then_less_and_less_often_and_never_past_the_deadline
     assert until(lambda: 0, started + 0.2, first_s=0.05, longest_s=10) == 0   # its last value
     assert 0.19 < time.monotonic() - started < 1.0           # cut at the deadline, not at 10 s
     assert until(lambda: [], time.monotonic() - 1) == []     # past already: asked once
+
+
+async def _thread_of(value):
+    import asyncio
+    import threading
+
+    await asyncio.sleep(0)
+    if value == "fail":
+        raise ValueError("the coroutine's own error")
+    return value, threading.current_thread().name
+
+
+def test_run_to_end_runs_a_coroutine_inside_a_running_loop_as_a_kernels_cell_does():
+    """A Jupyter kernel runs every cell inside its running loop, where asyncio.run refuses (issue
+    43: a World across hosts failed at once in every kernel)."""
+    import asyncio
+
+    from mlp_magic.core.deadline import run_to_end
+
+    async def a_cell():
+        return run_to_end(lambda: _thread_of(7), "mlp-test-loop")
+
+    assert asyncio.run(a_cell()) == (7, "mlp-test-loop")   # in a thread of its own
+
+    async def a_failing_cell():
+        return run_to_end(lambda: _thread_of("fail"))
+
+    try:
+        asyncio.run(a_failing_cell())
+    except ValueError as error:
+        assert str(error) == "the coroutine's own error"   # raised here, as it is
+    else:
+        raise AssertionError("the coroutine's error was lost")
+
+
+def test_run_to_end_runs_on_this_thread_where_no_loop_runs():
+    import threading
+
+    from mlp_magic.core.deadline import run_to_end
+
+    assert run_to_end(lambda: _thread_of(1)) == (1, threading.current_thread().name)
