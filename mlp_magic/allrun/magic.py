@@ -49,10 +49,13 @@ def allrun_in_notebook(options, user_ns: dict | None = None, *, env: Mapping | N
     def show_line(host: str, stream: str, text: str) -> None:
         live.add([(host, stream, text + "\n")])
 
-    outcome = run_allrun(options, env, on_output=show_line, transport=transport)
-    note = report.footer(outcome.results)
-    live.finish({"text/plain": f"{outcome.text.rstrip()}\n{note}",
-                 "text/html": outcome.html + footnote_html(note)})
+    outcome = run_allrun(options, env, on_output=None if options.json else show_line, transport=transport)
+    if options.json:   # what `allrun --json` prints, for a cell that reads it as data
+        print(report.results_json(outcome.results))
+    else:
+        note = report.footer(outcome.results)
+        live.finish({"text/plain": f"{outcome.text.rstrip()}\n{note}",
+                     "text/html": outcome.html + footnote_html(note)})
     if options.out and user_ns is not None:
         user_ns[options.out] = outcome
     if not outcome.ok:

@@ -102,8 +102,8 @@ LINE_DEFAULT, CELL_DEFAULT = "status", "cell"   # %mpirun alone, %%mpirun alone
 ALLRUN = Verb(
     name="allrun", magic="allrun", form=BOTH, command="allrun", rest="command",
     options=(HOSTFILE, HOST_LIST, EXCLUDE, FANOUT, CONNECT_TIMEOUT, HOST_TIMEOUT, SSH, NO_GROUP, DIFF,
-             OUTDIR, COPY),
-    magic_options=(OUT,), command_options=(JSON, HELP), run="mlp_magic.allrun.magic:allrun_verb",
+             OUTDIR, COPY, JSON),
+    magic_options=(OUT,), command_options=(HELP,), run="mlp_magic.allrun.magic:allrun_verb",
     run_command="mlp_magic.allrun.command:main",
     summary="run a shell command once on every host of the job and show identical outputs once")
 CLUSTER = Verb(name="cluster", magic="mlp_cluster",

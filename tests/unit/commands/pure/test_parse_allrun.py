@@ -149,13 +149,18 @@ def test_cell_magic_takes_the_cell_as_the_script():
     assert in_line("", "hostname\n").command == "hostname\n"
 
 
+def test_the_magic_takes_json_as_the_command_does():
+    """The install guide lists --json for %allrun and allrun alike (issue 49: the magic refused it)."""
+    assert in_line("--json echo hi", None).json and in_line("--json", "echo hi\n").json
+
+
 @pytest.mark.parametrize("line, cell, words", [
     ("", None, "%allrun: no command given (e.g. %allrun -- hostname)"),
     ("-H a", None, "no command"),
     ("", "", "%%allrun: no command"),
     ("-H $NOPE_NOT_SET true", None, "unknown variable $NOPE_NOT_SET"),
     ("-H 'unclosed true", None, "unclosed '"),
-    ("--json true", None, "%allrun: unknown option '--json' (put -- before a command that starts with -)"),
+    ("--jsn true", None, "%allrun: unknown option '--jsn' (put -- before a command that starts with -)"),
     ("--help", None, "unknown option '--help'"),
     ("-o 3x true", None, "%allrun: -o: expected a Python name, got '3x'"),
     ("-f 0 true", None, "-f: expected a positive integer, got '0'"),
