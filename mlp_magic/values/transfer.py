@@ -5,8 +5,9 @@ and checks the size against the cap before anything is sent; the notebook gets `
 When the ranks could send more than half of the machine's available memory in all, their sizes
 are asked first and a total that does not fit is refused.
 Push: the notebook serialises once, checks the same cap, and one broadcast request carries the
-value to every rank (the controller fans it out). Both use ipyparallel's serialisation, so what
-``view.pull`` / ``view.push`` can move, these can.
+value to every rank (the controller fans it out). Pull uses ipyparallel's serialisation; push
+writes the value with cloudpickle, as ipyparallel does for functions, so the notebook's functions,
+lambdas and closures travel by value, inside whatever holds them.
 """
 from __future__ import annotations
 
@@ -87,17 +88,34 @@ def push(world, name: str, namespace: Mapping, ranks: list, cap: int, timeout: f
     if name not in namespace:
         raise MlpMagicError(f"%mpirun --push: name {name!r} is not defined in the notebook")
     value = namespace[name]
-    try:
-        packed = PrePickled((value,))   # serialised once, here, whatever the number of ranks
-    except Exception as exc:
-        raise MlpMagicError(f"%mpirun --push {name}: a {type(value).__qualname__} cannot be pickled: "
-                            f"{type(exc).__name__}: {exc}") from None
-    size = sum(memoryview(buffer).nbytes for buffer in packed.buffers)
+    parts = _by_value(name, value)
+    size = sum(len(part) for part in parts)
     if size > cap:
         raise MlpMagicError(f"%mpirun --push {name}: {name} is {size_text(size)}, over the cap of "
                             f"{size_text(cap)} (MLP_MAGIC_PULL_CAP)")
+    packed = PrePickled((parts,))   # serialised once, here, whatever the number of ranks
     answers = call(world, ranks, on_rank.store, name, packed, timeout=timeout, what=f"%mpirun --push {name}")
     problems = {rank: answer.message for rank, answer in answers.items() if isinstance(answer, Failed)}
     if problems:
         raise MlpMagicError(f"%mpirun --push {name}: not stored on every rank: {_grouped(problems)}")
     return f"pushed {name} ({type(value).__qualname__}, {size_text(size)}) to ranks {fold_ranks(ranks)}"
+
+
+def _by_value(name: str, value) -> list:
+    """``value`` as cloudpickle writes it (what ipyparallel uses for functions): the notebook's
+    functions, lambdas and closures, and what holds them, travel by value, not as a name in a
+    ``__main__`` the ranks do not have; large buffers (numpy) out of band, protocol 5."""
+    import pickle
+    import sys
+
+    import cloudpickle
+
+    buffers: list = []
+    try:
+        head = cloudpickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+        return [head] + [bytes(buffer.raw()) for buffer in buffers]
+    except Exception as exc:   # whatever a __reduce__ raises: one line naming it
+        about = f"a {type(value).__qualname__} of {size_text(sys.getsizeof(value))} (its own size)"
+        why = f"{type(exc).__name__}: {exc}" if isinstance(exc, (pickle.PicklingError, TypeError)) \
+            else f"{type(exc).__name__} while pickling: {exc}"
+        raise MlpMagicError(f"%mpirun --push {name}: {about} cannot be pickled: {why}") from None

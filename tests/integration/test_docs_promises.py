@@ -21,3 +21,35 @@ def test_allrun_json_in_the_magic_as_the_install_guide_lists_it(kernel):
     results = json.loads(run.stdout)
     assert [(r["host"], r["status"], r["stdout"]) for r in results] == [("localhost", "ok", "hello\n")]
     assert not run.of_type("display_data")   # the data alone, no grouped summary around it
+
+
+PUSHED = """def triple(v):
+    return 3 * v
+
+scale = 5
+cfg = {"lr": 0.1, "fn": triple, "scaled": lambda v: scale * v}
+"""
+
+
+def test_push_moves_notebook_functions_lambdas_and_closures_as_the_guide_says(kernel):
+    """The guide: --push moves what view.push moves, "functions defined in the notebook included";
+    a dict holding a top-level def failed on every rank (AttributeError: Can't get attribute
+    'triple' on <module '__main__'>) and one holding a lambda with a PicklingError."""
+    assert kernel.run_cell(PUSHED).success
+    assert kernel.run_cell("%%mpirun -np 2\npass").success
+    pushed = kernel.run_cell("%mpirun --push cfg")
+    assert pushed.success, pushed.shown
+    assert "pushed cfg (dict, " in pushed.stdout and "to ranks 0-1" in pushed.stdout
+    run = kernel.run_cell("%%mpirun -o used\nprint(cfg['fn'](rank + 1), cfg['scaled'](rank), cfg['lr'])")
+    assert run.success, run.shown
+    assert [r.stdout for r in kernel.user_ns["used"]] == ["3 0 0.1\n", "6 5 0.1\n"]
+
+
+def test_a_value_that_cannot_be_pickled_is_refused_naming_its_type_size_and_reason(kernel):
+    assert kernel.run_cell("import threading\nheld = {'lock': threading.Lock()}").success
+    refused = kernel.run_cell("%mpirun --push held")
+    message = str(refused.error_in_exec)
+    assert message.startswith("%mpirun --push held: a dict of "), message
+    assert "(its own size) cannot be pickled: TypeError: cannot pickle '_thread.lock' object" in message
+    assert "\n" not in message
+    kernel.run_cell("%mpirun --stop")

@@ -127,6 +127,11 @@ def fetch(name: str, cap: int):
 
 
 def store(name: str, boxed: tuple) -> str:
-    """``%mpirun --push``: the notebook's value in a 1-tuple, already deserialised by ipyparallel."""
-    engine_shell().user_ns[name] = boxed[0]
-    return type_name(boxed[0])
+    """``%mpirun --push``: the notebook's value as cloudpickle wrote it (its out-of-band buffers
+    after it), in a 1-tuple; loaded by pickle (cloudpickle's own functions load what it wrote)."""
+    import pickle
+
+    head, *buffers = boxed[0]
+    value = pickle.loads(head, buffers=buffers)
+    engine_shell().user_ns[name] = value
+    return type_name(value)
