@@ -174,7 +174,8 @@ class Kernel:
 
         self.echo = echo
         self.manager = KernelManager(kernel_name="python3")
-        self._env = {**os.environ, **(env or {})}
+        self._pinned = dict(env or {})   # the kernel's own, kept when the test's environment changes
+        self._env = {**os.environ, **self._pinned}
         self._cwd = os.getcwd()
         self.manager.start_kernel(env=self._env, cwd=self._cwd)
         self.client = self.manager.client()
@@ -278,7 +279,7 @@ class Kernel:
     def _follow_the_tests_environment(self) -> None:
         """The kernel's os.environ and working directory made this process's (a test's
         ``monkeypatch.setenv``/``chdir``), with one silent request when they changed."""
-        now, cwd = dict(os.environ), os.getcwd()
+        now, cwd = {**os.environ, **self._pinned}, os.getcwd()
         changed = {k: v for k, v in now.items() if self._env.get(k) != v}
         gone = [k for k in self._env if k not in now]
         if not changed and not gone and cwd == self._cwd:

@@ -6,6 +6,7 @@ every host the command targets (``%allrun pip install x`` before ``import x`` in
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 from mlp_magic.core.host_command import caller_folder, host_variables
@@ -48,7 +49,7 @@ class WorldTransport:
         started = time.monotonic()
         folder, count = caller_folder(os.getcwd), len(host_names)
         job = RankJob.apply_each(world, SHELL, {
-            first[host]: (command, timeout, folder, host_variables(os.environ, host, index, count))
+            first[host]: (command, timeout, folder, host_variables(os.environ, host, index, count, sys.executable))
             for index, host in enumerate(host_names)}, run_shell)
         pending = dict(zip(host_names, job.async_results))
         seen = {host: {"stdout": 0, "stderr": 0} for host in host_names}

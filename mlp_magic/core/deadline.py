@@ -12,7 +12,6 @@ other wait blocks on an event: a future's callback, a pid file descriptor, a blo
 """
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -63,6 +62,8 @@ def run_to_end(make: Callable, name: str = "mlp-magic-loop"):
     a terminal IPython), else in a thread of its own, waited for (a Jupyter kernel runs every cell
     inside its running loop, where ``asyncio.run`` refuses). Its value, or its error raised here.
     A Ctrl-C ends the wait; the work, bounded by its own timeouts, finishes in its thread."""
+    import asyncio   # here: the stacks and allrun commands load this module before their ssh starts
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

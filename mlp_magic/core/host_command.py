@@ -9,8 +9,8 @@ machine. One shell, one working folder rule, one environment (README, "`%allrun`
 - **environment**: what a process started on that host has (ssh's session there; the engine's,
   less the variables that make a process a rank of a job: ``RANK``, ``OMPI_COMM_WORLD_*``,
   ``PMIX_*``...), plus the caller's ``PATH``, ``LD_LIBRARY_PATH``, ``PYTHONPATH`` and
-  ``VIRTUAL_ENV`` (those mpiexec forwards to every rank: ``pip`` is the notebook's ``pip`` on
-  every host), plus the host's place in the command's host list: ``ALLRUN_HOST`` (its name as
+  ``VIRTUAL_ENV`` (those mpiexec forwards to every rank), the ranks' interpreter's folder first on
+  ``PATH`` (``pip`` is the ranks' ``pip`` on every host), plus the host's place in the command's host list: ``ALLRUN_HOST`` (its name as
   listed), ``ALLRUN_HOST_INDEX`` (0, 1, ...) and ``ALLRUN_HOST_COUNT``.
 
 ``RUN_SCRIPT`` does the folder, the variables and the shell in ``sh``; this machine and the
@@ -64,10 +64,16 @@ def run_script_then(report: str) -> str:
 NAME = "allrun"   # $0 of RUN_SCRIPT's own sh (never seen by the command: bash's $0 is "bash")
 
 
-def host_variables(env: Mapping, host: str, index: int, count: int) -> dict:
+def host_variables(env: Mapping, host: str, index: int, count: int, python: str = "") -> dict:
     """What ``RUN_SCRIPT`` exports on host ``index`` of ``count`` named ``host``: the forwarded
-    variables that ``env`` (the caller's) sets, and the host's place."""
+    variables that ``env`` (the caller's) sets, and the host's place. ``python``: the ranks'
+    interpreter (the engines run ``sys.executable``), whose folder goes first on ``PATH`` so that
+    ``pip``, ``pip3`` and ``python -m pip`` are the ranks' whatever ``PATH`` says (a kernel that
+    Jupyter starts by a venv's path, without its ``bin/`` on ``PATH``)."""
     found = {name: env[name] for name in FORWARDED if name in env}
+    folder = os.path.dirname(python)
+    if folder and found.get("PATH", "").split(os.pathsep)[0] != folder:
+        found["PATH"] = os.pathsep.join(p for p in (folder, found.get("PATH")) if p)
     found.update({HOST: host, HOST_INDEX: str(index), HOST_COUNT: str(count)})
     return found
 

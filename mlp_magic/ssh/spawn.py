@@ -14,6 +14,7 @@ import errno
 import os
 import resource
 import signal
+import sys
 import time
 
 from mlp_magic import config
@@ -227,7 +228,8 @@ class Launch:
         return None if self.local else f"{ENDED}{self.token}{index}_".encode()
 
     def argv(self, index: int) -> list[str]:
-        variables = host_variables(os.environ, self.targets[index].name, index, len(self.targets))
+        variables = host_variables(os.environ, self.targets[index].name, index, len(self.targets),
+                                   sys.executable)
         if self.local:
             return shell_argv(self.folder, self.command, variables)
         wrapper = GO_WRAPPER if self.waits_for_go else WRAPPER

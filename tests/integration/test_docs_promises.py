@@ -53,3 +53,25 @@ def test_a_value_that_cannot_be_pickled_is_refused_naming_its_type_size_and_reas
     assert "(its own size) cannot be pickled: TypeError: cannot pickle '_thread.lock' object" in message
     assert "\n" not in message
     kernel.run_cell("%mpirun --stop")
+
+
+def test_allrun_pip_is_the_ranks_python_when_jupyter_starts_a_venvs_kernel_by_its_path():
+    """Jupyter often starts a venv's kernel by its path, without the venv's bin/ on PATH: %allrun
+    pip then named another pip than the ranks' Python's (the guide: "installs where the ranks
+    import from")."""
+    import os
+    import sys
+
+    bare_path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                if os.path.realpath(p) != os.path.realpath(os.path.dirname(sys.executable)))
+    kernel = Kernel(env={"PATH": bare_path}, echo=False)
+    try:
+        ranks_python = kernel.eval("__import__('sys').executable")
+        folder = os.path.dirname(ranks_python)
+        run = kernel.run_cell("%allrun -o found pip --version; pip3 --version; python -m pip --version")
+        assert run.success, run.shown
+        lines = kernel.user_ns["found"].results[0].stdout.splitlines()
+        prefix = os.path.dirname(folder) + os.sep   # the venv
+        assert len(lines) == 3 and all(f" from {prefix}" in line for line in lines), (prefix, lines)
+    finally:
+        kernel.shutdown()
