@@ -49,7 +49,8 @@ class WorldTransport:
         started = time.monotonic()
         folder, count = caller_folder(os.getcwd), len(host_names)
         job = RankJob.apply_each(world, SHELL, {
-            first[host]: (command, timeout, folder, host_variables(os.environ, host, index, count, sys.executable))
+            first[host]: (command, timeout, folder,
+                          host_variables(os.environ, host, index, count, sys.executable))
             for index, host in enumerate(host_names)}, run_shell)
         pending = dict(zip(host_names, job.async_results))
         seen = {host: {"stdout": 0, "stderr": 0} for host in host_names}

@@ -10,8 +10,9 @@ machine. One shell, one working folder rule, one environment (README, "`%allrun`
   less the variables that make a process a rank of a job: ``RANK``, ``OMPI_COMM_WORLD_*``,
   ``PMIX_*``...), plus the caller's ``PATH``, ``LD_LIBRARY_PATH``, ``PYTHONPATH`` and
   ``VIRTUAL_ENV`` (those mpiexec forwards to every rank), the ranks' interpreter's folder first on
-  ``PATH`` (``pip`` is the ranks' ``pip`` on every host), plus the host's place in the command's host list: ``ALLRUN_HOST`` (its name as
-  listed), ``ALLRUN_HOST_INDEX`` (0, 1, ...) and ``ALLRUN_HOST_COUNT``.
+  ``PATH`` (``pip`` is the ranks' ``pip`` on every host), plus the host's place in the command's
+  host list: ``ALLRUN_HOST`` (its name as listed), ``ALLRUN_HOST_INDEX`` (0, 1, ...) and
+  ``ALLRUN_HOST_COUNT``.
 
 ``RUN_SCRIPT`` does the folder, the variables and the shell in ``sh``; this machine and the
 engines run it, ssh runs ``run_script_then``'s form of it behind its markers (``ssh/argv``).
