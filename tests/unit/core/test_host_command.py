@@ -48,3 +48,13 @@ def test_an_installed_copy_is_left_off_pythonpath(installed):
     """Before the standard library, site-packages would let an old backport shadow it."""
     assert host_command.helper_environment({"PYTHONPATH": "/a"}, installed) == {"PYTHONPATH": "/a"}
     assert host_command.helper_environment({}, installed) == {}
+
+
+@given(st.lists(st.sampled_from(["/usr/bin", "/bin", "/venv/bin", "/opt/x"]), max_size=4))
+def test_the_ranks_python_is_first_on_the_hosts_path_once(folders):
+    """%allrun's pip is the ranks' (issue 49): the interpreter's folder first (not added again
+    where it is first already), the rest as the caller has it."""
+    env = {"PATH": ":".join(folders)} if folders else {}
+    found = host_variables(env, "h", 0, 1, "/venv/bin/python3")["PATH"].split(":")
+    assert found == (folders if folders[:1] == ["/venv/bin"] else ["/venv/bin"] + folders)
+    assert host_variables(env, "h", 0, 1).get("PATH", "") == ":".join(folders)   # no interpreter: as given
