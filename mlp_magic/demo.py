@@ -35,25 +35,35 @@ def print_notebook(notebook, stream=sys.stdout) -> None:
 IOPUB_WAIT_S = 120   # an int: nbclient's trait refuses a float
 
 
-def run_notebook(path: str, timeout: int = 600):
+def run_notebook(path: str, timeout: int = 600, private_kernel: bool = False):
     import nbformat
 
     notebook = nbformat.read(path, as_version=4)
-    return execute_notebook(notebook, os.path.dirname(os.path.abspath(path)), timeout)
+    return execute_notebook(notebook, os.path.dirname(os.path.abspath(path)), timeout, private_kernel)
 
 
-def execute_notebook(notebook, folder: str, timeout: int = 600):
-    """Run every cell of ``notebook`` (in place) in a python3 kernel started in ``folder``."""
+def execute_notebook(notebook, folder: str, timeout: int = 600, private_kernel: bool = False):
+    """Run every cell of ``notebook`` (in place) in a python3 kernel started in ``folder``, over
+    TCP on loopback as Jupyter's frontends start it, or, ``private_kernel``, over Unix sockets in
+    a folder of this user's alone (the demo: no one else on the machine can reach its kernel,
+    and ipykernel has no warning to print about it)."""
     import nbclient
 
     # nbclient waits 4 s by default for a cell's output after the cell's reply, then goes on
     # without it and says nothing: on a busy machine the widget cell of 04-cluster-view (some
     # 900 widget messages) came back empty (CI; reproduced with iopub_timeout=0). Wait longer,
     # and fail loudly rather than drop output.
-    client = nbclient.NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                                     iopub_timeout=IOPUB_WAIT_S, raise_on_iopub_timeout=True,
-                                     resources={"metadata": {"path": folder}})
-    client.execute()
+    with tempfile.TemporaryDirectory(prefix="mlp-magic-demo-") as sockets:   # 0700
+        manager = None
+        if private_kernel:
+            from jupyter_client import KernelManager
+
+            manager = KernelManager(kernel_name="python3", transport="ipc",
+                                    ip=os.path.join(sockets, "kernel"))
+        client = nbclient.NotebookClient(notebook, km=manager, timeout=timeout, kernel_name="python3",
+                                         iopub_timeout=IOPUB_WAIT_S, raise_on_iopub_timeout=True,
+                                         resources={"metadata": {"path": folder}})
+        client.execute()
     return notebook
 
 
@@ -76,7 +86,7 @@ def main(argv=None) -> int:
             print(f"no such notebook: {path} (run from the mlp_magic checkout)", file=sys.stderr)
             return 2
         print(f"=== {path}")
-        notebook = run_notebook(path)
+        notebook = run_notebook(path, private_kernel=True)
         print_notebook(notebook)
         saved = os.path.join(tempfile.gettempdir(), "executed-" + os.path.basename(path))
         nbformat.write(notebook, saved)

@@ -141,3 +141,17 @@ def test_many_ranks():
     assert "([(0, 0.5), (1, 0.501), (2, 0.502)], nan)" in _cell(nb, "losses = %mpirun --pull loss")
     assert "pushed lr (float, 23 B) to ranks 0-1" in _cell(nb, "%mpirun --push lr")
     assert "lr on this rank: 0.25" in _cell(nb, "print('lr on this rank:', lr)")
+
+
+def test_the_demo_prints_the_grouped_outputs_and_no_warning_of_its_kernel():
+    """The README's first command: its kernel talks over Unix sockets in a private folder, so
+    ipykernel's warning of a kernel over TCP without encryption no longer opens the demo."""
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    done = subprocess.run([sys.executable, "-m", "mlp_magic.demo"], cwd=root, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "---------------- ranks 0-3 (4) on localhost ----------------" in done.stdout
+    assert "without encryption" not in done.stderr + done.stdout, done.stderr
