@@ -1,8 +1,9 @@
 """Fixtures of the multi-host suite: a session-wide test bed of namespace hosts with sshd.
 
 ``testbed`` (tests/conftest.py: the notebook tier uses it too): 4 hosts (MLPT_HOSTS overrides), up
-once per session, torn down at the end even when tests fail. Tests that stop a host use ``testbed.host_down(i)`` (restarted on exit); the
-``healthy_testbed`` fixture additionally checks every host is back up before a test.
+once per session, torn down at the end even when tests fail. Tests that stop a host use
+``testbed.host_down(i)`` (restarted on exit); the ``healthy_testbed`` fixture additionally checks
+every host is back up before a test.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-import netns  # noqa: E402  (the test-bed library next to this file)
+import netns  # noqa: E402,F401  (the test-bed library next to this file: its tests import it by name)
 
 
 def pytest_collection_modifyitems(items):
