@@ -152,24 +152,44 @@ def test_links_over_mpi_without_mpiexec_is_one_error_finding():
     assert child_pids() - before == set()
 
 
-def test_the_magic_goes_through_the_live_worlds_engines(ip, monkeypatch, capsys):
+def no_process_of_our_own(*args, **kwargs):
+    raise AssertionError("the doctor started its own process: the World's engines were not used")
+
+
+_KEPT: dict = {}   # in the kernel: the doctor's own process starter while it is replaced
+
+
+def _no_runner_of_its_own() -> None:
+    """In the kernel: the doctor may start no process of its own."""
     from mlp_magic.doctor import collect
 
+    _KEPT["runner"] = collect._start_runner
+    collect._start_runner = no_process_of_our_own
+
+
+def _its_runner_back() -> None:
+    from mlp_magic.doctor import collect
+
+    collect._start_runner = _KEPT.pop("runner")
+
+
+def test_the_magic_goes_through_the_live_worlds_engines(ip, monkeypatch, capsys):
     if worlds.current_world() is None:
         assert run(ip, "%%mpirun -np 2\npass") is None
 
-    def no_process_of_our_own(*args, **kwargs):
-        raise AssertionError("the doctor started its own process: the World's engines were not used")
-    monkeypatch.setattr(collect, "_start_runner", no_process_of_our_own)
-    for name in ("MLP_MPI_HOSTS", "MLP_MPI_HOSTFILE", "MLP_WORKER_GPU"):
-        monkeypatch.delenv(name, raising=False)
-    capsys.readouterr()
-    assert ip.run_cell("%mlp_doctor --json --no-import").success
-    report = json.loads(capsys.readouterr().out)
-    assert report["hosts"] == ["localhost"] and report["answered"] == 1
-    assert {"Python", "torch", "GPU count"} <= {s["title"] for s in report["shared"]}
-    result = ip.run_cell("%mlp_doctor --timeout nope")
-    assert "--timeout" in str(result.error_in_exec) and "Traceback" not in capsys.readouterr().out
+    ip.call(_no_runner_of_its_own)   # in the kernel, where the magic runs
+    try:
+        for name in ("MLP_MPI_HOSTS", "MLP_MPI_HOSTFILE", "MLP_WORKER_GPU"):
+            monkeypatch.delenv(name, raising=False)
+        capsys.readouterr()
+        assert ip.run_cell("%mlp_doctor --json --no-import").success
+        report = json.loads(capsys.readouterr().out)
+        assert report["hosts"] == ["localhost"] and report["answered"] == 1
+        assert {"Python", "torch", "GPU count"} <= {s["title"] for s in report["shared"]}
+        result = ip.run_cell("%mlp_doctor --timeout nope")
+        assert "--timeout" in str(result.error_in_exec) and "Traceback" not in capsys.readouterr().out
+    finally:
+        ip.call(_its_runner_back)
 
 
 def test_sigterm_stops_the_probes_and_their_imports(tmp_path):

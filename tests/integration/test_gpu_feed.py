@@ -90,9 +90,24 @@ def agent_pids() -> set:
             if "mlp_magic.agent" in " ".join(p.info["cmdline"] or [])}
 
 
-def test_an_agent_that_cannot_start_is_one_line_and_the_world_goes_on(ip, replaying_world):
+def _an_agent_that_cannot_start(host: str) -> None:
+    """In the kernel: the host's agent started again by the World itself, as a new World does."""
     from mlp_magic.agent.launch import start_agents
 
+    world = worlds.current_world()
+    before, said = agent_pids(), []
+    world.notice = said.append
+    started = time.monotonic()
+    agents, key = start_agents(world)
+    assert time.monotonic() - started < hang_bound(2.0)   # the failed start is seen at once, not awaited
+    assert list(agents) == [host], agents
+    assert agents[host]["error"].startswith("the GPU agent did not start: "), agents
+    assert said == [f"mlp_magic: no live GPU readings from {host}: {agents[host]['error']}"], said
+    assert "\n" not in said[0] and "Traceback" not in said[0], said
+    assert agent_pids() <= before   # the failed agent left nothing
+
+
+def test_an_agent_that_cannot_start_is_one_line_and_the_world_goes_on(ip, replaying_world):
     world = replaying_world
     (host, entry), = world.agents.items()
     first = min(row.rank for row in world.layout if row.host == host)
@@ -106,15 +121,7 @@ def test_an_agent_that_cannot_start_is_one_line_and_the_world_goes_on(ip, replay
                      "agent = _CHORES[AGENT_CHORE][0].__globals__['_agent'].pop('process')\nagent.kill()\n"
                      "agent.wait()\nos.environ['PYTHONHOME'] = '/nonexistent'")
     assert broken is None and not psutil.pid_exists(entry["pid"])
-    before, said = agent_pids(), []
-    world.notice = said.append
-    started = time.monotonic()
-    agents, key = start_agents(world)
-    assert time.monotonic() - started < hang_bound(2.0)   # the failed start is seen at once, not awaited
-    assert list(agents) == [host] and agents[host]["error"].startswith("the GPU agent did not start: ")
-    assert said == [f"mlp_magic: no live GPU readings from {host}: {agents[host]['error']}"]
-    assert "\n" not in said[0] and "Traceback" not in said[0]
-    assert agent_pids() <= before   # the failed agent left nothing
+    ip.call(_an_agent_that_cannot_start, host)
     assert run(ip, f"%%mpirun --ranks {first}\nos.environ.pop('PYTHONHOME')") is None
     assert run(ip, "%%mpirun\nprint(rank)") is None   # the World goes on
 

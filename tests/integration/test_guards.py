@@ -3,9 +3,12 @@ ipyparallel behaviour, says so once, and loses no output (issue 24, "internals b
 
 The upgrade is played by renaming what our guard looks for (ranks/ipp_private.REPLY_HOOKS,
 engine/ipykernel_private's names, through a sitecustomize in the engines), so the real check
-runs and finds nothing, on real engines under real mpiexec.
+runs and finds nothing, on real engines under real mpiexec. The renaming is done in the session's
+kernel, where the World is started (``in_kernel.setattr``), and undone after the test.
 """
 from __future__ import annotations
+
+import importlib
 
 import pytest
 
@@ -25,10 +28,39 @@ CELL = ("%%mpirun -np 2 --oversubscribe -o out\n"
         "rank * 10")
 
 
+def _swap(module: str, name: str, value):
+    """In the kernel: ``module.name`` set to ``value``; what it was."""
+    found = importlib.import_module(module)
+    old = getattr(found, name)
+    setattr(found, name, value)
+    return old
+
+
+class KernelPatch:
+    """``monkeypatch.setattr`` in the session's kernel: each attribute set back at the end."""
+
+    def __init__(self, ip):
+        self.ip, self.undo = ip, []
+
+    def setattr(self, module, name: str, value) -> None:
+        self.undo.append((module.__name__, name, self.ip.call(_swap, module.__name__, name, value)))
+
+    def restore(self) -> None:
+        while self.undo:
+            self.ip.call(_swap, *self.undo.pop())
+
+
 @pytest.fixture
-def fresh(ip, monkeypatch):
+def in_kernel(ip):
+    patch = KernelPatch(ip)
+    yield patch
+    patch.restore()
+
+
+@pytest.fixture
+def fresh(ip, in_kernel):
     run(ip, "%mpirun --stop")
-    monkeypatch.setattr(guards, "_said", set())
+    in_kernel.setattr(guards, "_said", set())
     yield ip
     run(ip, "%mpirun --stop")
 
@@ -51,8 +83,8 @@ def _outputs_kept(ip, capsys) -> str:
 
 
 def test_a_client_without_its_reply_hooks_gets_plain_replies_and_every_output(
-        fresh, monkeypatch, capsys):
-    monkeypatch.setattr(ipp_private, "REPLY_HOOKS", ("_reply_handlers", "_output_futures"))
+        fresh, in_kernel, capsys):
+    in_kernel.setattr(ipp_private, "REPLY_HOOKS", ("_reply_handlers", "_output_futures"))
     printed = _outputs_kept(fresh, capsys)
     assert printed.count(guards.PLAIN_REPLIES) == 1
     # the engines publish as plain ipykernel does: nothing of engine/quiet is left in them
@@ -92,8 +124,8 @@ def test_an_ipykernel_without_the_hooks_keeps_its_own_ways_and_every_output(
 
 
 def test_without_the_control_request_an_interrupt_reaches_every_rank_as_a_signal(
-        fresh, monkeypatch, capsys):
-    monkeypatch.setattr(ipp_private, "CONTROL_REQUEST", "_send_control_request_v10")
+        fresh, in_kernel, capsys):
+    in_kernel.setattr(ipp_private, "CONTROL_REQUEST", "_send_control_request_v10")
     assert run(fresh, "%%mpirun -np 2 --oversubscribe\npass") is None
     failed = run(fresh, "%%mpirun --timeout 2 -o slow\nimport time\ntime.sleep(60)")
     assert "timeout on ranks 0-1" in str(failed)

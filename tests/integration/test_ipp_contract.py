@@ -2,7 +2,9 @@
 per-engine futures with their output futures and iopub callbacks, its targets, the client's
 reply handlers and tables, a remote error resolved as a value, our key kept in the metadata, a
 finished request forgotten. Each is a name ranks/ipp_private reaches; an upgrade that moves one
-fails here before any cell loses output."""
+fails here before any cell loses output.
+
+The client is the kernel's (it cannot be pickled): each check runs there, through ``ip.call``."""
 from __future__ import annotations
 
 import os
@@ -15,8 +17,8 @@ from mlp_magic.ranks.ipp_private import (children, forget_results, on_iopub, rem
 from tests.integration.conftest import run
 
 
-def test_a_connected_client_and_its_requests_have_every_internal_we_use(ip):
-    assert run(ip, "%%mpirun -np 2 --oversubscribe\npass") is None
+def _every_internal_we_use() -> None:
+    """In the kernel: the World's client and one request of it."""
     client = worlds.current_world().client
     assert reply_hooks(client) is not None
     engines = sorted(client.ids)
@@ -32,8 +34,8 @@ def test_a_connected_client_and_its_requests_have_every_internal_we_use(ip):
     assert msg_id not in client._futures and msg_id not in client._output_futures
 
 
-def test_a_request_that_raised_on_its_engine_is_a_remote_error_value(ip):
-    assert run(ip, "%%mpirun -np 2 --oversubscribe\npass") is None
+def _a_remote_error_value() -> None:
+    """In the kernel: a request that raised on its engine, one that did not."""
     client = worlds.current_world().client
     request = client[sorted(client.ids)[0]].apply_async(divmod, 1, 0)
     request.wait(30)
@@ -41,3 +43,13 @@ def test_a_request_that_raised_on_its_engine_is_a_remote_error_value(ip):
     assert error is not None and error.ename == "ZeroDivisionError"
     fine = client[sorted(client.ids)[0]].apply_async(abs, -1)
     assert fine.get(30) == 1 and remote_error(children(fine)[0]) is None
+
+
+def test_a_connected_client_and_its_requests_have_every_internal_we_use(ip):
+    assert run(ip, "%%mpirun -np 2 --oversubscribe\npass") is None
+    ip.call(_every_internal_we_use)
+
+
+def test_a_request_that_raised_on_its_engine_is_a_remote_error_value(ip):
+    assert run(ip, "%%mpirun -np 2 --oversubscribe\npass") is None
+    ip.call(_a_remote_error_value)

@@ -1,4 +1,4 @@
-"""``mlp-magic top`` against a real World of this test process: one frame to a pipe, and the full
+"""``mlp-magic top`` against a real World of the session's kernel: one frame to a pipe, and the full
 screen in a real pseudo-terminal that `q` leaves cleanly."""
 import os
 import pty

@@ -1,5 +1,5 @@
 """Live GPUs end to end (issue 23): a real 4-rank World (real mpiexec and ipyparallel engines, in
-the session's IPython shell) starts its host's agent through its first engine; the agent replays a
+the session's Jupyter kernel) starts its host's agent through its first engine; the agent replays a
 real capture (tests/fixtures/nvml; no GPU here). A real jupyter_server's live socket follows it
 once a panel opens: the agent's history, the host's live_gpus, then the samples; the key never
 leaves the record's private part; the agent ends with the World."""
