@@ -33,6 +33,7 @@ from mlp_magic.doctor.pure.report import REPORT_NAME
 from mlp_magic.cluster.collect import CollectOptions, Parts, StateCollector, read_health
 from mlp_magic.cluster.dir_watch import DirWatch
 from mlp_magic.cluster.gpu_feed import GpuFeed
+from mlp_magic.world.keeper import alive
 
 SLOW_EVERY_S = 30.0       # topology and reachability, while someone watches
 LIVENESS_EVERY_S = 5.0    # kernels checked for life (a dead one's World leaves the document)
@@ -45,12 +46,9 @@ PATCH_BURST_BYTES = 25_000
 
 
 def _same_process(entry) -> bool:
-    import psutil
-
-    try:
-        return abs(psutil.Process(int(entry["pid"])).create_time() - float(entry["create_time"])) < 0.01
-    except (psutil.Error, KeyError, TypeError, ValueError):
-        return False
+    """Whether a World's process (the record's {"pid", "create_time"}) still runs; one with no
+    start time had ended when the record was written (world/pure/record)."""
+    return entry.get("create_time") is not None and alive((entry.get("pid"), entry["create_time"]))
 
 
 def as_seen(world: dict) -> dict:

@@ -6,6 +6,8 @@ Its start time tells the two apart: ``/proc/PID/stat``'s 22nd field (clock ticks
 plus the boot time (``/proc/stat``'s ``btime``), the value ``psutil.Process.create_time()``
 gives. The rank that starts a host's agent reports its own (``agent/rank/start``), and the
 agent checks it again before it signals that pid (``agent/actions``): one computation, here.
+Whether a process still lives is ``lives``: a zombie (exited, its parent has not reaped it yet:
+a SIGKILLed kernel under a frontend that waits later) has ended, though its pid is still taken.
 """
 from __future__ import annotations
 
@@ -13,6 +15,10 @@ from mlp_magic.core.numbers import number
 
 # Linux's ceiling for /proc/sys/kernel/pid_max (PID_MAX_LIMIT on 64-bit kernels).
 PID_MAX_LIMIT = 4 * 1024 * 1024
+# Two reads of one process's start time agree exactly; a reused pid started at another tick.
+SAME_START_S = 0.01
+# States of a process that has ended: a zombie (Z) and a dead one being released (X).
+ENDED_STATES = "ZX"
 
 
 def process_id(value) -> int | None:
@@ -67,6 +73,18 @@ def create_time(stat: bytes, proc_stat: bytes, ticks_per_second: int) -> float |
     if parsed is None or booted is None or ticks_per_second <= 0:
         return None
     return booted + parsed[1] / ticks_per_second
+
+
+def lives(stat: bytes, proc_stat: bytes, ticks_per_second: int, known: float | None) -> bool:
+    """Whether the process of a ``/proc/PID/stat`` text has not ended (not a zombie) and, where its
+    start time ``known`` is given, is that process and not another that got its pid since."""
+    parsed = parse_stat(stat)
+    if parsed is None or parsed[0] in ENDED_STATES:
+        return False
+    if known is None:
+        return True
+    started = create_time(stat, proc_stat, ticks_per_second)
+    return started is not None and abs(started - known) < SAME_START_S
 
 
 def catches(status_text: str, signum: int) -> bool:

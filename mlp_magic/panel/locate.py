@@ -120,13 +120,10 @@ def _well_formed(record: dict) -> bool:
 
 
 def _owned_by_me(pid) -> bool:
-    """Whether ``pid`` is a live process of this user."""
-    if type(pid) is not int or pid <= 0:
-        return False
+    """Whether ``pid`` is a live process of this user (a zombie has ended: world/keeper.alive)."""
+    from mlp_magic.world.keeper import alive
+
     try:
-        if os.stat("/proc/%d" % pid).st_uid != os.getuid():
-            return False
-        with open("/proc/%d/stat" % pid, encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")   # a zombie has ended
-    except (OSError, IndexError):
+        return alive((pid, None)) and os.stat("/proc/%d" % pid).st_uid == os.getuid()
+    except OSError:
         return False

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 
 from mlp_magic import config
 from mlp_magic.engine.private_files import private_dirs
+from mlp_magic.world.keeper import alive
 from mlp_magic.world.pure.record import private_part as checked_private
 from mlp_magic.world.pure.record import finite_json, process_entries, rank_key, sane_record
 
@@ -60,16 +61,6 @@ def withdraw(pid: int | None = None, directory: str | None = None) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _all_states(directory: str) -> list:
     try:
         names = sorted(os.listdir(directory))
@@ -93,10 +84,16 @@ def _here(state: dict) -> bool:
     return state.get("host", socket.gethostname()) == socket.gethostname()
 
 
+def _kernel_alive(state: dict) -> bool:
+    """Whether the record's kernel still runs (a zombie does not: world/keeper.alive); the record
+    has its pid only."""
+    return alive((state["pid"], None))
+
+
 def _kept_alive(state: dict) -> bool:
     """A kept World whose kernel is gone lives on with its keeper (world/keeper)."""
     keeper = private_part(state).get("keeper")
-    return state.get("kept") is True and keeper is not None and _alive(keeper[0])
+    return state.get("kept") is True and keeper is not None and alive(keeper)
 
 
 def read_worlds(directory: str | None = None) -> list:
@@ -105,7 +102,7 @@ def read_worlds(directory: str | None = None) -> list:
     here). Each says whether its kernel is "alive" or "gone"."""
     worlds = []
     for state in _all_states(directory or config.state_dir()):
-        kernel = _here(state) and _alive(state["pid"])
+        kernel = _here(state) and _kernel_alive(state)
         if kernel or (_here(state) and _kept_alive(state)):
             worlds.append(dict(state, kernel="alive" if kernel else "gone"))
     return worlds
@@ -115,7 +112,7 @@ def orphaned_worlds(directory: str | None = None) -> list:
     """States published by this machine's kernels that died without stopping their World (a
     kept World whose keeper lives is not one)."""
     return [s for s in _all_states(directory or config.state_dir())
-            if _here(s) and not _alive(s["pid"]) and not _kept_alive(s)]
+            if _here(s) and not _kernel_alive(s) and not _kept_alive(s)]
 
 
 def private_part(record: dict) -> dict:

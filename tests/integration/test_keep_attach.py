@@ -2,13 +2,19 @@
 and stopped from a terminal (``mlp-magic worlds``, ``mlp-magic stop``): real kernels in processes
 of their own, killed for real, real ranks holding state across them."""
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 
+from mlp_magic.core.deadline import until
 from tests.integration.kernels import Kernel, running, wait_until_gone
+from tests.kernel import Kernel as JupyterKernel
 from tests.timing import hang_bound
 
 KEEP = "%%mpirun -np 2 --keep\nx = rank * 10\n"
@@ -26,18 +32,33 @@ def listed() -> list:
 
 
 @pytest.fixture
-def kernels(tmp_path, monkeypatch):
-    """Kernels made by the test, publishing their Worlds in a folder of the test's own (the test
-    session's World is never listed, nor stopped); at the end each is killed and every World
-    listed there is stopped."""
+def worlds_here(tmp_path, monkeypatch):
+    """The test's kernels publish their Worlds in a folder of the test's own (the test session's
+    World is never listed, nor stopped); at the end every World listed there is stopped."""
     monkeypatch.setenv("MLP_MAGIC_STATE_DIR", str(tmp_path / "worlds"))
+    yield
+    for world in listed():
+        mlp_magic("stop", world["id"])
+
+
+@pytest.fixture
+def kernels(worlds_here):
+    """Kernels made by the test (IPython in a process of its own), each killed at the end."""
     made = []
     yield lambda **env: made.append(Kernel(env)) or made[-1]
     for kernel in made:
         if kernel.process.poll() is None:
             kernel.kill()
-    for world in listed():
-        mlp_magic("stop", world["id"])
+
+
+@pytest.fixture
+def jupyter_kernels(worlds_here):
+    """Real ipykernels driven through jupyter_client, this process their parent as a frontend is:
+    one killed by the test stays a zombie until the end, when each is shut down and reaped."""
+    made = []
+    yield lambda: made.append(JupyterKernel(echo=False)) or made[-1]
+    for kernel in made:
+        kernel.shutdown()   # waits for a dead one too: no zombie is left
 
 
 def test_a_kept_world_outlives_its_killed_kernel_and_another_kernel_attaches_with_its_state(kernels):
@@ -68,6 +89,37 @@ def test_a_kept_world_outlives_its_killed_kernel_and_another_kernel_attaches_wit
     assert done.returncode == 0 and f"stopped World {world['id']} (2 ranks;" in done.stdout, done.stdout
     assert wait_until_gone(family, hang_bound(15)) == set()
     assert listed() == []
+
+
+def test_a_killed_kernel_that_is_a_zombie_is_gone_and_its_kept_world_is_attached_without_force(
+        jupyter_kernels):
+    """A frontend reaps a dead kernel only when it next polls it: until then the kernel is a zombie
+    and its pid is still taken. It is a dead kernel all the same: ``mlp-magic worlds`` says so, the
+    keeper marks the World idle, and another kernel attaches with no --force."""
+    first = jupyter_kernels()
+    run = first.run_cell("%%mpirun -np 2\nx = rank * 10")
+    assert run.success, run.shown
+    run = first.run_cell("%mpirun --keep")
+    assert run.success and "kept: outlives its kernel" in run.shown, run.shown
+    family = {p.pid for p in psutil.Process(first.pid).children(recursive=True)}
+    os.kill(first.pid, signal.SIGKILL)   # the OOM killer's way; its parent, this process, waits later
+    zombie = lambda: psutil.Process(first.pid).status() == psutil.STATUS_ZOMBIE  # noqa: E731
+    assert until(zombie, time.monotonic() + hang_bound(10)), psutil.Process(first.pid).status()
+    [world] = listed()
+    assert (world["kernel"], world["pid"], world["kept"]) == ("gone", first.pid, True), world
+    # the keeper too: the record says since when the World has had no kernel (a file it writes)
+    assert until(lambda: listed()[0]["idle_since"], time.monotonic() + hang_bound(10)), listed()
+    table = mlp_magic("worlds").stdout
+    assert re.search(rf"{world['id']}\s+{first.pid} gone\s+2\s", table), table
+
+    second = jupyter_kernels()
+    run = second.run_cell("%mpirun --attach")
+    assert run.success and "attached to World of 2 ranks" in run.shown, run.shown
+    run = second.run_cell("%%mpirun\nprint(x + 1)")
+    assert run.success and "{1,11}" in run.shown, run.shown
+    assert zombie() and running(family) == family   # still unreaped; the World went on
+    [world] = listed()
+    assert (world["kernel"], world["pid"], world["idle_since"]) == ("alive", second.pid, None), world
 
 
 def test_a_world_that_is_not_kept_goes_with_its_kernel_even_after_no_keep(kernels):

@@ -6,7 +6,7 @@ import os
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlp_magic.core.proc_stat import create_time, parse_boot_time, parse_stat
+from mlp_magic.core.proc_stat import SAME_START_S, create_time, lives, parse_boot_time, parse_stat
 
 from tests.unit.fuzz_checks import FUZZ
 
@@ -45,3 +45,26 @@ def test_this_process_agrees_with_psutil():
     with open(f"/proc/{os.getpid()}/stat", "rb") as stat, open("/proc/stat", "rb") as boot:
         ours = create_time(stat.read(), boot.read(), os.sysconf("SC_CLK_TCK"))
     assert abs(ours - psutil.Process().create_time()) < 0.011
+
+
+BOOT = b"cpu  1 2 3\nbtime 1700000000\n"
+
+
+@FUZZ
+@given(st.binary(max_size=16), st.sampled_from([b"R", b"S", b"D", b"T", b"Z", b"X"]), st.integers(0, 10 ** 9),
+       st.one_of(st.none(), st.floats(-SAME_START_S / 2, SAME_START_S / 2),   # not at the edge: floats
+                 st.floats(SAME_START_S * 2, 1e6), st.floats(-1e6, -SAME_START_S * 2)))
+def test_a_process_lives_unless_it_ended_or_started_at_another_time(name, state, ticks, offset):
+    """A zombie (Z) or a dead task (X) has ended, whatever its start; another state lives, and with
+    a known start time only as the process that started then (a reused pid started at another)."""
+    stat = stat_line(9, name, state, ticks)
+    known = None if offset is None else create_time(stat, BOOT, 100) + offset
+    expected = state not in b"ZX" and (offset is None or abs(offset) < SAME_START_S)
+    assert lives(stat, BOOT, 100, known) is expected
+
+
+def test_an_unreadable_stat_or_boot_time_lives_not():
+    assert not lives(b"", BOOT, 100, None)
+    assert not lives(b"9 (x) S", BOOT, 100, None)
+    assert lives(stat_line(9, b"x", b"S", 5), b"", 100, None)   # no start to check: the state says
+    assert not lives(stat_line(9, b"x", b"S", 5), b"", 100, 1700000000.05)

@@ -3,10 +3,12 @@
 import os
 import subprocess
 import threading
+import time
 
 import psutil
 import pytest
 
+from mlp_magic.core.deadline import until
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world import keeper, kept, published
 
@@ -78,8 +80,9 @@ def controller_record(tmp_path, kernel, controller) -> str:
 
 @pytest.mark.parametrize("kept_world, why", [(False, "its kernel is gone and it was not kept"),
                                              (True, "no kernel attached for 0.0003 h")])
+@pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "a zombie"])
 def test_the_keeper_stops_the_world_when_its_kernel_is_gone_or_after_its_idle_limit(
-        tmp_path, sleeper, kept_world, why):
+        tmp_path, sleeper, kept_world, why, reaped):
     (tmp_path / "worlds").mkdir()
     (tmp_path / "run").mkdir()
     kernel, controller = sleeper(), sleeper()
@@ -90,7 +93,11 @@ def test_the_keeper_stops_the_world_when_its_kernel_is_gone_or_after_its_idle_li
     thread.join(1.5)
     assert thread.is_alive(), "the keeper left while its kernel lived"
     kernel.kill()
-    kernel.wait()
+    if reaped:
+        kernel.wait()
+    else:   # killed, its parent (this process) not waiting yet: a zombie is a dead kernel
+        zombie = lambda: psutil.Process(kernel.pid).status() == psutil.STATUS_ZOMBIE  # noqa: E731
+        assert until(zombie, time.monotonic() + 5)
     thread.join(10)
     assert thread.result == {"why": why}
     assert controller.wait(5) is not None
