@@ -15,10 +15,15 @@ from tests.integration.conftest import run
 pytestmark = pytest.mark.timeout(180)
 
 
+def _world_is_free() -> bool:
+    """In the kernel: a World is up and no rank of it still runs a cell."""
+    world = worlds.current_world()
+    return world is not None and not (world.busy_job is not None and world.busy_job.unfinished_ranks())
+
+
 @pytest.fixture
 def world_up(ip):
-    world = worlds.current_world()
-    if world is None or (world.busy_job is not None and world.busy_job.unfinished_ranks()):
+    if not ip.call(_world_is_free):
         run(ip, "%mpirun --stop")
         assert run(ip, "%%mpirun -np 4\npass") is None
     return ip
@@ -75,13 +80,8 @@ def test_allrun_timeout_kills_the_command_on_the_engine_host(world_up):
 
 
 def test_ctrl_c_stops_the_command_on_the_engines(world_up):
-    import os
-    import signal
-    import threading
-
     ip = world_up
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    timer = ip.interrupt_after(1.0)   # the frontend's stop button
     started = time.monotonic()
     error = run(ip, "%allrun -o cut echo started; sleep 32")
     timer.join()

@@ -20,9 +20,11 @@ BUSY_S = 3   # how long rank 2 sleeps: its busy state must show within that time
 
 
 class RecordWatcher:
-    """Reads this kernel's published World every 20 ms in a thread: (seconds since start, record)."""
+    """Reads the kernel's published World every 20 ms in a thread, as the panel does while a cell
+    runs: (seconds since start, record)."""
 
-    def __init__(self):
+    def __init__(self, kernel_pid: int):
+        self.kernel_pid = kernel_pid
         self.seen: list = []
         self.started = time.monotonic()
         self._stop = threading.Event()
@@ -31,7 +33,7 @@ class RecordWatcher:
 
     def _watch(self) -> None:
         while not self._stop.wait(0.02):
-            mine = [w for w in world_state.read_worlds() if w["pid"] == os.getpid()]
+            mine = [w for w in world_state.read_worlds() if w["pid"] == self.kernel_pid]
             if mine:
                 self.seen.append((time.monotonic() - self.started, mine[0]))
 
@@ -55,12 +57,25 @@ def world4(ip):
 
 
 def _mine() -> list:
-    return [w for w in world_state.read_worlds() if w["pid"] == os.getpid()]
+    """The records the session's kernel published (its World's)."""
+    from tests import kernel
+
+    return [w for w in world_state.read_worlds() if w["pid"] == kernel.SESSION.pid]
+
+
+def _wakes() -> int:
+    """In the kernel: how often the waiting loop of the World's last cell woke."""
+    return worlds.current_world().busy_job.job.requests.wakes
+
+
+def _launcher_pid() -> int:
+    """In the kernel: the pid of the World's launcher (mpiexec)."""
+    return worlds.current_world().processes[1].pid
 
 
 def test_a_sleeping_rank_shows_busy_while_it_sleeps_and_the_others_idle(ip, world4):
     """Seen at all while rank 2 sleeps (how soon: benchmarks/live_latency.py, goal under 1 s)."""
-    watcher = RecordWatcher()
+    watcher = RecordWatcher(ip.pid)
     error = run(ip, f"%%mpirun\n# a comment first\nimport time\nif rank == 2:\n    time.sleep({BUSY_S})")
     seen = watcher.stop()
     assert error is None
@@ -101,21 +116,20 @@ def test_each_rank_says_when_it_last_wrote(ip, world4):
 def test_waiting_wakes_on_events_not_on_a_clock(ip, world4):
     """A quiet 2 s cell: the old loop woke 20 times (every 0.1 s); this one when the ranks finish."""
     assert run(ip, "%%mpirun\nimport time\ntime.sleep(2)") is None
-    assert world4.busy_job.job.requests.wakes <= 4, world4.busy_job.job.requests.wakes
+    wakes = ip.call(_wakes)
+    assert wakes <= 4, wakes
 
 
 def test_output_wakes_the_wait_and_is_shown_before_the_cell_ends(ip, world4, capsys):
     timer_cell = "%%mpirun\nimport time\nprint('first', rank, flush=True)\ntime.sleep(2)"
     assert run(ip, timer_cell) is None
-    requests = world4.busy_job.job.requests
-    assert 1 <= requests.wakes <= 10   # woken by the output and the ends, not every 0.1 s
+    assert 1 <= ip.call(_wakes) <= 10   # woken by the output and the ends, not every 0.1 s
     out = capsys.readouterr().out
     assert 0 <= out.index("] first ") < out.index("ranks 0-3 (4)")   # live, before the summary
 
 
 def test_a_lost_launcher_ends_the_cell_at_once_and_the_ranks_show_dead(ip, world4):
-    mpiexec = world4.processes[1]
-    timer = threading.Timer(1.0, os.killpg, (mpiexec.pid, signal.SIGKILL))
+    timer = threading.Timer(1.0, os.killpg, (ip.call(_launcher_pid), signal.SIGKILL))
     timer.start()
     try:
         error, elapsed = timed_run(ip, "%%mpirun\nimport time\ntime.sleep(60)")
@@ -138,7 +152,7 @@ def test_a_lost_launcher_ends_the_cell_at_once_and_the_ranks_show_dead(ip, world
 
 def test_the_record_says_starting_while_the_world_starts(ip):
     run(ip, "%mpirun --stop")
-    watcher = RecordWatcher()
+    watcher = RecordWatcher(ip.pid)
     assert run(ip, "%%mpirun -np 4\npass") is None
 
     def last_is_running() -> bool:

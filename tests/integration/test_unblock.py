@@ -37,6 +37,19 @@ def gloo_world(ip):
     assert wait_until(lambda: not child_pids() - before), "processes left behind"
 
 
+def _unfinished_ranks() -> list:
+    """In the kernel: the ranks still running the World's last cell."""
+    return worlds.current_world().busy_job.unfinished_ranks()
+
+
+def _signal(targets: signals.Targets, op: str) -> tuple:
+    """What ``signals.send`` does, from this process with targets read before (the kernel is busy
+    with a cell then, as it may be when the panel's server signals the ranks)."""
+    import asyncio
+
+    return asyncio.run(signals.signal_all(targets, op))
+
+
 def _hang_then_unblock(ip, capsys, seconds: int) -> tuple:
     error, _ = timed_run(ip, HANG.format(seconds=seconds))
     assert "timeout on ranks 0-2" in str(error)
@@ -96,7 +109,7 @@ def test_unblock_after_the_panels_unblock_makes_the_group_again(gloo_world, caps
     world = worlds.current_world()
     signalled, problems = signals.send(world, [0, 1, 2], "unblock")
     assert sorted(signalled) == [0, 1, 2] and problems == {}
-    assert wait_until(lambda: not world.busy_job.unfinished_ranks(), hang_bound(2.0))
+    assert wait_until(lambda: not ip.call(_unfinished_ranks), hang_bound(2.0))
     capsys.readouterr()
     assert run(ip, "%mpirun --unblock") is None
     said = capsys.readouterr().out
@@ -190,8 +203,9 @@ def test_a_rank_running_python_that_gets_the_unblock_signal_keeps_its_mpi(mpi_wo
 
     ip = mpi_world
     assert run(ip, "%%mpirun -np 4\npass") is None
-    world = worlds.current_world()
-    timer = threading.Timer(1.0, signals.send, (world, [0, 1], "unblock"))
+    targets = signals.Targets.of_world(worlds.current_world(), [0, 1])
+    sent: list = []
+    timer = threading.Timer(1.0, lambda: sent.append(_signal(targets, "unblock")))
     timer.start()
     busy = ("%%mpirun -o spun\nimport time\nbegan = time.time()\nwhile time.time() - began < 3:\n"
             "    sum(range(1000))\nprint(comm.allreduce(1))")
@@ -199,4 +213,5 @@ def test_a_rank_running_python_that_gets_the_unblock_signal_keeps_its_mpi(mpi_wo
         assert run(ip, busy) is None
     finally:
         timer.join()
+    assert sent and sorted(sent[0][0]) == [0, 1] and sent[0][1] == {}, sent   # the signal did reach them
     assert [r.stdout for r in ip.user_ns["spun"]] == ["4\n"] * 4
