@@ -1,15 +1,12 @@
 """Breakpoints on every rank, on a real World of 4 ranks: breakpoint() stops the ranks, the cell
 returns showing where, ``%mpirun --pdb CMD`` drives pdb on all of them at once over the control
 channel, and the World stays usable after ``c``, ``q`` or Ctrl-C."""
-import os
-import signal
-import threading
 import time
 
 import pytest
 
 from mlp_magic.errors import MlpMagicError, RankFailure
-from tests import worlds
+from tests import kernel, worlds
 from tests.integration.conftest import run, timed_run
 from tests.timing import hang_bound
 
@@ -29,10 +26,9 @@ def bp(world, capsys):
     """The 4-rank World, its output read per step; after the test no rank is left stopped."""
     capsys.readouterr()
     yield world
-    cell = getattr(worlds.current_world(), "busy_job", None)
-    if cell is not None and getattr(cell, "paused_ranks", dict)():
+    if world.call(_paused_ranks):
         run(world, "%mpirun --pdb q")
-    if cell is not None and cell.unfinished_ranks():   # in a collective with a rank that quit
+    if world.call(_unfinished_ranks):   # in a collective with a rank that quit
         run(world, "%mpirun --restart")
 
 
@@ -41,12 +37,61 @@ def cell(ip, capsys, text: str):
     return error, capsys.readouterr().out
 
 
+# In the kernel (ip.call): what its World's busy job and live record say
+
+def _busy_job():
+    found = worlds.current_world()
+    return getattr(found, "busy_job", None) if found is not None else None
+
+
+def _paused_ranks() -> dict:
+    return getattr(_busy_job(), "paused_ranks", dict)()
+
+
+def _unfinished_ranks() -> list:
+    job = _busy_job()
+    return job.unfinished_ranks() if job is not None else []
+
+
+def _states() -> list:
+    return [row["state"] for row in worlds.current_world().live.record()["ranks"]]
+
+
+_MISSED: set = set()   # in the kernel: the (requests, rank index) whose first PAUSED was dropped
+
+
+def _hard_of_hearing(self, index, msg):
+    from mlp_magic.ranks.waiting import PAUSED
+
+    if msg.get("header", {}).get("msg_type") == PAUSED and (id(self), index) not in _MISSED:
+        _MISSED.add((id(self), index))
+        return
+    _hard_of_hearing.heard(self, index, msg)
+
+
+def _miss_every_first_stop() -> None:
+    """In the kernel: its mlp_magic misses every rank's first word that it stopped."""
+    from mlp_magic.ranks.waiting import Requests
+
+    _MISSED.clear()
+    _hard_of_hearing.heard = Requests._on_iopub
+    Requests._on_iopub = _hard_of_hearing
+
+
+def _hearing_again() -> int:
+    """In the kernel: it hears again; how many first words it missed."""
+    from mlp_magic.ranks.waiting import Requests
+
+    Requests._on_iopub = getattr(_hard_of_hearing, "heard", Requests._on_iopub)
+    return len(_MISSED)
+
+
 def stopped_ranks() -> dict:
-    return worlds.current_world().busy_job.paused_ranks()
+    return kernel.SESSION.call(_paused_ranks)
 
 
 def states() -> list:
-    return [row["state"] for row in worlds.current_world().live.record()["ranks"]]
+    return kernel.SESSION.call(_states)
 
 
 ONE_LINE = "%%mpirun\nx = rank * 2\nbreakpoint()\ny = x + 1\nprint('after', y)\n"
@@ -160,8 +205,7 @@ def test_q_ends_the_debugging_with_one_line_and_the_world_stays_usable(bp, capsy
 def test_ctrl_c_while_ranks_are_stopped_ends_their_cells(bp, capsys):
     """Ranks 1-3 stopped, rank 0 still running (and writing, so the cell waits on): Ctrl-C ends
     every rank's cell, the stopped ones with "quit at the debugger"."""
-    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    timer = bp.interrupt_after(2.0)   # the stop button
     error, elapsed = timed_run(bp, "%%mpirun -o ended\nimport time\nif rank == 0:\n"
                                    "    for _ in range(120):\n"
                                    "        print('.', flush=True); time.sleep(0.3)\n"
@@ -354,23 +398,17 @@ def test_unblock_and_stacks_while_stopped_leave_the_process_group_alone(bp, caps
         run(bp, "%%mpirun\ndist.destroy_process_group()")
 
 
-def test_a_stop_the_kernel_did_not_hear_is_said_again(bp, capsys, monkeypatch):
+def test_a_stop_the_kernel_did_not_hear_is_said_again(bp, capsys):
     """A rank stopping at once can say so before the kernel listens to the cell's messages (a
     cell then waited forever, now and then): it says it again. Here the kernel misses every
     rank's first word on purpose."""
-    from mlp_magic.ranks.waiting import PAUSED, Requests
-
-    heard, missed = Requests._on_iopub, set()
-
-    def hard_of_hearing(self, index, msg):
-        if msg.get("header", {}).get("msg_type") == PAUSED and (id(self), index) not in missed:
-            missed.add((id(self), index))
-            return
-        heard(self, index, msg)
-    monkeypatch.setattr(Requests, "_on_iopub", hard_of_hearing)
-    error, elapsed = timed_run(bp, "%%mpirun\nbreakpoint()\npass")
+    bp.call(_miss_every_first_stop)
+    try:
+        error, elapsed = timed_run(bp, "%%mpirun\nbreakpoint()\npass")
+    finally:
+        missed = bp.call(_hearing_again)
     assert error is None and elapsed < hang_bound(3.0), elapsed
-    assert len(missed) == 4 and sorted(stopped_ranks()) == [0, 1, 2, 3]
+    assert missed == 4 and sorted(stopped_ranks()) == [0, 1, 2, 3]
     assert run(bp, "%mpirun --pdb c") is None
     capsys.readouterr()
 

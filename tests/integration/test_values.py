@@ -1,5 +1,6 @@
 """%mpirun --compare, --pull and --push against a real World of 4 ranks (real engines, real torch)."""
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -33,6 +34,36 @@ big = np.zeros(3_000_000)
 """)
     assert error is None
     return ip
+
+
+def _history_length() -> int:
+    """In the kernel: how many requests the World's client has sent."""
+    return len(worlds.current_world().client.history)
+
+
+_ASKED: list = []   # in the kernel: each time the patched memory_budget was asked
+
+
+def _budget_of_50_mb() -> int:
+    _ASKED.append(1)
+    return 50_000_000
+
+
+def _limit_memory() -> None:
+    """In the kernel: this machine's available memory is 50 MB to --pull (its reading counted)."""
+    from mlp_magic.values import transfer
+
+    _ASKED.clear()
+    _limit_memory.original = transfer.memory_budget
+    transfer.memory_budget = _budget_of_50_mb
+
+
+def _memory_restored() -> int:
+    """In the kernel: memory_budget as it was; how many times it was asked meanwhile."""
+    from mlp_magic.values import transfer
+
+    transfer.memory_budget = getattr(_limit_memory, "original", transfer.memory_budget)
+    return len(_ASKED)
 
 
 def compare(ip, capsys, line):
@@ -112,12 +143,11 @@ def test_a_name_missing_on_some_ranks_is_a_grouped_error_and_the_others_are_comp
 
 
 def test_a_syntax_error_is_one_line_and_nothing_runs(values_world, capsys):
-    client = worlds.current_world().client
-    sent = len(client.history)
+    sent = values_world.call(_history_length)
     error, _ = compare(values_world, capsys, "model.state_dict(")
     assert "%mpirun --compare: '(' was never closed in 'model.state_dict('" in str(error)
     assert "nothing was run" in str(error)
-    assert len(client.history) == sent
+    assert values_world.call(_history_length) == sent
 
 
 def test_an_expression_that_hangs_times_out_and_the_world_stays_usable(values_world, capsys):
@@ -156,18 +186,19 @@ def test_pull_refuses_what_is_over_the_cap_or_cannot_be_pickled(values_world, mo
     assert "0x..." in error, error
 
 
-def test_pull_refuses_a_total_beyond_the_kernels_memory_before_anything_moves(values_world, monkeypatch):
-    from mlp_magic.values import transfer
-
-    asked = []
-    monkeypatch.setattr(transfer, "memory_budget", lambda: asked.append(1) or 50_000_000)
-    error = run(values_world, "%mpirun --pull big")   # 4 x 22.9 MiB, each under the 64 MiB cap
-    assert str(error) == ("%mpirun --pull big: nothing pulled: 4 ranks hold 91.6 MiB of it in all, over "
-                          "half of this machine's available memory (47.7 MiB): pull fewer ranks (--ranks) or "
-                          "a part of the value")
-    assert asked and "pulled_big" not in values_world.user_ns
-    # two ranks' 45.8 MiB fit
-    assert run(values_world, "pulled_big = %mpirun --pull big --ranks 0,1") is None
+def test_pull_refuses_a_total_beyond_the_kernels_memory_before_anything_moves(values_world):
+    values_world.call(_limit_memory)
+    try:
+        error = run(values_world, "%mpirun --pull big")   # 4 x 22.9 MiB, each under the 64 MiB cap
+        assert str(error) == ("%mpirun --pull big: nothing pulled: 4 ranks hold 91.6 MiB of it in all, "
+                              "over half of this machine's available memory (47.7 MiB): pull fewer ranks "
+                              "(--ranks) or a part of the value")
+        assert "pulled_big" not in values_world.user_ns
+        # two ranks' 45.8 MiB fit
+        assert run(values_world, "pulled_big = %mpirun --pull big --ranks 0,1") is None
+    finally:
+        asked = values_world.call(_memory_restored)
+    assert asked
     assert sorted(values_world.user_ns["pulled_big"]) == [0, 1]
 
 
@@ -178,15 +209,17 @@ def test_push_sends_the_notebooks_value_to_the_ranks(values_world, capsys):
     assert run(values_world, "%%mpirun -o seen\nprint(globals().get('settings'))") is None
     seen = [r.stdout.strip() for r in values_world.user_ns["seen"]]
     assert seen == ["None", "{'lr': 0.0003, 'layers': [1, 2]}", "None", "{'lr': 0.0003, 'layers': [1, 2]}"]
-    values_world.user_ns["not_sendable"] = (i for i in range(2))
+    assert run(values_world, "not_sendable = (i for i in range(2))") is None   # a generator: not by pickle
     error = run(values_world, "%mpirun --push not_sendable")
-    assert "a generator cannot be pickled" in str(error)
+    # the type, its size and why (issue 49's wording)
+    assert re.fullmatch(r"%mpirun --push not_sendable: a generator of \d+ B \(its own size\) cannot be "
+                        r"pickled: TypeError: cannot pickle 'generator' object", str(error)), error
     error = run(values_world, "%mpirun --push never_defined")
     assert str(error) == "%mpirun --push: name 'never_defined' is not defined in the notebook"
 
 
 def test_a_pushed_function_runs_on_the_ranks_and_comes_back(values_world):
-    values_world.user_ns["double"] = lambda v: 2 * v
+    assert run(values_world, "double = lambda v: 2 * v") is None   # a lambda: not by pickle
     assert run(values_world, "%mpirun --push double") is None
     assert run(values_world, "%%mpirun\nresult = double(rank)") is None
     assert run(values_world, "%mpirun --pull result -o results") is None
