@@ -21,8 +21,7 @@ from typing import Optional, Sequence
 from mlp_magic.commands.pure.parse import one_id
 from mlp_magic.commands.pure.table import COMMANDS, command_verb
 from mlp_magic.core.options import Options, argv_words, parse, usage
-from mlp_magic.errors import MlpMagicError, unwritable_output
-from mlp_magic.stacks import StacksFault
+from mlp_magic.errors import MlpMagicError, StacksFault, unwritable_output
 
 PROG = "mlp-magic"
 

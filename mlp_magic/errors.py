@@ -5,6 +5,7 @@
 - ``Failure``: the command ran, and some ranks or hosts did not succeed. Raised after the
   grouped output is on screen, so that "Run all" stops at this cell; the details are already
   shown above it. ``RankFailure`` (``%%mpirun``) and ``HostFailure`` (``%allrun``) say which.
+- ``StacksFault``: ``mlp-magic stacks`` read nothing, for one reason with a known fix.
 
 ``unwritable_output``: for the console scripts, whether their output failed (a full disk).
 
@@ -21,6 +22,12 @@ class MlpMagicError(Exception):
 
     def _render_traceback_(self):  # IPython shows this instead of a traceback
         return [f"mlp_magic: {self}"]
+
+
+class StacksFault(MlpMagicError):
+    """``mlp-magic stacks``: nothing could be read, for one reason with a known fix (its
+    message names it). Here, not in ``stacks/__init__``: a rank loads that package for its
+    recorder (stacks/rank), and holds no error type of the kernel's."""
 
 
 class Failure(Exception):

@@ -20,7 +20,7 @@ import stat
 
 from mlp_magic.core import proc_stat
 from mlp_magic.agent.protocol import RequestError
-from mlp_magic.unblock.pure.procfs import PROGRESS_SIGNAL, UNBLOCK_SIGNAL
+from mlp_magic.engine.side_signal import PROGRESS_SIGNAL, UNBLOCK_SIGNAL
 
 STREAMS = ("stdout", "stderr")
 DEFAULT_TAIL = 64 * 1024

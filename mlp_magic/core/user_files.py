@@ -11,15 +11,23 @@ from __future__ import annotations
 import os
 import stat
 
-from mlp_magic.core.ranges import quote
-from mlp_magic.errors import MlpMagicError
-
 QUOTED = 80   # characters of a path (or anything else of the user's) an error shows
 
 
+# The error's type and quoting are imported when a file is refused: a rank reads its script
+# through this module, and one read well needs neither (docs/performance.md, "What an engine loads").
 def shown(text: str, limit: int = QUOTED) -> str:
     """``text`` as a message shows it (core/ranges.quote: repr'd, one short line)."""
+    from mlp_magic.core.ranges import quote
+
     return quote(text, limit)
+
+
+def _refused(message: str) -> Exception:
+    """The one error of a file refused: an MlpMagicError, its message ``message``."""
+    from mlp_magic.errors import MlpMagicError
+
+    return MlpMagicError(message)
 
 
 def _kind(mode: int) -> str:
@@ -38,21 +46,21 @@ def read_bytes(path: str, what: str, max_bytes: int) -> bytes:
     try:
         mode = os.stat(path).st_mode
         if not stat.S_ISREG(mode):
-            raise MlpMagicError(f"{what} {shown(path)}: {_kind(mode)}")
+            raise _refused(f"{what} {shown(path)}: {_kind(mode)}")
         # O_NONBLOCK: a file swapped for a FIFO since the stat must not block the open
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise MlpMagicError(f"{what} {shown(path)}: no such file") from None
+        raise _refused(f"{what} {shown(path)}: no such file") from None
     except (OSError, ValueError) as err:   # ValueError: a NUL byte in the path
         why = getattr(err, "strerror", None) or str(err)
-        raise MlpMagicError(f"{what} {shown(path)}: cannot read it: {why}") from None
+        raise _refused(f"{what} {shown(path)}: cannot read it: {why}") from None
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise MlpMagicError(f"{what} {shown(path)}: not a regular file")
+            raise _refused(f"{what} {shown(path)}: not a regular file")
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise MlpMagicError(f"{what} {shown(path)}: larger than {_size(max_bytes)}, not a file of this "
-                            "kind")
+        raise _refused(f"{what} {shown(path)}: larger than {_size(max_bytes)}, not a file of this "
+                       "kind")
     return data
 
 
@@ -63,8 +71,8 @@ def read_text(path: str, what: str, max_bytes: int) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise MlpMagicError(f"{what} {shown(path)}: not UTF-8 text (byte {err.start}: "
-                            f"{err.reason})") from None
+        raise _refused(f"{what} {shown(path)}: not UTF-8 text (byte {err.start}: "
+                       f"{err.reason})") from None
 
 
 def _size(count: int) -> str:

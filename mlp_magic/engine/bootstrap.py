@@ -17,10 +17,8 @@ from mlp_magic.engine.capture import install_capture, own_log_root
 from mlp_magic.engine.exits import install_exit_status
 from mlp_magic.engine.identity import stacks_path
 from mlp_magic.debugging.rank import breakpoints
+from mlp_magic.engine.side_signal import COLLECTIVES_SIGNAL, PROGRESS_SIGNAL, UNBLOCK_SIGNAL, on_signal
 from mlp_magic.engine.sigint import install_sigint_gate
-from mlp_magic.stacks.rank import recorder
-from mlp_magic.unblock.rank import side as unblock_side
-from mlp_magic.unblock.rank import mpi_world
 
 _stacks_file: list = []   # the open file faulthandler writes to (kept for the engine's life)
 # Post-mortem's part in every rank: a ``post_run_cell`` hook keeps the exception of a cell that
@@ -74,7 +72,24 @@ def engine_shell():
 RETENTION_CHORE = "mlp_magic.output.rank.retention:prune_in_background"
 AGENT_CHORE = "mlp_magic.agent.rank.start:start_agent"
 GPU_PROBE_CHORE = "mlp_magic.gpu.probe:probe_on_engine"
+# Every rank's chores: the variables a feature needs set before any cell. Its modules load
+# again only where the feature is used.
+ENVIRONMENT_CHORES = (
+    "mlp_magic.stacks.rank.recorder:turn_on",   # torch's flight recorder, read at the first group
+    # NCCL's watchdog must not end a rank that --unblock can free
+    "mlp_magic.unblock.rank.side:prepare_environment",
+)
 _CHORES: dict = {}   # "module:function" -> (the function, {name: module} of what its runs loaded)
+# What a side thread does at each signal (engine/side_signal): imported when the signal first
+# comes, so that a rank holds none of it until then.
+SIDE_ACTIONS = (
+    # %mpirun --unblock: end a hung collective, the process stays
+    (UNBLOCK_SIGNAL, "mlp_magic.unblock.rank.side:unblock", "mlp-unblock"),
+    # the panel's Unblock: an idle rank drives MPI's progress
+    (PROGRESS_SIGNAL, "mlp_magic.unblock.rank.mpi_world:progress_beside_main_thread", "mlp-progress"),
+    # the hang report's collectives: which one each rank is in
+    (COLLECTIVES_SIGNAL, "mlp_magic.stacks.rank.recorder:answer", "mlp-collectives"),
+)
 
 
 def run_chore(target: str, *args):
@@ -108,8 +123,8 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
         root, days = log_retention
         run_chore(RETENTION_CHORE, [root, own_log_root()], days)
     os.environ.update({key: str(value) for key, value in variables.items()})
-    recorder.turn_on()   # torch's flight recorder, read when the first process group is made
-    unblock_side.prepare_environment()   # NCCL's watchdog must not end a rank --unblock can free
+    for chore in ENVIRONMENT_CHORES:
+        run_chore(chore)
     # As `python -c` under mpiexec: argparse in a cell then sees no arguments, not the engine's
     # own command line (its connection file, its options).
     sys.argv = ["-c"]
@@ -128,9 +143,8 @@ def bootstrap(variables: dict, names: dict, init_mpi: bool, display_cap: int,
     install_failure_hook(shell)
     breakpoints.install(shell)   # breakpoint() stops the rank; pdb's commands come on the control channel
     _register_stack_dump()
-    unblock_side.install()   # %mpirun --unblock's thread: ends a hung collective, the process stays
-    mpi_world.install_progress()   # the panel's Unblock: an idle rank drives MPI's progress
-    recorder.install()       # the hang report's collectives: which one each rank is in
+    for signum, action, name in SIDE_ACTIONS:
+        on_signal(signum, action, name)
     return {"rank": int(variables["RANK"]), "pid": os.getpid()}
 
 

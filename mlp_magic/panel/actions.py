@@ -105,7 +105,7 @@ async def stop(world: dict) -> dict:
 
 async def stacks(world: dict) -> dict:
     """The merged stack tree of every process on the World's hosts ({"text", "html"}, or "error")."""
-    from mlp_magic.stacks import StacksFault
+    from mlp_magic.errors import StacksFault
     from mlp_magic.stacks.command import gather
     from mlp_magic.commands.pure.table import STACKS, options_for
 

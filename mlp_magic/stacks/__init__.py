@@ -4,10 +4,5 @@
 once over the ssh transport or a World's engines), ``command`` (the report, for the command and
 the magic: one verb of commands/pure/table), ``snapshot`` (a World's ranks, through faulthandler,
 even blocked in C). The merging and rendering are pure: ``core/proc_ranks`` and ``stacks/pure/``.
+Nothing is imported here: a rank's recorder (stacks/rank) loads this package.
 """
-
-from mlp_magic.errors import MlpMagicError
-
-
-class StacksFault(MlpMagicError):
-    """Nothing could be read, for one reason with a known fix (its message names it)."""

@@ -14,7 +14,8 @@ import time
 
 from mlp_magic.core import proc_stat
 from mlp_magic.core.deadline import until
-from mlp_magic.stacks.pure.recorded import COLLECTIVES_SIGNAL, parse_answer
+from mlp_magic.engine.side_signal import COLLECTIVES_SIGNAL
+from mlp_magic.stacks.pure.recorded import parse_answer
 
 MARK = "@@mlp_magic-collectives "
 ASKS, AGAIN_AFTER_S = 3, 0.3   # a signal lost to faulthandler's re-entry guard is sent again

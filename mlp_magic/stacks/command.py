@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from mlp_magic.stacks import StacksFault
+from mlp_magic.errors import StacksFault
 from mlp_magic.stacks.collect import collect
 
 

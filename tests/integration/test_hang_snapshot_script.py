@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from mlp_magic.engine.identity import PROGRAM as ENGINE_PROGRAM
-from mlp_magic.stacks.pure.recorded import COLLECTIVES_SIGNAL
+from mlp_magic.engine.side_signal import COLLECTIVES_SIGNAL
 
 from mlp_magic.stacks.snapshot import MARK, Target, remote_script, split_remote_output
 

@@ -2,18 +2,14 @@
 recorder when asked (``slim``), and how the kernel reads its answer back (``parse_answer``).
 stacks/pure/collectives sets the ranks' answers side by side.
 
-Nothing of mlp_magic is imported here: every rank's engine loads this module at its start
-(stacks/rank/recorder), and an engine holds only what it needs.
+Nothing of mlp_magic is imported here: a rank loads it (with stacks/rank/recorder) when the
+kernel first asks for its collectives, and an engine holds only what it needs.
 """
 from __future__ import annotations
 
 import json
-import signal
 from collections.abc import Mapping
 
-# The signal that asks a rank for its recorder's state (engine/side_signal: answered by a thread,
-# so while the main thread is blocked in the collective). Real-time: SIGUSR1 is the stacks'.
-COLLECTIVES_SIGNAL = int(signal.SIGRTMIN) + 7
 KEEP = 8   # entries kept per group and rank: enough to name a recent mismatch, small at 512 ranks
 
 

@@ -19,8 +19,8 @@ import sys
 
 from mlp_magic.engine.identity import collectives_path
 from mlp_magic.engine.private_files import open_private
-from mlp_magic.engine.side_signal import on_signal
-from mlp_magic.stacks.pure.recorded import COLLECTIVES_SIGNAL, slim
+from mlp_magic.engine.side_signal import COLLECTIVES_SIGNAL, on_signal
+from mlp_magic.stacks.pure.recorded import slim
 
 # The recorder's size: the name torch reads now, then the older NCCL-only one. The user's
 # setting of either wins; ours keeps a long loop's recent collectives (a ring: older ones go).
@@ -39,7 +39,15 @@ def turn_on(environ=os.environ) -> bool:
 
 
 def install() -> bool:
-    return on_signal(COLLECTIVES_SIGNAL, lambda: write_answer(collectives_path()), "mlp-collectives")
+    """Answer ``COLLECTIVES_SIGNAL`` (engine/side_signal), once per process; True when in place.
+    (A World's ranks answer it through engine/bootstrap, which imports this module only when
+    the signal first comes.)"""
+    return on_signal(COLLECTIVES_SIGNAL, answer, "mlp-collectives")
+
+
+def answer() -> None:
+    """What ``COLLECTIVES_SIGNAL`` does: the recorder's state, where the kernel reads it."""
+    write_answer(collectives_path())
 
 
 def recorded() -> dict:

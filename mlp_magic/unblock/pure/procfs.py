@@ -7,16 +7,7 @@ gloo's TCP transport runs one thread per process group, named ``gloo_tcp_loop``,
 connections and nothing else (never ZeroMQ's or MPI's)."""
 from __future__ import annotations
 
-import signal
-
 GLOO_LOOP_THREAD = "gloo_tcp_loop"
-# The signal that wakes a rank's unblock thread (faulthandler writes to its pipe: no Python
-# code runs in the handler, so it works while the main thread is blocked in C). A real-time
-# signal: frameworks and batch systems take SIGUSR1 and SIGUSR2 for themselves.
-UNBLOCK_SIGNAL = int(signal.SIGRTMIN) + 6
-# The signal that has an idle rank run MPI's progress until a revocation reaches it (the panel's
-# Unblock: its kernel, stuck in the cell, cannot send the idle ranks a job; unblock/rank/mpi_world).
-PROGRESS_SIGNAL = int(signal.SIGRTMIN) + 8
 
 # epoll_wait, epoll_pwait, epoll_pwait2 by machine (the first argument is the epoll descriptor)
 EPOLL_WAITS = {

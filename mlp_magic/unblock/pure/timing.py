@@ -1,6 +1,6 @@
 """How long an unblock waits, in one place for the kernel (unblock/verbs, unblock/pure/report),
-the server (panel/actions) and the ranks (unblock/rank/mpi_world). Imports nothing: a rank's engine
-loads it at start and holds no module beyond what it needs (engine/bootstrap)."""
+the server (panel/actions) and the ranks (unblock/rank/mpi_world). Imports nothing: a rank loads it
+with mpi_world, and holds no module beyond what it needs (engine/__init__)."""
 from __future__ import annotations
 
 BOUND_S = 10.0   # how long the ranks have to come free, from the signal or the last one freed

@@ -20,21 +20,16 @@ progress meanwhile (``progress_until_revoked``), as a job the kernel sends them 
 """
 from __future__ import annotations
 
-import atexit
 import os
 import sys
 import threading
 import time
 
-from mlp_magic.engine.side_signal import on_signal
-from mlp_magic.unblock.pure.procfs import PROGRESS_SIGNAL
+from mlp_magic.engine.side_signal import EXITING, PROGRESS_SIGNAL, on_signal
 from mlp_magic.unblock.pure.timing import BOUND_S
 
 FT_VARIABLE = "OMPI_MCA_mpi_ft_enable"
 _STATE: dict = {}   # "world": the communicator standing for COMM_WORLD since the last shrink
-# The side thread's progress ends when the process exits: MPI_Finalize (mpi4py's, at exit) must
-# not run while the thread is inside an MPI call.
-_EXITING, _IN_PROGRESS = threading.Event(), threading.Lock()
 
 
 def ulfm_on(environ=os.environ) -> bool:
@@ -96,30 +91,21 @@ def progress_until_revoked(seconds: float, after_s: float = 0.2, stop: threading
 
 
 def install_progress() -> bool:
-    """Answer ``PROGRESS_SIGNAL`` (engine/side_signal), once per process; True when in place."""
-    if not on_signal(PROGRESS_SIGNAL, progress_beside_main_thread, "mlp-progress"):
-        return False
-    if not _STATE.get("exit_hook"):
-        atexit.register(_end_progress)   # runs before mpi4py's MPI_Finalize, registered earlier
-        _STATE["exit_hook"] = True
-    return True
+    """Answer ``PROGRESS_SIGNAL`` (engine/side_signal), once per process; True when in place.
+    (A World's ranks answer it through engine/bootstrap, which imports this module only when
+    the signal first comes.)"""
+    return on_signal(PROGRESS_SIGNAL, progress_beside_main_thread, "mlp-progress")
 
 
 def progress_beside_main_thread(seconds: float = BOUND_S) -> bool:
     """``progress_until_revoked`` from a side thread, while the main thread may take a new cell:
     only where MPI was started with ``MPI_THREAD_MULTIPLE`` (mpi4py's default), which lets two
-    threads call MPI at once; whether the revocation came."""
+    threads call MPI at once; whether the revocation came. It ends when the process exits
+    (engine/side_signal.EXITING, set before mpi4py's MPI_Finalize, which waits for it)."""
     MPI = _mpi()
     if MPI is None or MPI.Query_thread() < MPI.THREAD_MULTIPLE:
         return False
-    with _IN_PROGRESS:
-        return progress_until_revoked(seconds, stop=_EXITING)
-
-
-def _end_progress() -> None:
-    _EXITING.set()
-    if _IN_PROGRESS.acquire(timeout=0.5):   # the thread's MPI call returns within a moment
-        _IN_PROGRESS.release()
+    return progress_until_revoked(seconds, stop=EXITING)
 
 
 def shrink_world(user_ns: dict | None = None) -> dict | None:

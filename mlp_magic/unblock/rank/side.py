@@ -22,8 +22,8 @@ import sys
 import threading
 import time
 
-from mlp_magic.engine.side_signal import on_signal
-from mlp_magic.unblock.pure.procfs import GLOO_LOOP_THREAD, UNBLOCK_SIGNAL, epoll_fd_of, polls, watched_fds
+from mlp_magic.engine.side_signal import UNBLOCK_SIGNAL, on_signal
+from mlp_magic.unblock.pure.procfs import GLOO_LOOP_THREAD, epoll_fd_of, polls, watched_fds
 from mlp_magic.unblock.rank import mpi_world
 
 _STATE: dict = {}   # "pending": unblocked since the default group was last made
@@ -31,11 +31,15 @@ _LOOP_TRIES, _LOOP_PAUSE_S = 50, 0.01   # a loop thread handling an event is ask
 
 
 def install() -> bool:
-    """Answer ``UNBLOCK_SIGNAL`` (engine/side_signal), once per process; True when in place."""
-    return on_signal(UNBLOCK_SIGNAL, _unblock, "mlp-unblock")
+    """Answer ``UNBLOCK_SIGNAL`` (engine/side_signal), once per process; True when in place.
+    (A World's ranks answer it through engine/bootstrap, which imports this module only when
+    the signal first comes.)"""
+    return on_signal(UNBLOCK_SIGNAL, unblock, "mlp-unblock")
 
 
-def _unblock() -> None:
+def unblock() -> None:
+    """What ``UNBLOCK_SIGNAL`` does: revoke MPI's world where a rank is in an MPI call, else end
+    its torch groups' collectives."""
     if mpi_world.ulfm_ready() and main_thread_spins_in_c():
         if mpi_world.revoke_world():   # an MPI call: torch's groups are left alone
             return

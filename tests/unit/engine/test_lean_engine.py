@@ -236,9 +236,33 @@ def test_a_top_level_chore_module_goes_too(tmp_path, monkeypatch):
         sys.modules.pop("lone_chore", None)
 
 
-def test_every_chore_names_a_function_that_exists():
+def test_every_chore_and_side_action_names_a_function_that_exists():
     from mlp_magic.engine import bootstrap
 
-    for target in (bootstrap.RETENTION_CHORE, bootstrap.AGENT_CHORE, bootstrap.GPU_PROBE_CHORE):
+    targets = [bootstrap.RETENTION_CHORE, bootstrap.AGENT_CHORE, bootstrap.GPU_PROBE_CHORE,
+               *bootstrap.ENVIRONMENT_CHORES, *(action for _, action, _ in bootstrap.SIDE_ACTIONS)]
+    for target in targets:
         module, _, name = target.partition(":")
         assert callable(getattr(__import__(module, fromlist=[name]), name)), target
+
+
+def test_a_ranks_variables_are_set_and_their_features_modules_not_kept():
+    """bootstrap's every-rank chores: torch's recorder sized, NCCL's watchdog off; unblock/ and
+    stacks/ (what answers the side signals) are not held afterwards, nor is ``errors``."""
+    found = fresh_python("""
+        import json, os, sys
+        for name in ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE",
+                     "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ENABLE_MONITORING"):
+            os.environ.pop(name, None)
+        from mlp_magic.engine import bootstrap
+        before = sorted(name for name in sys.modules if name.startswith("mlp_magic"))
+        for chore in bootstrap.ENVIRONMENT_CHORES:
+            bootstrap.run_chore(chore)
+        after = sorted(name for name in sys.modules if name.startswith("mlp_magic"))
+        print(json.dumps({"before": before, "after": after, "set": [os.environ.get(name) for name in (
+            "TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ENABLE_MONITORING")]}))
+    """)
+    assert found["set"] == ["2000", "0", "0"]
+    assert found["after"] == found["before"]
+    assert not [name for name in found["after"]
+                if name.startswith(("mlp_magic.unblock", "mlp_magic.stacks", "mlp_magic.errors"))]

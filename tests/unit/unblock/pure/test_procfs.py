@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mlp_magic.core.proc_stat import catches
-from mlp_magic.unblock.pure.procfs import UNBLOCK_SIGNAL, epoll_fd_of, watched_fds
+from mlp_magic.engine.side_signal import UNBLOCK_SIGNAL
+from mlp_magic.unblock.pure.procfs import epoll_fd_of, watched_fds
 
 # A gloo_tcp_loop thread of a real rank (torch 2.14, x86_64), and its epoll instance's fdinfo.
 SYSCALL = "232 0x13 0x7fb95b7fdd30 0x40 0xffffffff 0x0 0x0 0x7fb95b7fdcc8 0x7fb9da4e5f9e\n"

@@ -51,7 +51,7 @@ import os, sys, time
 import mpi4py
 mpi4py.rc.thread_level = sys.argv[2]
 from mpi4py import MPI
-from mlp_magic.unblock.pure.procfs import PROGRESS_SIGNAL
+from mlp_magic.engine.side_signal import PROGRESS_SIGNAL
 from mlp_magic.unblock.rank import mpi_world
 assert mpi_world.install_progress()
 comm = MPI.COMM_WORLD

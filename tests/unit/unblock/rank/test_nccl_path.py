@@ -13,7 +13,7 @@ import torch, torch.distributed as dist
 from mlp_magic.unblock.rank import regroup, side
 dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{port}", rank=0, world_size=1)
 side.uses_nccl = lambda backend: True   # the GPU's part: gloo stands for NCCL
-side._unblock()
+side.unblock()
 assert not dist.is_initialized() and side.unblocked() and side.kept_group()["world_size"] == 1
 made = regroup.recreate_default_group("mlp_magic_unblock/test")
 t = torch.ones(2)
