@@ -43,7 +43,7 @@ print(os.environ["MASTER_PORT"])
     # ranks per CPU (here, all on this machine)
     identities = worlds.current_world().identities.values()
     allowed = set().union(*(identity["cpus"] for identity in identities))
-    assert allowed and allowed <= os.sched_getaffinity(0)
+    assert allowed and allowed <= ip.call(os.sched_getaffinity, 0)   # the kernel's CPUs
     assert worlds.current_world().ranks_per_cpu == 4 / len(allowed)
 
 
@@ -142,11 +142,18 @@ def test_every_byte_goes_to_the_log_while_the_display_is_capped(ip, capsys):
         assert handle.read() == "x" * 3_000_000 + "\n"
     assert big[1].stdout == "x" * 3_000_000 + "\n"   # -o keeps it whole: read back from the log
     assert open(os.path.join(log_dir, "rank0.stdout")).read() == "small\n"
-    big.summary_written.result(timeout=10)
+    ip.call(_summary_written, "big")   # a Future, the kernel's: waited for there
     assert os.path.exists(os.path.join(log_dir, "summary.json"))
     shown = capsys.readouterr().out
     assert log_dir in shown and "more characters not shown" in shown   # the notebook: capped
     assert shown.count("x") < 2_000_000   # the live tail and the summary, each capped: not the 3 MB
+
+
+def _summary_written(name: str) -> None:
+    """In the kernel: wait for the background write of the summary.json of the results ``name``."""
+    from IPython import get_ipython
+
+    get_ipython().user_ns[name].summary_written.result(timeout=10)
 
 
 def test_bad_np_changes_nothing(ip, capsys):
@@ -198,16 +205,29 @@ def test_restart_on_new_np_and_clean_stop(ip):
     assert run(ip, "%%mpirun -np 4\nprint('back')") is None  # the next tests get 4 ranks again
 
 
+def _prune_only_by_the_engines(root: str) -> set:
+    """In the kernel: its own pass over ``root`` marked as done (output/logs._pruned_roots), so
+    that only the engines may prune there; returns the set it replaced."""
+    from mlp_magic.output import logs
+
+    kept, logs._pruned_roots = logs._pruned_roots, {root}
+    return kept
+
+
+def _pruned_roots_back(kept: set) -> None:
+    from mlp_magic.output import logs
+
+    logs._pruned_roots = kept
+
+
 def test_each_hosts_first_engine_removes_expired_cell_logs(ip, tmp_path, monkeypatch):
     """Every host keeps its own logs: a World's start has them pruned there, by the host's first
     engine (this kernel's own pass on its first cell is left out here)."""
     from mlp_magic import config
-    from mlp_magic.output import logs
 
     root = tmp_path / "logs"
     monkeypatch.setenv("MLP_MAGIC_LOG_DIR", str(root))
     monkeypatch.setenv(config.LOG_KEEP_DAYS, "10")
-    monkeypatch.setattr(logs, "_pruned_roots", {str(root)})
     ago = time.time() - 11 * 86400
     expired = root / (time.strftime("%Y%m%d-%H%M%S", time.localtime(ago)) + "-77-0001")
     kept = root / (time.strftime("%Y%m%d-%H%M%S", time.localtime(ago)) + "-77-0002")
@@ -215,12 +235,16 @@ def test_each_hosts_first_engine_removes_expired_cell_logs(ip, tmp_path, monkeyp
         folder.mkdir(parents=True)
         (folder / "rank0.stdout").write_text("old\n")
     os.utime(expired, (ago, ago))   # `kept` was changed just now: it stays
-    run(ip, "%mpirun --stop")
-    assert run(ip, "%%mpirun -np 2\npass") is None
-    deadline = time.monotonic() + 10
-    while expired.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not expired.exists() and kept.exists()
+    kept_roots = ip.call(_prune_only_by_the_engines, str(root))   # in the kernel, which logs the cells
+    try:
+        run(ip, "%mpirun --stop")
+        assert run(ip, "%%mpirun -np 2\npass") is None
+        deadline = time.monotonic() + 10
+        while expired.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not expired.exists() and kept.exists()
+    finally:
+        ip.call(_pruned_roots_back, kept_roots)
     assert run(ip, "%%mpirun -np 4\npass") is None   # the next tests get 4 ranks again
 
 
@@ -248,7 +272,7 @@ def test_world_publishes_its_state_and_gpus_for_the_panel(ip):
     from mlp_magic.world import published as world_state
 
     assert run(ip, "%%mpirun -np 4\npass") is None
-    mine = [w for w in world_state.read_worlds() if w["pid"] == os.getpid()]
+    mine = [w for w in world_state.read_worlds() if w["pid"] == ip.pid]   # the kernel's World
     assert len(mine) == 1
     state = mine[0]
     assert [r["rank"] for r in state["ranks"]] == [0, 1, 2, 3]
@@ -266,7 +290,7 @@ def test_a_world_withdraws_its_record_where_it_wrote_it(ip, monkeypatch, tmp_pat
     run(ip, "%mpirun --stop")
     monkeypatch.setenv("MLP_MAGIC_STATE_DIR", str(first))
     assert run(ip, "%%mpirun -np 2\npass") is None
-    assert [w["pid"] for w in world_state.read_worlds(str(first))] == [os.getpid()]
+    assert [w["pid"] for w in world_state.read_worlds(str(first))] == [ip.pid]
     monkeypatch.setenv("MLP_MAGIC_STATE_DIR", str(later))
     assert run(ip, "%mpirun --stop") is None
     assert world_state.read_worlds(str(first)) == [] and world_state.read_worlds(str(later)) == []

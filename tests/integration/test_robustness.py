@@ -2,7 +2,6 @@
 a flooding rank. Every test checks that it leaves no stray processes behind."""
 import os
 import signal
-import threading
 import time
 
 import psutil
@@ -11,7 +10,7 @@ import pytest
 from mlp_magic.stacks.pure.frames import frame_text, rank_frames
 from tests import worlds
 from mlp_magic.stacks import snapshot as stacks
-from tests.integration.kernels import running
+from tests.integration.kernels import Kernel, running
 from tests.timing import hang_bound, wait_until
 
 from tests.integration.conftest import child_pids, run, timed_run
@@ -72,8 +71,7 @@ def test_a_rank_skipping_a_barrier_is_diagnosed(fresh_world, capsys):
 
 def test_ctrl_c_interrupts_every_rank_quickly(fresh_world, capsys):
     ip = fresh_world
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    timer = ip.interrupt_after(1.0)   # the frontend's stop button
     error, elapsed = timed_run(ip, "%%mpirun -o slept\nimport time\n"
                                    "print('sleeping', flush=True)\ntime.sleep(60)")
     timer.join()
@@ -115,6 +113,23 @@ def test_a_sigint_while_a_rank_shows_its_traceback_changes_nothing(fresh_world):
     assert [r.stdout for r in ip.user_ns["next"]] == [f"{r}\n" for r in range(4)]
 
 
+def _a_cell_queued_behind_a_failure() -> str:
+    """In the kernel: a cell that fails on rank 1 and one queued behind it, sent through the World's
+    client; returns the failure's message once the queued one ran everywhere (its error raised)."""
+    view = worlds.current_world().client[:]
+    failing = view.execute("import time\ntime.sleep(0.5)\nassert rank != 1, 'rank 1 fails'", silent=False,
+                           block=False)   # not silent, as mpirun/cell_run sends a cell
+    following = view.execute("ran_after_the_failure = True", silent=False, block=False)   # queued meanwhile
+    try:
+        failing.get(timeout=hang_bound(5.0))
+    except Exception as error:
+        failed = str(error)
+    else:
+        failed = "no failure"
+    following.get(timeout=hang_bound(5.0))   # before: TaskAborted, on rank 1 only
+    return failed
+
+
 def test_a_cell_queued_behind_a_failure_still_runs_on_every_rank(fresh_world):
     """ipykernel aborts what is queued behind a failed execute request; a World's ranks run every
     cell (engine/ipykernel_private.run_every_cell). Queued here on purpose, through the World's
@@ -122,31 +137,37 @@ def test_a_cell_queued_behind_a_failure_still_runs_on_every_rank(fresh_world):
     abort flag only after its failure's reply left, so a cell sent at once could land in that
     window and be aborted on that rank alone (seen once: "aborted on rank 1" after an interrupt)."""
     ip = fresh_world
-    view = worlds.current_world().client[:]
-    failing = view.execute("import time\ntime.sleep(0.5)\nassert rank != 1, 'rank 1 fails'", silent=False,
-                           block=False)   # not silent, as mpirun/cell_run sends a cell
-    following = view.execute("ran_after_the_failure = True", silent=False, block=False)   # queued meanwhile
-    with pytest.raises(Exception, match="rank 1 fails"):
-        failing.get(timeout=hang_bound(5.0))
-    following.get(timeout=hang_bound(5.0))   # before: TaskAborted, on rank 1 only
+    failed = ip.call(_a_cell_queued_behind_a_failure, timeout=hang_bound(10.0))
+    assert "rank 1 fails" in failed, failed
     assert run(ip, "%%mpirun -o after\nprint(ran_after_the_failure)") is None
     assert {r.stdout for r in ip.user_ns["after"]} == {"True\n"}
 
 
-def test_an_interrupt_still_reaches_the_ranks_left_when_an_engine_is_gone(fresh_world, tmp_path):
+def _interrupt_with_an_engine_gone(folder: str) -> tuple:
+    """In the kernel: the four ranks sleep in a cell, sent through the World's client; the World
+    interrupts them and one more engine the controller no longer knows. Returns what
+    World.interrupt said, whether the sleep ended, and each rank's error name."""
     world = worlds.current_world()
     engines = [world.rank_to_engine[rank] for rank in range(4)]
     sleeping = world.client[engines].execute(
-        f"import os, time\nopen(os.path.join({str(tmp_path)!r}, str(os.getpid())), 'w').close()\n"
+        f"import os, time\nopen(os.path.join({folder!r}, str(os.getpid())), 'w').close()\n"
         "time.sleep(60)", block=False)
     # the interrupt is for engines inside the sleep: each says so with a file first
-    assert wait_until(lambda: len(os.listdir(tmp_path)) == 4, hang_bound(0.5)), os.listdir(tmp_path)
+    assert wait_until(lambda: len(os.listdir(folder)) == 4, hang_bound(0.5)), os.listdir(folder)
     gone = max(world.client.ids) + 1000   # an engine the controller no longer knows
     jobs = {**dict(zip(engines, sleeping.msg_ids)), gone: None}
-    assert world.interrupt(jobs) is False   # said: one engine could not be signalled ...
-    assert sleeping.wait(hang_bound(1.0))   # ... and the four live ones stopped all the same
+    said = world.interrupt(jobs)
+    stopped = sleeping.wait(hang_bound(1.0))
     errors = [metadata.get("error") for metadata in sleeping.metadata]
-    assert [getattr(e, "ename", e) for e in errors] == ["KeyboardInterrupt"] * 4
+    return said, stopped, [getattr(e, "ename", e) for e in errors]
+
+
+def test_an_interrupt_still_reaches_the_ranks_left_when_an_engine_is_gone(fresh_world, tmp_path):
+    said, stopped, errors = fresh_world.call(_interrupt_with_an_engine_gone, str(tmp_path),
+                                             timeout=hang_bound(10.0))
+    assert said is False   # said: one engine could not be signalled ...
+    assert stopped   # ... and the four live ones stopped all the same
+    assert errors == ["KeyboardInterrupt"] * 4
 
 
 def test_a_dying_rank_is_reported_quickly_with_the_others_output(fresh_world, capsys):
@@ -164,8 +185,8 @@ def test_a_dying_rank_is_reported_quickly_with_the_others_output(fresh_world, ca
 
 
 def run_flood(ip, cell: str) -> None:
-    """Run a flooding cell: it must succeed and grow this kernel by less than 100 MB."""
-    me = psutil.Process()
+    """Run a flooding cell: it must succeed and grow the kernel by less than 100 MB."""
+    me = psutil.Process(ip.pid)
     before = me.memory_info().rss
     error = run(ip, cell)
     growth = me.memory_info().rss - before
@@ -253,9 +274,13 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _stacks_of_the_world() -> tuple:
+    """In the kernel: the stack snapshot of its World's four ranks (text, html)."""
+    return stacks.stack_snapshot(worlds.current_world(), list(range(4)))
+
+
 def test_stacks_of_an_idle_world_on_demand(fresh_world, capsys):
-    world = worlds.current_world()
-    text, html = stacks.stack_snapshot(world, list(range(4)))
+    text, html = fresh_world.call(_stacks_of_the_world, timeout=60)
     assert "ranks 0-3 (4) on localhost" in text and "idle: not running a cell" in text
     assert "<pre" in html
 
@@ -274,26 +299,17 @@ def test_rank_frames_reads_a_real_faulthandler_dump(tmp_path):
     assert [frame_text(f) for f in frames] == ["cell:2 <module>"], frames
 
 
-def _child_kernel_with_a_world():
-    """A separate Python (a kernel) that starts a 2-rank World and waits; returns (process,
-    the World's leader pids, every pid of the World's process tree)."""
-    import subprocess
-    import sys
+def _world_leaders() -> list:
+    """In a kernel: the pids of its World's processes (controller, mpiexec)."""
+    return [p.pid for p in worlds.current_world().processes]
 
-    script = ("import os, sys, time\n"
-              "from IPython.testing.globalipapp import start_ipython\n"
-              "ip = start_ipython(); ip.run_line_magic('load_ext', 'mlp_magic')\n"
-              "ip.run_cell('%%mpirun -np 2\\npass')\n"
-              "from mlp_magic.world.owner import owner_of\n"
-              "w = owner_of(ip).world\n"
-              "print('PIDS', *[p.pid for p in w.processes], flush=True)\n"
-              "time.sleep(120)\n")
-    kernel = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    line = ""
-    deadline = time.monotonic() + 90
-    while not line.startswith("PIDS") and time.monotonic() < deadline:
-        line = kernel.stdout.readline()
-    leaders = [int(p) for p in line.split()[1:]]
+
+def _child_kernel_with_a_world():
+    """A kernel of its own (a real ipykernel) that starts a 2-rank World; returns (the kernel, the
+    World's leader pids, every pid of the World's process tree)."""
+    kernel = Kernel()
+    shown, error = kernel.cell("%%mpirun -np 2\npass", seconds=90)
+    leaders = kernel.kernel.call(_world_leaders) if error is None else []
     family = {p.pid for pid in leaders
               for p in [psutil.Process(pid)] + psutil.Process(pid).children(recursive=True)}
     return kernel, leaders, family
@@ -311,19 +327,26 @@ def test_a_killed_kernels_world_goes_with_it():
         assert leaders, "the child kernel never started its World"
     finally:
         kernel.kill()
-        kernel.wait(10)
     deadline = time.monotonic() + 15
     while _still_running(family) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _still_running(family) == []
 
 
-def test_the_reaper_stops_what_a_dead_kernel_left(tmp_path):
+def _reap_orphans() -> list:
+    """In the kernel: the reaper's pass; returns its notices."""
+    from mlp_magic.world import processes
+
+    notices = []
+    processes.reap_orphans(notices.append)
+    return notices
+
+
+def test_the_reaper_stops_what_a_dead_kernel_left(ip, tmp_path):
     """The second line of defence (no setpriv on the machine, a World started from a thread
     that exited...): a state file of a dead kernel names processes that are still running."""
     import subprocess
 
-    from mlp_magic.world import processes
     from mlp_magic.world import published as world_state
 
     orphan = subprocess.Popen(["sleep", "300"], start_new_session=True)
@@ -338,8 +361,7 @@ def test_the_reaper_stops_what_a_dead_kernel_left(tmp_path):
                                             "create_time": psutil.Process(orphan.pid).create_time()}],
                              "private": {"ranks": {0: [rank.pid, psutil.Process(rank.pid).create_time()]}}})
         assert any(s["pid"] == dead.pid for s in world_state.orphaned_worlds())
-        notices = []
-        processes.reap_orphans(notices.append)
+        notices = ip.call(_reap_orphans)   # in the kernel, as a World's start does
         assert orphan.wait(hang_bound(0.5)) is not None
         assert rank.wait(hang_bound(0.5)) is not None
         assert notices and f"dead kernel (pid {dead.pid})" in notices[0]
