@@ -358,6 +358,19 @@ class Kernel:
             run.error_in_exec = _error_of(content["ename"], content["evalue"], content.get("traceback", []))
 
 
+def failed_ranks() -> dict:
+    """In the kernel: {rank: "<status>: <last line>"} of the last cell's Failure (a RankFailure's
+    results), {} for any other error."""
+    import sys
+
+    result = getattr(getattr(sys, "last_value", None), "result", None)
+    said = {}
+    for rank in result or ():   # RankResult records
+        lines = [line for line in (rank.error or "").splitlines() if line.strip()]
+        said[str(rank.rank)] = f"{rank.status}: {lines[-1] if lines else ''}"
+    return said
+
+
 def _evaluate(expression: str):
     """In the kernel: ``expression`` in the user's namespace."""
     from IPython import get_ipython

@@ -1,14 +1,11 @@
-"""Helpers of the live panel's browser tests: a real World run by a kernel-like process
-(world_driver.py), the panel's page, and a hand-written World of any size."""
+"""Helpers of the live panel's browser tests: a real World run by a real kernel (as JupyterLab
+starts one), the panel's page, and a hand-written World of any size."""
 from __future__ import annotations
 
 import json
 import os
 import queue
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -22,62 +19,74 @@ UI_TIMEOUT_MS = 60_000
 
 
 class Kernel:
-    """world_driver.py: cells in, "ended" lines out (read by a thread, so that every wait is
-    bounded). close() leaves none of its processes behind, even when a cell still hangs."""
+    """A notebook's kernel as JupyterLab starts it (a real ipykernel, tests/kernel.py), fed cells in
+    order by a thread of its own: ``run`` sends one, ``next`` says when each ended, as
+    ``{"ended": True, "error": None | "<exception type>", "ranks": {rank: "<status>: <last line>"}}``
+    (``ranks``: a failed cell's ranks, so a test tells an interrupted cell from one that broke).
+    close() leaves none of its processes behind, even when a cell still hangs."""
 
     def __init__(self, state_dir: Path):
-        env = dict(os.environ, MLP_MAGIC_STATE_DIR=str(state_dir))
-        self.process = subprocess.Popen([sys.executable, str(HERE / "world_driver.py")], env=env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.said: queue.Queue = queue.Queue()
-        self._sent = self._ended = 0
-        threading.Thread(target=self._read, daemon=True).start()
-        try:
-            assert self.next(60) == {"ready": True}
-        except BaseException:
-            self.close()
-            raise
+        from tests.kernel import Kernel as RealKernel
 
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            said = json.loads(line)
-            self._ended += bool(said.get("ended"))
+        self.kernel = RealKernel(env={"MLP_MAGIC_STATE_DIR": str(state_dir)}, echo=False)
+        self.process = self.kernel.manager.provisioner.process   # a Popen
+        self.said: queue.Queue = queue.Queue()
+        self._cells: queue.Queue = queue.Queue()
+        self._sent = self._ended = 0
+        threading.Thread(target=self._work, daemon=True).start()
+
+    def _work(self) -> None:
+        from tests.kernel import failed_ranks
+
+        while (cell := self._cells.get()) is not None:
+            try:
+                run = self.kernel.run_cell(cell, timeout=900)
+                error = run.error_in_exec
+                said = {"ended": True, "error": None if error is None else error.ename}
+                if error is not None:
+                    said["ranks"] = self.kernel.call(failed_ranks)
+            except Exception as why:   # the kernel died: said, never a hang of the test
+                said = {"ended": True, "error": f"no kernel: {why}"[:200]}
+            self._ended += 1
             self.said.put(said)
 
     def run(self, cell: str) -> float:
         """Send a cell; the monotonic time it was sent (latencies are measured from it)."""
         self._sent += 1
         sent = time.monotonic()
-        self.process.stdin.write(json.dumps(cell) + "\n")
-        self.process.stdin.flush()
+        self._cells.put(cell)
         return sent
 
     def next(self, seconds: float) -> dict:
         return self.said.get(timeout=seconds)
 
     def close(self) -> None:
-        """Ctrl-C a cell still running, then stdin closed: the driver stops its World and exits.
-        Whatever of it is left after that (a driver stuck in a cell) is killed by its PID."""
+        """The stop button for a cell still running, then the kernel shut down as Jupyter does
+        (its World stops with it). Whatever of it is left after that is killed by its PID."""
+        descendants = self.process_tree()
         if self.process.poll() is None:
-            descendants = self.process_tree()
             if self._sent > self._ended:
-                self.process.send_signal(signal.SIGINT)
+                self.kernel.interrupt()
                 _until(lambda: self._sent <= self._ended, 20)
-            self.process.stdin.close()
+            self._cells.put(None)
             try:
+                self.kernel.shutdown()
                 self.process.wait(30)
-            except subprocess.TimeoutExpired:
+            except Exception:
                 self.process.kill()
                 self.process.wait(10)
-            _, alive = psutil.wait_procs(descendants, timeout=10)
-            for process in alive:
-                try:
-                    process.kill()   # psutil checks the start time: never a recycled PID
-                except psutil.NoSuchProcess:
-                    pass
+        else:
+            self._cells.put(None)
+            self.kernel.client.stop_channels()
+        _, alive = psutil.wait_procs(descendants, timeout=10)
+        for process in alive:
+            try:
+                process.kill()   # psutil checks the start time: never a recycled PID
+            except psutil.NoSuchProcess:
+                pass
 
     def process_tree(self) -> list:
-        """The driver's processes: its World's controller, launcher, engines, agents."""
+        """The kernel's processes: its World's controller, launcher, engines, agents."""
         try:
             return psutil.Process(self.process.pid).children(recursive=True)
         except psutil.NoSuchProcess:

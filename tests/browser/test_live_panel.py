@@ -1,5 +1,5 @@
 """The live panel (issue 23) in a real JupyterLab and headless Chromium: on a real 4-rank World,
-run by a separate kernel-like process (world_driver.py) while the panel watches; and at scale on
+run by a real kernel (as JupyterLab starts one) while the panel watches; and at scale on
 hand-written World records (512 ranks) and 64 real GPU agents."""
 from __future__ import annotations
 

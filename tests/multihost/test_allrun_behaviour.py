@@ -1,8 +1,9 @@
 """One ``%allrun`` behaviour whatever reaches the host (core/host_command): the same command gives
 the same output run locally (sh on this machine), over ssh (the namespace hosts) and through a
-live World's engines: bash, the notebook's folder, the notebook's PATH, the host's place in the
-host list, and no rank's variables."""
+live World's engines: bash, the notebook's folder, the notebook's PATH with the ranks' Python's
+folder first, the host's place in the host list, and no rank's variables."""
 import os
+import sys
 
 import pytest
 
@@ -39,11 +40,14 @@ def test_the_same_command_gives_the_same_output_over_every_transport(notebook, t
     # The notebook's PATH as it is now (after the World started), not as the hosts have it.
     path = f"/mlpt-allrun-bin:{os.environ['PATH']}"
     monkeypatch.setenv("PATH", path)
+    ranks_python = ip.eval("__import__('sys').executable")
+    assert ranks_python == sys.executable   # the kernel's, as the engines run it
     result = ip.run_cell(f"%allrun -H {','.join(hosts)} -o out {COMMAND}")
     assert result.error_in_exec is None, result.error_in_exec
     out = ip.user_ns["out"]
     assert [r.host for r in out] == hosts
     for index, (host, got) in enumerate(zip(hosts, out)):
         assert (got.status, got.stderr) == ("ok", "")
-        assert got.stdout == (f"bash\n{folder}\n{host} {index}/{len(hosts)}\nPATH={path}\n"
+        assert got.stdout == (f"bash\n{folder}\n{host} {index}/{len(hosts)}\n"
+                              f"PATH={os.path.dirname(ranks_python)}:{path}\n"
                               "rank: none none none none\n")
