@@ -139,7 +139,8 @@ def test_many_ranks():
     assert "rank 7 (1 of 16) differs in 1 of 4 keys" in compare
     assert re.search(r"1\.weight: max \|diff\| 0\.001\d* at \[1, 2\]", compare), compare
     assert "([(0, 0.5), (1, 0.501), (2, 0.502)], nan)" in _cell(nb, "losses = %mpirun --pull loss")
-    assert "pushed lr (float, 23 B) to ranks 0-1" in _cell(nb, "%mpirun --push lr")
+    # the size as cloudpickle writes a float
+    assert "pushed lr (float, 21 B) to ranks 0-1" in _cell(nb, "%mpirun --push lr")
     assert "lr on this rank: 0.25" in _cell(nb, "print('lr on this rank:', lr)")
 
 
