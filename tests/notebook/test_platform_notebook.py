@@ -7,21 +7,10 @@ import os
 import pytest
 
 from mlp_magic.demo import execute_notebook
+from tests.notebook.test_examples import _outputs_text as _shown
 
 NOTEBOOK = os.path.join(os.path.dirname(__file__), "notebooks", "platform-two-hosts.ipynb")
 pytestmark = [pytest.mark.notebook, pytest.mark.multihost, pytest.mark.timeout(600)]
-
-
-def _shown(cell) -> str:
-    parts = []
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "stream":
-            parts.append(output.get("text", ""))
-        elif output.get("output_type") == "error":
-            parts.append(f"{output['ename']}: {output['evalue']}")
-        else:
-            parts.append((output.get("data") or {}).get("text/plain", ""))
-    return "\n".join(parts)
 
 
 @pytest.fixture
