@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import enum
+import time
 
 from mlp_magic.core import results as status
 from mlp_magic.core.results import RankResult
@@ -142,7 +143,10 @@ class Cell:
         result.displays = list(metadata.get("outputs") or [])
         if metadata.get("execute_result"):
             result.displays.append(metadata["execute_result"])
-        result.duration = run_seconds(metadata)
+        # A rank still running when the cell ended (stuck in C) has no count of its own: how long
+        # it had run by then, on the kernel's clock.
+        result.duration = run_seconds(metadata) if unfinished_status is None else \
+            time.monotonic() - self.started
         return result
 
 

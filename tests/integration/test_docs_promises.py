@@ -1,6 +1,7 @@
 """What the guides promise, in the kernel users run (issue 49): each finding of a new user who
 followed the docs, as a test that failed on the code they met."""
 import json
+import re
 
 import pytest
 
@@ -75,3 +76,17 @@ def test_allrun_pip_is_the_ranks_python_when_jupyter_starts_a_venvs_kernel_by_it
         assert len(lines) == 3 and all(f" from {prefix}" in line for line in lines), (prefix, lines)
     finally:
         kernel.shutdown()
+
+
+def test_the_footer_of_a_timed_out_cell_says_how_long_it_ran_with_every_rank_stuck_in_c(kernel):
+    """With every rank blocked in a C call past --timeout, the footer said `4 ranks | -` (or
+    `0.00 s`) for a cell that ran for seconds: the ranks that did not finish have no time of
+    their own. It is the time they had run when the cell ended."""
+    assert kernel.run_cell("%%mpirun -np 2\nfrom mpi4py import MPI\nimport numpy").success
+    run = kernel.run_cell("%%mpirun --timeout 2\nMPI.COMM_WORLD.Recv(numpy.zeros(1), source=1 - rank)")
+    try:
+        took = re.findall(r"^2 ranks \| (.*) \| logs: ", run.shown, re.M)
+        assert len(took) == 1 and took[0].endswith(" s"), run.shown
+        assert 2.0 <= float(took[0].removesuffix(" s")) < 30, took
+    finally:
+        kernel.run_cell("%mpirun --stop")
