@@ -66,6 +66,10 @@ class WorldOwner:
             self._world = World(spec, notice=notice, progress=progress).start()
             if keep:
                 keeping.set_kept(self._world, True)
+        except KeyboardInterrupt:   # World.start stopped what it had started: one line, no traceback
+            raise MlpMagicError(f"the start of a World of {spec.np} ranks was interrupted after "
+                                f"{time.monotonic() - started:.1f} s: nothing of it is left running; "
+                                "the next %%mpirun cell starts one") from None
         finally:
             progress.close()
         notice(f"mlp_magic: started {self._world.describe()} in {time.monotonic() - started:.1f} s")

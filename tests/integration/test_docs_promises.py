@@ -90,3 +90,21 @@ def test_the_footer_of_a_timed_out_cell_says_how_long_it_ran_with_every_rank_stu
         assert 2.0 <= float(took[0].removesuffix(" s")) < 30, took
     finally:
         kernel.run_cell("%mpirun --stop")
+
+
+@pytest.mark.parametrize("after_s", [0.3, 0.9])
+def test_an_interrupt_while_the_world_starts_is_one_line_and_leaves_nothing_running(kernel, after_s):
+    """The stop button while a World started showed a bare KeyboardInterrupt with the traceback of
+    wherever the start was waiting (the controller's file, the ranks' bootstrap)."""
+    import psutil
+
+    kernel.run_cell("%mpirun --stop")
+    kernel.interrupt_after(after_s)
+    run = kernel.run_cell("%%mpirun -np 2\nprint('started')")
+    error = run.error_in_exec
+    assert error is not None and type(error).__name__ == "MlpMagicError", run.shown
+    assert str(error).startswith("the start of a World of 2 ranks was interrupted after "), error
+    assert "Traceback" not in run.shown and "KeyboardInterrupt" not in run.shown, run.shown
+    left = psutil.Process(kernel.pid).children(recursive=True)
+    assert psutil.wait_procs(left, timeout=10)[1] == [], left
+    assert "no World running" in kernel.run_cell("%mpirun --status").stdout
