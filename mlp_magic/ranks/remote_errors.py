@@ -41,9 +41,23 @@ def one_line(error: BaseException) -> str:
     return f"{name}: {text}" if text and text != name else name
 
 
+# Errors whose traceback tells the user nothing they can act on: (type, what its message holds,
+# what happened and what to do, in one line).
+_PLAIN_ERRORS = (
+    ("ValueError", "trying to initialize the default process group twice",
+     "torch.distributed's default process group exists already (an earlier cell made it): use "
+     "it as it is, or call `dist.destroy_process_group()` first to make it again"),
+)
+
+
 def traceback_text(error) -> str:
     """A rank's traceback as plain text, without what differs between ranks for no reason
-    (colours, execution counts), so identical failures group together."""
+    (colours, execution counts), so identical failures group together; a known error whose
+    traceback helps nobody is one line saying what to do."""
+    name, value = getattr(error, "ename", None) or type(error).__name__, str(getattr(error, "evalue", error))
+    for known, holds, said in _PLAIN_ERRORS:
+        if name == known and holds in value:
+            return f"{name}: {said}\n"
     lines = getattr(error, "traceback", None) or f"{error}"
     if isinstance(lines, list):
         lines = "\n".join(lines)

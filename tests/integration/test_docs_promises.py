@@ -108,3 +108,21 @@ def test_an_interrupt_while_the_world_starts_is_one_line_and_leaves_nothing_runn
     left = psutil.Process(kernel.pid).children(recursive=True)
     assert psutil.wait_procs(left, timeout=10)[1] == [], left
     assert "no World running" in kernel.run_cell("%mpirun --status").stdout
+
+
+def test_making_the_default_process_group_again_is_one_line_saying_what_to_do(kernel):
+    """Re-running the README's `dist.init_process_group("gloo")` cell failed on every rank with
+    torch's full traceback ("trying to initialize the default process group twice")."""
+    make = "%%mpirun -np 2\nimport torch.distributed as dist\ndist.init_process_group('gloo')"
+    assert kernel.run_cell(make).success
+    try:
+        again = kernel.run_cell(make)
+        assert type(again.error_in_exec).__name__ == "RankFailure", again.shown
+        assert "Traceback" not in again.shown and "File " not in again.shown, again.shown
+        said = [line for line in again.shown.splitlines() if "process group" in line]
+        assert said == ["ValueError: torch.distributed's default process group exists already (an "
+                        "earlier cell made it): use it as it is, or call "
+                        "`dist.destroy_process_group()` first to make it again"], again.shown
+        assert kernel.run_cell("%%mpirun\ndist.destroy_process_group()\n" + make.split("\n", 1)[1]).success
+    finally:
+        kernel.run_cell("%mpirun --stop")
