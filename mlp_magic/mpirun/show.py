@@ -21,7 +21,7 @@ def show(cell: Cell, code: str, results: list, args, live: display.LiveOutput, s
     After its ranks stopped at a breakpoint, only what followed is shown (the log has it all)."""
     summary = logs.write_summary(cell.log_dir, code, results, {"outcome": cell.outcome.value})
     shown = _since_paused(cell, results)
-    footer = display.footer(shown, cell.log_dir, outcome_note(cell))
+    footer = display.footer(shown, cell.log_dir, outcome_note(cell), args.all_outputs)
     bundle = _bundle(cell, shown, footer, live, stacks)
     display.publish_rich_outputs(shown, args.all_outputs)
     return MpirunResult(results, cell.log_dir, summary, bundle["text/plain"], bundle.get("text/html", ""))

@@ -143,11 +143,15 @@ def rank_maps(layout: list) -> dict:
             "node_rank": {row.rank: row.node_rank for row in layout}}
 
 
-def footer(results: list, cell_dir: str, note: str) -> str:
-    """ "4 ranks | 0.12 s | logs: DIR", after the note saying how the cell ended, if any."""
+def footer(results: list, cell_dir: str, note: str, all_outputs: bool = True) -> str:
+    """ "4 ranks | 0.12 s | logs: DIR", after the note saying how the cell ended, if any; whose
+    rich outputs show when only the lowest rank's do (``all_outputs`` False) and others had some."""
     durations = [r.duration for r in results if r.duration is not None]
     took = f"{max(durations):.2f} s" if durations else "-"
     parts = [f"{len(results)} ranks", took, f"logs: {cell_dir}"]
+    lowest = min((r.rank for r in results), default=None)
+    if not all_outputs and any(_has_rich_output(r) for r in results if r.rank != lowest):
+        parts.insert(2, f"outputs: rank {lowest}'s (--all-outputs: every rank's)")
     return ("mlp_magic: " + note + "\n" if note else "") + " | ".join(parts)
 
 
@@ -180,6 +184,10 @@ def publish_rich_outputs(results: list, all_ranks: bool) -> None:
             data = dict(output.get("data") or {})
             if not data:
                 continue
-            if all_ranks and len(results) > 1 and "text/plain" in data:
+            if len(results) > 1 and "text/plain" in data:   # whose value it is
                 data["text/plain"] = f"[rank {result.rank}] {data['text/plain']}"
             publish_display_data(data, output.get("metadata") or {})
+
+
+def _has_rich_output(result) -> bool:
+    return any(output.get("data") for output in result.displays)

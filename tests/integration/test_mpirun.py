@@ -114,7 +114,9 @@ def test_each_rank_reports_how_long_it_ran(ip):
 def test_rank_zero_rich_output_is_displayed(ip, capsys):
     run(ip, "%%mpirun -o values\nrank + 100")
     out = capsys.readouterr().out.splitlines()
-    assert "100" in out and "103" not in out  # whole lines: rank 0's value only
+    # whole lines: rank 0's value only, saying whose (it was a bare `100`), and how to see all
+    assert "[rank 0] 100" in out and not any(line.endswith("103") for line in out), out
+    assert any("| outputs: rank 0's (--all-outputs: every rank's) |" in line for line in out), out
     values = ip.user_ns["values"]
     assert [r.displays[-1]["data"]["text/plain"] for r in values] == ["100", "101", "102", "103"]
     run(ip, "%%mpirun --all-outputs\nrank + 100")
