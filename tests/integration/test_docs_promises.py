@@ -126,3 +126,21 @@ def test_making_the_default_process_group_again_is_one_line_saying_what_to_do(ke
         assert kernel.run_cell("%%mpirun\ndist.destroy_process_group()\n" + make.split("\n", 1)[1]).success
     finally:
         kernel.run_cell("%mpirun --stop")
+
+
+def test_stacks_of_an_idle_world_say_idle_and_a_scripts_tree_starts_at_the_script(kernel, tmp_path):
+    """%mlp_stacks on an idle World printed 11 lines of ipyparallel's event loop where `%mpirun
+    --stacks` says idle; a script's tree showed mlp_magic's own `script.py:91 run_script`."""
+    assert kernel.run_cell("%%mpirun -np 2\npass").success
+    try:
+        idle = kernel.run_cell("%mlp_stacks")
+        assert "summary: ranks 0-1 (2) on localhost: idle: not running a cell" in idle.shown, idle.shown
+        assert "IPEngine" not in idle.stdout and "run_forever" not in idle.shown, idle.shown
+        script = tmp_path / "hang.py"
+        script.write_text("import time\n\ndef step():\n    time.sleep(60)\n\nstep()\n")
+        hung = kernel.run_cell(f"%mpirun --timeout 2 {script}")
+        assert "summary: ranks 0-1 (2) on localhost: hang.py:6 <module> > hang.py:4 step" in hung.shown, \
+            hung.shown
+        assert "run_script" not in hung.shown and "cell:" not in hung.shown, hung.shown
+    finally:
+        kernel.run_cell("%mpirun --stop")

@@ -67,15 +67,6 @@ def main_thread(threads: list) -> ThreadStack | None:
     return current[0] if current else (threads[-1] if threads else None)
 
 
-def trimmed(frames: tuple) -> list:
-    """Outermost first, starting at the first user frame (the cell), keeping what it calls."""
-    ordered = list(reversed(frames))
-    first_user = next((i for i, f in enumerate(ordered) if f.is_cell), None)
-    if first_user is None:
-        first_user = next((i for i, f in enumerate(ordered) if f.is_user), None)
-    return ordered if first_user is None else ordered[first_user:]
-
-
 def frame_text(frame: Frame) -> str:
     """``train.py:88 step``; a native frame (no line) ``all_reduce [libtorch_cpu.so]``."""
     if frame.line <= 0:
@@ -85,6 +76,10 @@ def frame_text(frame: Frame) -> str:
 
 IDLE = Frame("", 0, "idle: not running a cell")
 NO_STACK = Frame("", 0, "(no Python stack in the dump)")
+# ``%mpirun script.py`` runs the script from a generated cell through this module's run_script:
+# the script's frames are the user's, the runner's are ours (matched by their end: another host
+# may have mlp_magic installed elsewhere).
+SCRIPT_RUNNER = "/mlp_magic/debugging/rank/script.py"
 
 
 def rank_frames(dump: str) -> tuple:
@@ -94,9 +89,19 @@ def rank_frames(dump: str) -> tuple:
     thread = main_thread(parse_dump(dump))
     if thread is None or not thread.frames:
         return (NO_STACK,)
-    frames = trimmed(thread.frames)
-    if not any(f.is_cell for f in frames):
+    return from_the_cell(list(reversed(thread.frames)))
+
+
+def from_the_cell(ordered: list) -> tuple:
+    """An engine's main thread (outermost first, from faulthandler or py-spy) as the user reads
+    it: from the cell on (the script's first frame on, for a script), ``IDLE`` without a cell."""
+    start = next((i for i, f in enumerate(ordered) if f.is_cell), None)
+    if start is None:
         return (IDLE,)
+    frames = ordered[start:]
+    runner = [i for i, f in enumerate(frames) if f.file.endswith(SCRIPT_RUNNER)]
+    if runner and all(f.is_cell for f in frames[:runner[0]]) and len(frames) > runner[-1] + 1:
+        frames = frames[runner[-1] + 1:]
     return tuple(f.canonical() for f in frames)
 
 

@@ -19,7 +19,7 @@ from mlp_magic.core.ranges import MAX_RANKS, fold_ranks
 from mlp_magic.core.records import Record, fresh
 from mlp_magic.stacks.pure.collectives import section as collectives_section
 from mlp_magic.stacks.pure.recorded import checked_groups
-from mlp_magic.stacks.pure.frames import Frame, user_line
+from mlp_magic.stacks.pure.frames import Frame, from_the_cell, user_line
 from mlp_magic.stacks.pure.tree import merge
 
 THREAD_PREFIX = "thread "
@@ -138,7 +138,9 @@ def _thread_name(name: str) -> str:
 
 def _section(title: str, members: dict, kind: str, all_threads: bool) -> Section:
     readable = {m: p for m, p in members.items() if p.threads}
-    main = {m: p.threads[0]["frames"] for m, p in readable.items()}
+    # an engine of ours reads as the hang report shows a rank: from its cell on, or idle
+    main = {m: from_the_cell(list(p.threads[0]["frames"])) if p.collectives is not None
+            else p.threads[0]["frames"] for m, p in readable.items()}
     others, hidden = {}, {}
     for member, process in readable.items():
         for index, thread in enumerate(process.threads[1:]):
