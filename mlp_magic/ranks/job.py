@@ -31,7 +31,7 @@ from mlp_magic.ranks.ipp_private import children, forget_results, remote_error
 from mlp_magic.ranks.remote_errors import Failed, one_line
 from mlp_magic.ranks.waiting import Requests
 from mlp_magic.unblock.pure.report import HUNG_HINT
-from mlp_magic.world.pure.budget import interrupt_grace
+from mlp_magic.world.pure.budget import interrupt_grace, second_round_grace
 
 FAILED_GRACE_S = 2.0   # at start: after a rank's call failed, how long the others still have
 
@@ -144,6 +144,7 @@ class RankJob:
         traceback ignores it (``engine/sigint``); one that caught KeyboardInterrupt gets it.
         """
         grace = interrupt_grace(self.world.ranks_per_cpu) if grace is None else grace
+        before = None
         for _ in range(2):   # again for ranks that seem not to have heard the first
             running = [rank for rank in self.unfinished_ranks() if rank not in skip]   # skip: unreachable
             if not running:
@@ -151,7 +152,9 @@ class RankJob:
             jobs = {self.world.rank_to_engine[rank]: self.msg_id(rank) for rank in running}
             if not self.world.interrupt(jobs):
                 return False
-            self.requests.wait_while_stopping(grace)
+            self.requests.wait_while_stopping(
+                grace if before is None else second_round_grace(grace, before, len(running)))
+            before = len(running)
         return self.done()
 
     def settle(self) -> None:

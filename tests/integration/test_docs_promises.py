@@ -144,3 +144,57 @@ def test_stacks_of_an_idle_world_say_idle_and_a_scripts_tree_starts_at_the_scrip
         assert "run_script" not in hung.shown and "cell:" not in hung.shown, hung.shown
     finally:
         kernel.run_cell("%mpirun --stop")
+
+
+def _record_second_rounds() -> None:
+    """In the kernel: each second round of an interrupt recorded as (ranks running before the
+    first, before the second, the grace, the wait)."""
+    from mlp_magic.ranks import job
+    from mlp_magic.world.pure import budget
+
+    seen = []
+
+    def recorded(grace, before, after):
+        waited = budget.second_round_grace(grace, before, after)
+        seen.append((before, after, grace, waited))
+        return waited
+    job.second_round_grace, job.seen_second_rounds = recorded, seen
+
+
+def _second_rounds() -> list:
+    from mlp_magic.ranks import job
+    from mlp_magic.world.pure import budget
+
+    job.second_round_grace = budget.second_round_grace
+    return job.__dict__.pop("seen_second_rounds")
+
+
+def test_the_stop_button_on_a_stuck_gloo_collective_waits_one_grace_and_a_short_second_round(kernel):
+    """The stop button on a gloo all_reduce that a rank skipped returned 2.4 s after the
+    interrupt (two full graces; the guide: "within about a second"). Where the first round stops
+    no rank, the second is short; where it stops some (a slow host), the others get all of it."""
+    import time
+
+    assert kernel.run_cell("%%mpirun -np 2\nimport torch, torch.distributed as dist\n"
+                           "from mpi4py import MPI\nimport numpy, time\ndist.init_process_group('gloo')").success
+    kernel.call(_record_second_rounds)
+    try:
+        sent = kernel.send("%%mpirun\nif rank == 0:\n    dist.all_reduce(torch.ones(1))")
+        time.sleep(2)
+        interrupted = time.monotonic()
+        kernel.interrupt()
+        stuck = kernel.wait(sent)
+        print(f"returned {time.monotonic() - interrupted:.2f} s after the interrupt")
+        assert "rank 0 did not stop on SIGINT (blocked in a C call?)" in stuck.shown, stuck.shown
+        assert kernel.run_cell("%mpirun --unblock").success
+        sent = kernel.send("%%mpirun\nif rank == 0:\n    time.sleep(60)\n"
+                           "else:\n    MPI.COMM_WORLD.Recv(numpy.zeros(1), source=0)")
+        time.sleep(2)
+        kernel.interrupt()
+        slow = kernel.wait(sent)
+        assert "rank 1 did not stop on SIGINT" in slow.shown, slow.shown
+        rounds = kernel.call(_second_rounds)
+        assert [(before, after) for before, after, _, _ in rounds] == [(1, 1), (2, 1)], rounds
+        assert rounds[0][3] == 0.3 < rounds[0][2] and rounds[1][3] == rounds[1][2], rounds
+    finally:
+        kernel.run_cell("%mpirun --stop")

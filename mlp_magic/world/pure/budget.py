@@ -30,6 +30,7 @@ TOTAL_PER_RANK_S = 0.05          # the controller registers every rank, whatever
 RANK_MEMORY_BYTES = 60 * 2**20
 MEMORY_HEADROOM = 0.8            # leave a fifth of what is available to the user's own code
 INTERRUPT_GRACE_S = 1.0
+SECOND_ROUND_S = 0.3            # the interrupt's second round where the first stopped no rank
 GRACE_PER_RANK_PER_CORE_S = 0.1
 
 
@@ -80,3 +81,11 @@ def busiest_ranks_per_cpu(ranks: Iterable[tuple[str, Iterable[int]]]) -> float:
 def interrupt_grace(ranks_per_cpu: float) -> float:
     """Seconds to keep waiting after the last rank stopped, before the others count as stuck."""
     return INTERRUPT_GRACE_S + GRACE_PER_RANK_PER_CORE_S * max(ranks_per_cpu, 0.0)
+
+
+def second_round_grace(grace: float, running_before: int, running_after: int) -> float:
+    """The wait after the interrupt's second round: all of ``grace`` where the first round
+    stopped some ranks (a slow host: the others are on their way), ``SECOND_ROUND_S`` where it
+    stopped none (stuck in C, or a rank that caught the interrupt and goes on: the second round
+    is for it), so that the stop button returns within about a second and a half."""
+    return grace if running_after < running_before else min(grace, SECOND_ROUND_S)

@@ -2,11 +2,12 @@
 interrupt's grace follows the busiest host's ranks per CPU."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlp_magic.world.pure.budget import (INTERRUPT_GRACE_S, RANK_MEMORY_BYTES, busiest_ranks_per_cpu,
-                                         interrupt_grace, memory_shortfall, start_budget)
+from mlp_magic.world.pure.budget import (INTERRUPT_GRACE_S, RANK_MEMORY_BYTES, SECOND_ROUND_S, busiest_ranks_per_cpu,
+                                         interrupt_grace, memory_shortfall, second_round_grace, start_budget)
 
 GIB = 2**30
 hosts = st.lists(st.integers(min_value=1, max_value=512), min_size=1, max_size=64)
@@ -71,3 +72,15 @@ def test_one_more_rank_never_shortens_the_grace(ranks, host, cpus):
     assert grown >= before
     assert interrupt_grace(grown) >= interrupt_grace(before) >= INTERRUPT_GRACE_S
     assert 0 <= busiest_ranks_per_cpu(ranks + [(host, cpus)]) <= len(ranks) + 1
+
+
+@pytest.mark.parametrize("grace, before, after, waited", [
+    (1.2, 3, 3, SECOND_ROUND_S),   # none stopped: stuck in C, or one that caught the interrupt
+    (1.2, 3, 2, 1.2),              # one stopped: a slow host, the others are on their way
+    (7.4, 128, 100, 7.4),
+    (0.1, 3, 3, 0.1),              # never longer than the grace asked for
+])
+def test_the_second_round_is_short_only_where_the_first_stopped_no_rank(grace, before, after, waited):
+    """The stop button on ranks stuck in a gloo collective returned after two full graces (2.4 s
+    at 4 ranks on 2 cores; the guide: "within about a second")."""
+    assert second_round_grace(grace, before, after) == waited
