@@ -16,6 +16,8 @@ import time
 from collections.abc import Mapping
 
 from mlp_magic.doctor.collect import collect
+from mlp_magic.core.local_names import this_machine_names
+from mlp_magic.doctor.path_pip import pip_on_path
 
 
 def _expected_gpus(env: Mapping) -> int | None:
@@ -36,8 +38,11 @@ def gather(options, env: Mapping | None = None, transport_for=None):
     options.packages = tuple(dict.fromkeys(options.packages))   # each once, in the order asked
     topology = topology_from_environment(env, hostfile=options.hostfile, hosts=options.hosts)
     asked, answers = collect(topology.hosts, options, env, transport_for)
+    python = options.python or sys.executable   # what the probe and the engines run
     context = Context(expected_gpus=_expected_gpus(env), asked_packages=options.packages,
-                      windows=answers.windows, timeout=options.timeout)
+                      windows=answers.windows, timeout=options.timeout, ranks_python=python,
+                      path_pip=pip_on_path(env, python),
+                      here=next((h for h in asked if h.lower() in this_machine_names()), os.uname().nodename))
     report = check_hosts(asked, answers.facts, answers.failures, context)
     if options.links:
         from mlp_magic.doctor.links import run_links

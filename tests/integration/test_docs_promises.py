@@ -56,7 +56,7 @@ def test_a_value_that_cannot_be_pickled_is_refused_naming_its_type_size_and_reas
     kernel.run_cell("%mpirun --stop")
 
 
-def test_allrun_pip_is_the_ranks_python_when_jupyter_starts_a_venvs_kernel_by_its_path():
+def test_allrun_pip_is_the_ranks_python_when_jupyter_starts_a_venvs_kernel_by_its_path(kernel, tmp_path):
     """Jupyter often starts a venv's kernel by its path, without the venv's bin/ on PATH: %allrun
     pip then named another pip than the ranks' Python's (the guide: "installs where the ranks
     import from")."""
@@ -65,17 +65,28 @@ def test_allrun_pip_is_the_ranks_python_when_jupyter_starts_a_venvs_kernel_by_it
 
     bare_path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
                                 if os.path.realpath(p) != os.path.realpath(os.path.dirname(sys.executable)))
-    kernel = Kernel(env={"PATH": bare_path}, echo=False)
+    # another Python's pip first on that PATH (a system pip, a pyenv shim): read, never run
+    (tmp_path / "pip").write_text("#!/usr/bin/python3\nimport sys\n")
+    (tmp_path / "pip").chmod(0o755)
+    usual = kernel.run_cell("%mlp_doctor --json")   # the ranks' own pip first on PATH: nothing said
+    assert [f for f in json.loads(usual.stdout)["findings"] if f["title"] == "pip on PATH"] == []
+    bare = Kernel(env={"PATH": os.pathsep.join([str(tmp_path), bare_path])}, echo=False)
     try:
-        ranks_python = kernel.eval("__import__('sys').executable")
+        ranks_python = bare.eval("__import__('sys').executable")
         folder = os.path.dirname(ranks_python)
-        run = kernel.run_cell("%allrun -o found pip --version; pip3 --version; python -m pip --version")
+        run = bare.run_cell("%allrun -o found pip --version; pip3 --version; python -m pip --version")
         assert run.success, run.shown
-        lines = kernel.user_ns["found"].results[0].stdout.splitlines()
+        lines = bare.user_ns["found"].results[0].stdout.splitlines()
         prefix = os.path.dirname(folder) + os.sep   # the venv
         assert len(lines) == 3 and all(f" from {prefix}" in line for line in lines), (prefix, lines)
+        # the doctor names the PATH whose pip is another Python's (it said nothing)
+        doctor = bare.run_cell("%mlp_doctor --json")
+        [finding] = [f for f in json.loads(doctor.stdout)["findings"] if f["title"] == "pip on PATH"]
+        assert finding["severity"] == "warning" and ranks_python in finding["detail"], finding
+        assert f"is {tmp_path / 'pip'} (for /usr/bin/python3)" in finding["detail"], finding
+        assert finding["fix"].startswith("use %allrun pip install (or %pip install)"), finding
     finally:
-        kernel.shutdown()
+        bare.shutdown()
 
 
 def test_the_footer_of_a_timed_out_cell_says_how_long_it_ran_with_every_rank_stuck_in_c(kernel):

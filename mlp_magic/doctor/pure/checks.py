@@ -36,6 +36,9 @@ class Context(Record):
     asked_packages: tuple = ()            # --package NAMEs
     windows: dict = fresh(dict)           # host -> (epoch sent, epoch answered): the clock check
     timeout: float = 10.0
+    ranks_python: str = ""                # the interpreter the ranks run (--python, else the kernel's)
+    path_pip: tuple = ()                  # (pip, the Python it is for) on PATH, where not the ranks'
+    here: str = ""                        # this machine's name among the hosts (the notebook's)
 
 
 def _unreachable_fix(why: str) -> str:
@@ -142,6 +145,20 @@ def _with_place(value, entries: dict) -> str:
     return shown(value) + (f" (from {odd[0]})" if len(odd) == 1 else "")
 
 
+def pip_on_path(report: Report, context: Context) -> None:
+    """The notebook's PATH finds a pip that is not the ranks' Python's (doctor/path_pip)."""
+    if not context.path_pip:
+        return
+    pip, runs = context.path_pip
+    what = f"for {runs}" if runs else "a launcher, not a script of the ranks' Python"
+    report.add(Finding(WARNING, "software", "pip on PATH", (context.here,) if context.here else (),
+                       f"`pip` on this machine's PATH is {pip} ({what}), not the ranks' Python "
+                       f"({context.ranks_python}): `!pip install` installs where the ranks do not "
+                       "import from",
+                       "use %allrun pip install (or %pip install): both are the ranks' Python's; or put "
+                       f"{context.ranks_python.rsplit('/', 1)[0]} first on PATH"))
+
+
 def environment(report: Report, facts: dict) -> None:
     names = sorted({name for f in facts.values() for name in (f.get("env") or {})
                     if not PER_PROCESS.match(name)})
@@ -161,6 +178,7 @@ def check_hosts(hosts, facts: dict, failures: dict, context: Context | None = No
     context = context or Context()
     report = Report(tuple(hosts), answered=len(facts))
     reachability(report, failures)
+    pip_on_path(report, context)
     if facts:
         for host, data in facts.items():
             for problem in data.get("problems") or []:
