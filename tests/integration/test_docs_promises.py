@@ -209,3 +209,35 @@ def test_the_stop_button_on_a_stuck_gloo_collective_waits_one_grace_and_a_short_
         assert rounds[0][3] == 0.3 < rounds[0][2] and rounds[1][3] == rounds[1][2], rounds
     finally:
         kernel.run_cell("%mpirun --stop")
+
+
+REPEATS = 4   # ~6 s each here; the finding came once in about ten runs of a new user's notebook
+
+
+def test_unblocking_a_gloo_only_hang_never_revokes_mpi_in_the_users_sequence(kernel):
+    """Finding 6: a Python loop interrupted, then a gloo all_reduce that rank 3 skipped stopped
+    from the stop button, a refused cell, then `%mpirun --unblock`: once in about ten runs the
+    unblock also revoked MPI.COMM_WORLD. The second ask of an unblock takes the first's way
+    (tests/unit/unblock/rank/test_repeated_ask); here, the whole sequence, repeated."""
+    import time
+
+    assert kernel.run_cell("%%mpirun -np 4\nimport torch, torch.distributed as dist\n"
+                           "from mpi4py import MPI\ndist.init_process_group('gloo')").success
+    try:
+        for _ in range(REPEATS):
+            for code, after_s in (("x = 0\nfor i in range(10**10):\n    x += i", 1.0),
+                                  ("if rank != 3:\n    dist.all_reduce(torch.ones(1))", 1.5)):
+                sent = kernel.send(f"%%mpirun\n{code}")
+                time.sleep(after_s)
+                kernel.interrupt()
+                kernel.wait(sent)
+            refused = kernel.run_cell("%%mpirun\nprint('runs?')")
+            assert "ranks 0-2 are still running an earlier cell" in refused.shown, refused.shown
+            unblocked = kernel.run_cell("%mpirun --unblock")
+            assert "ranks 0-2 came free in " in unblocked.shown, unblocked.shown
+            assert "revoked" not in unblocked.shown, unblocked.shown
+            both = kernel.run_cell("%%mpirun -o both\nMPI.COMM_WORLD.Barrier()\nt = torch.ones(1)\n"
+                                   "dist.all_reduce(t)\nprint(MPI.COMM_WORLD.Get_size(), int(t))")
+            assert both.success and {r.stdout for r in kernel.user_ns["both"]} == {"4 4\n"}, both.shown
+    finally:
+        kernel.run_cell("%mpirun --stop")

@@ -39,8 +39,12 @@ def install() -> bool:
 
 def unblock() -> None:
     """What ``UNBLOCK_SIGNAL`` does: revoke MPI's world where a rank is in an MPI call, else end
-    its torch groups' collectives."""
-    if mpi_world.ulfm_ready() and main_thread_spins_in_c():
+    its torch groups' collectives. A signal that repeats the ask (unblock/verbs signals again
+    the ranks whose reply is not in after a second) takes the way the first took: a rank whose
+    gloo connections were cut is on its way out of the failed collective, maybe running C code
+    of that exit without the GIL, and would look like one in an MPI call (issue 49: once in
+    about ten runs, COMM_WORLD was revoked for a gloo-only hang)."""
+    if not _STATE.get("pending") and mpi_world.ulfm_ready() and main_thread_spins_in_c():
         if mpi_world.revoke_world():   # an MPI call: torch's groups are left alone
             return
     _STATE["pending"] = True   # the default group must be made again (unblock/rank/regroup)
