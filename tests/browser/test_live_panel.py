@@ -265,8 +265,8 @@ def test_512_ranks_on_64_hosts_all_render_within_the_long_task_budget(
     grid = panel.locator(".jp-MlpLive-grid")
     seen, colours, area, fits = grid.evaluate(GRID_CELLS)
     print(f"\n512 ranks, tasks over 50 ms (ms) and the longest gap between frames (ms): opening the panel "
-          f"{opened}, 20 changes in 5 s {[w[:2] for w in windows]}; grid {area[0]} x {area[1]} px; first paint of the "
-          f"512 cells {first_paint} ms after the panel's tab was clicked (budget: 1000)")
+          f"{opened}, 20 changes in 5 s {[w[:2] for w in windows]}; grid {area[0]} x {area[1]} px; "
+          f"first paint of the 512 cells {first_paint} ms after the panel's tab was clicked (budget: 1000)")
     assert first_paint is not None
     assert seen == wanted   # every rank's cell, each with its last state
     assert len(colours) == 2 and colours["busy"] != colours["idle"], colours   # one colour a state

@@ -186,8 +186,8 @@ def test_the_stop_button_on_a_stuck_gloo_collective_waits_one_grace_and_a_short_
     no rank, the second is short; where it stops some (a slow host), the others get all of it."""
     import time
 
-    assert kernel.run_cell("%%mpirun -np 2\nimport torch, torch.distributed as dist\n"
-                           "from mpi4py import MPI\nimport numpy, time\ndist.init_process_group('gloo')").success
+    assert kernel.run_cell("%%mpirun -np 2\nimport torch, torch.distributed as dist\nfrom mpi4py import MPI\n"
+                           "import numpy, time\ndist.init_process_group('gloo')").success
     kernel.call(_record_second_rounds)
     try:
         sent = kernel.send("%%mpirun\nif rank == 0:\n    dist.all_reduce(torch.ones(1))")

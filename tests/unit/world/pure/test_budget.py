@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlp_magic.world.pure.budget import (INTERRUPT_GRACE_S, RANK_MEMORY_BYTES, SECOND_ROUND_S, busiest_ranks_per_cpu,
+from mlp_magic.world.pure.budget import (INTERRUPT_GRACE_S, RANK_MEMORY_BYTES, SECOND_ROUND_S,
+                                         busiest_ranks_per_cpu,
                                          interrupt_grace, memory_shortfall, second_round_grace, start_budget)
 
 GIB = 2**30
