@@ -197,6 +197,14 @@ FIRST_PAINT = """() => {
 MEASURED = "[window.__mlpLongTasks, Math.round(window.__mlpFrameGap)]"
 
 
+def busy_until(rank: int, flag: Path, bound_s: float) -> str:
+    """A cell in which ``rank`` stays busy until ``flag`` exists (the test saw it busy: it then
+    touches the flag) or ``bound_s`` passed, the others idle: no fixed sleep to wait out."""
+    return (f"%%mpirun\nimport os, time\nuntil = time.monotonic() + {bound_s}\n"
+            f"while rank == {rank} and not os.path.exists({str(flag)!r}) and time.monotonic() < until:\n"
+            "    time.sleep(0.05)")
+
+
 def flipping_windows(page, record_path, record: dict, windows: int = 3) -> list:
     """The ranks' states flipped 20 times in 5 s (a third of them each time), measured from a
     reset, in up to ``windows`` windows: [([tasks over 50 ms], longest gap between frames, the

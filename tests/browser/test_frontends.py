@@ -9,16 +9,18 @@ import json
 import os
 import queue
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 import psutil
 import pytest
 from conftest import LabServer, free_loopback_port
-from live_world import PANEL, PANEL_TAB, UI_TIMEOUT_MS, Kernel
+from live_world import PANEL, PANEL_TAB, UI_TIMEOUT_MS, Kernel, busy_until
 
 from tests.timing import hang_bound
 
@@ -70,15 +72,21 @@ def shows_the_world_live(kernel, page, root: str, screenshot: str) -> None:
     """All idle; rank 2 busy while it sleeps (printed: how soon); all idle again."""
     page.locator(f"{root} .jp-MlpLive-connection[data-state=live]").wait_for(timeout=UI_TIMEOUT_MS)
     assert wait_for_states(page, root, IDLE_4, hang_bound(1.0)) is not None
-    bound = hang_bound(1.0)
-    kernel.run(f"%%mpirun\nimport time\nif rank == 2:\n    time.sleep({bound + 2})")
-    started = page.evaluate("performance.now()")
-    shown = wait_for_states(page, root, RANK_2_BUSY, bound)
-    took = (page.evaluate("performance.now()") - started) / 1000
-    print(f"\n{screenshot}: rank 2 shown busy {took:.3f} s after the cell was sent")
-    assert shown is not None, f"rank 2 was never shown busy on {screenshot}"
-    page.screenshot(path=str(ARTIFACTS / screenshot))
-    assert kernel.next(30) == {"ended": True, "error": None}
+    bound, seen = hang_bound(1.0), Path(tempfile.mkdtemp(prefix="mlp-seen-")) / "seen"
+    try:
+        kernel.run(busy_until(2, seen, bound + 2))
+        try:
+            started = page.evaluate("performance.now()")
+            shown = wait_for_states(page, root, RANK_2_BUSY, bound)
+            took = (page.evaluate("performance.now()") - started) / 1000
+            page.screenshot(path=str(ARTIFACTS / screenshot))
+        finally:
+            seen.touch()
+        print(f"\n{screenshot}: rank 2 shown busy {took:.3f} s after the cell was sent")
+        assert shown is not None, f"rank 2 was never shown busy on {screenshot}"
+        assert kernel.next(30) == {"ended": True, "error": None}
+    finally:   # once the cell ended: rank 2 saw the flag
+        shutil.rmtree(seen.parent, ignore_errors=True)
     assert wait_for_states(page, root, IDLE_4, bound) is not None
 
 
@@ -243,8 +251,10 @@ def test_mlp_magic_dashboard_serves_the_page_alone_and_leaves_nothing_behind(bro
         server.close()
 
 
-LIVE_CELLS = ["%load_ext mlp_magic", "%%mpirun -np 2\npass", "%mlp_cluster",
-              "%%mpirun\nimport time\nif rank == 1:\n    time.sleep(12)", "%mpirun --stop"]
+def live_cells(seen: Path) -> list:
+    """The notebook: a World, its widget, a cell with rank 1 busy until the test saw it, the stop."""
+    return ["%load_ext mlp_magic", "%%mpirun -np 2\npass", "%mlp_cluster", busy_until(1, seen, 12),
+            "%mpirun --stop"]
 
 
 def test_notebook_7_shows_mlp_cluster_live_while_another_cell_runs(browser, notebook7):
@@ -254,8 +264,10 @@ def test_notebook_7_shows_mlp_cluster_live_while_another_cell_runs(browser, note
     from nbformat.v4 import new_code_cell, new_notebook
 
     root = notebook7.log_path.parent / "root"
+    seen = root / "seen"
+    cells = live_cells(seen)
     kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
-    notebook = new_notebook(cells=[new_code_cell(c) for c in LIVE_CELLS], metadata=kernel)
+    notebook = new_notebook(cells=[new_code_cell(c) for c in cells], metadata=kernel)
     nbformat.write(notebook, str(root / "live.ipynb"))
     page = browser.new_page(viewport={"width": 1400, "height": 1200})
     page.goto(f"{notebook7.url}notebooks/live.ipynb?token={notebook7.token}")
@@ -270,8 +282,11 @@ def test_notebook_7_shows_mlp_cluster_live_while_another_cell_runs(browser, note
         except Exception:
             continue
     busy = widget.locator(".mlp-rank-line", has_text="1 busy 1")
-    busy.wait_for(state="attached", timeout=UI_TIMEOUT_MS)   # while cell 4 sleeps: no cell redraws it
-    page.screenshot(path=str(ARTIFACTS / "mlp-notebook7-widget.png"))
+    try:
+        busy.wait_for(state="attached", timeout=UI_TIMEOUT_MS)   # while cell 4 runs: no cell redraws it
+        page.screenshot(path=str(ARTIFACTS / "mlp-notebook7-widget.png"))
+    finally:
+        seen.touch()
     widget.locator(".mlp-rank-line", has_text="2 dead 0-1").wait_for(state="attached", timeout=UI_TIMEOUT_MS)
     # The stop has ended before the server (and its kernel) go: a kernel killed in the middle of
     # `%mpirun --stop` was seen to leave the World's controller behind.
