@@ -211,7 +211,7 @@ def test_the_stop_button_on_a_stuck_gloo_collective_waits_one_grace_and_a_short_
         kernel.run_cell("%mpirun --stop")
 
 
-REPEATS = 4   # ~6 s each here; the finding came once in about ten runs of a new user's notebook
+REPEATS = 3   # ~6 s each here; the finding came once in about ten runs of a new user's notebook
 
 
 def test_unblocking_a_gloo_only_hang_never_revokes_mpi_in_the_users_sequence(kernel):
