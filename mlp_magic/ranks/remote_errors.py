@@ -46,7 +46,8 @@ def one_line(error: BaseException) -> str:
 _PLAIN_ERRORS = (
     ("ValueError", "trying to initialize the default process group twice",
      "torch.distributed's default process group exists already (an earlier cell made it): use "
-     "it as it is, or call `dist.destroy_process_group()` first to make it again"),
+     "it as it is; `if not dist.is_initialized():` before `init_process_group` makes the cell "
+     "safe to run again"),
 )
 
 
