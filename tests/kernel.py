@@ -185,6 +185,7 @@ class Kernel:
         self.user_ns = Namespace(self)
         self.stray: list = []   # iopub messages of no cell of ours (a thread's print between cells)
         self._in_use = threading.Lock()   # one request at a time: a kernel runs one cell at a time
+        self._unfinished: str | None = None   # a cell given up on (a test's timeout) still running
         # tests.kernel importable there for ``call``, its environment left as the test's (the
         # engines inherit it)
         self.quietly(f"import sys as _s; _s.path.append({ROOT!r}); del _s")
@@ -307,11 +308,37 @@ class Kernel:
                                  "read what the panel reads (a World's record: worlds.RemoteWorld.state)")
 
     def _execute(self, code: str, **options) -> str:
+        self._end_the_unfinished()
         self._follow_the_tests_environment()
         self._drain()
         return self.client.execute(code, allow_stdin=False, **options)
 
+    def _end_the_unfinished(self) -> None:
+        """A cell given up on (pytest's timeout raised while it ran) still holds the kernel: the
+        next one (a test's ``finally: %mpirun --stop``) would wait behind it. Interrupted first,
+        as a user would, and waited for."""
+        msg_id, self._unfinished = self._unfinished, None
+        if msg_id is None:
+            return
+        for _ in range(3):
+            self.interrupt()
+            try:
+                self._collect(msg_id, 30, echo=False)
+            except AssertionError:
+                continue
+            self._unfinished = None
+            return
+        raise AssertionError("the kernel still runs a cell given up on, after three interrupts")
+
     def _collect(self, msg_id: str, timeout: float, echo: bool | None = None) -> CellRun:
+        try:
+            return self._collect_until_idle(msg_id, timeout, echo)
+        except BaseException:
+            if self.alive():
+                self._unfinished = msg_id
+            raise
+
+    def _collect_until_idle(self, msg_id: str, timeout: float, echo: bool | None) -> CellRun:
         echo = self.echo if echo is None else echo
         run, deadline, idle = CellRun(), time.monotonic() + timeout, False
         run.reply = None

@@ -44,6 +44,16 @@ def test_the_stop_button_is_a_sigint_that_ends_the_cell(kernel):
     assert kernel.run_cell("print('still here')").stdout == "still here\n"
 
 
+def test_a_cell_given_up_on_is_interrupted_before_the_next_runs(kernel):
+    """A test's timeout (pytest's, or the call's own) leaves its cell running: the next request
+    (a ``finally: %mpirun --stop``) once waited behind it for its whole 600 s."""
+    with pytest.raises(AssertionError, match="did not finish the cell within 1 s"):
+        kernel.run_cell("import time\ntime.sleep(600)", timeout=1)
+    started = time.monotonic()
+    assert kernel.run_cell("print('next')").stdout == "next\n"
+    assert time.monotonic() - started < 10
+
+
 def test_a_comm_opened_by_a_cell_reaches_the_frontend(kernel):
     run = kernel.run_cell("from comm import create_comm\n"
                           "c = create_comm(target_name='mlp-test', data={'n': 1})")
