@@ -85,13 +85,14 @@ def peer_s(client_file: str, np: int, rounds: int) -> float:
 
 
 def measure(shell, np: int, rounds: int) -> dict:
-    from mlp_magic.world import attach, kept, published
+    from mlp_magic.world import kept, published
+    from mlp_magic.world.facts import read_facts
 
     kept_world(np)
     [record] = kept.worlds()
     try:
         first, ours = attach_s(shell, rounds)
-        facts = attach.read_facts(published.private_part(record)["workdir"])
+        facts = read_facts(published.private_part(record)["workdir"])
         peer = peer_s(facts["client_file"], np, rounds)
     finally:
         kept.stop(kept.find(record["id"]))

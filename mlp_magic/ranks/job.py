@@ -153,8 +153,8 @@ class RankJob:
             if not self.world.interrupt(jobs):
                 return False
             self.requests.wait_while_stopping(
-                grace if before is None or self.world.ranks_per_cpu > 1   # shared cores: slow, not stuck
-                else second_round_grace(grace, before, len(running)))
+                grace if before is None
+                else second_round_grace(grace, before, len(running), self.world.ranks_per_cpu))
             before = len(running)
         return self.done()
 

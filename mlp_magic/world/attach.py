@@ -1,55 +1,16 @@
 """``%mpirun --attach``: another kernel of the same user takes up a running World.
 
-What the kernel side of a World knows after its start (the rank map, the ranks' identities, MPI,
-the client's connection file, its processes) is saved in the World's own folder (0700, the file
-0600, next to the connection files that hold its key) once the ranks are set up. A kernel that
-attaches reads it back, connects a new client to the same controller, and takes the World over
-from the keeper (world/keeper): the ranks are the same processes, with everything they held,
-and the agents (live GPUs, the panel's actions) the ranks started are the same too.
+A kernel that attaches reads back what the World's start saved (world/facts), connects a new
+client to the same controller, and takes the World over from the keeper (world/keeper): the
+ranks are the same processes, with everything they held, and the agents (live GPUs, the panel's
+actions) the ranks started are the same too.
 """
 from __future__ import annotations
 
-import os
-import pickle
-
-import mlp_magic
+from mlp_magic.core.process_alive import alive
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import keeper, keeping, processes
-
-FACTS_FILE = "attach.pickle"
-FACTS = ("id", "mpi", "controller_ip", "client_file", "encrypted", "identities", "rank_to_engine",
-         "master", "started_at", "ranks_per_cpu", "workdir", "agents", "agent_key")
-
-
-def save_facts(world) -> None:
-    """The kernel side's facts, for a kernel that attaches later (only its owner can read them)."""
-    from mlp_magic.engine.private_files import open_private
-
-    facts = {name: getattr(world, name) for name in FACTS}
-    facts.update(version=mlp_magic.__version__, spec=world.spec,
-                 processes=[(p.name, p.pid, p.create_time, p.log_path) for p in world.processes])
-    with open_private(os.path.join(world.workdir, FACTS_FILE), "wb") as handle:
-        pickle.dump(facts, handle)
-
-
-def read_facts(workdir: str) -> dict:
-    """The facts a World's start saved; one error naming what is wrong."""
-    path = os.path.join(workdir, FACTS_FILE)
-    try:
-        if os.stat(path).st_uid != os.getuid():
-            raise MlpMagicError(f"{path} belongs to another user: not attaching to it")
-        with open(path, "rb") as handle:
-            facts = pickle.load(handle)
-    except FileNotFoundError:
-        raise MlpMagicError(f"the World in {workdir} saved no facts to attach with (it was still "
-                            "starting, or it is gone)") from None
-    except (OSError, pickle.UnpicklingError, AttributeError, ImportError, EOFError) as err:
-        raise MlpMagicError(f"cannot read {path}: {err}") from None
-    if not isinstance(facts, dict) or facts.get("version") != mlp_magic.__version__:
-        raise MlpMagicError(f"the World was started by another mlp_magic version "
-                            f"({facts.get('version') if isinstance(facts, dict) else '?'}, this is "
-                            f"{mlp_magic.__version__}): `mlp-magic stop` it and start a new one")
-    return facts
+from mlp_magic.world import keeping, processes
+from mlp_magic.world.facts import FACTS
 
 
 class KeptProcess:
@@ -62,7 +23,7 @@ class KeptProcess:
         self.name, self.pid, self.create_time, self.log_path = name, pid, create_time, log_path
 
     def running(self) -> bool:
-        return keeper.alive((self.pid, self.create_time))
+        return alive((self.pid, self.create_time))
 
     def failure(self) -> str:
         tail = processes._tail(self.log_path)

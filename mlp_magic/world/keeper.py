@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+from mlp_magic.core.process_alive import alive
+
 KEEP_FILE = "keep.json"
 TICK_S = 1.0
 
@@ -73,32 +75,6 @@ def start_keeper(workdir: str) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "mlp_magic.world.keeper", workdir],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True)
-
-
-def alive(pid_and_start) -> bool:
-    """Whether the process (pid, start time or None) still runs: the one check of a World's
-    kernel, owner, keeper and processes (world/published, world/attach, cluster/live, the panel).
-    A zombie has ended (a SIGKILLed kernel its frontend has not reaped yet); a reused pid is
-    another process."""
-    from mlp_magic.core.proc_stat import lives, process_id, start_time
-
-    try:
-        pid, started = pid_and_start
-    except (TypeError, ValueError):
-        return False
-    pid, known = process_id(pid), start_time(started)
-    if pid is None or (started is not None and known is None):
-        return False   # names no process (a start time that is no time matches none)
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            text = stat.read()
-        boot = b""
-        if known is not None:
-            with open("/proc/stat", "rb") as proc_stat:
-                boot = proc_stat.read()
-    except OSError:   # gone (or /proc hides it: not ours)
-        return False
-    return lives(text, boot, os.sysconf("SC_CLK_TCK"), known)
 
 
 def _wait_for_end(pid: int, seconds: float) -> None:

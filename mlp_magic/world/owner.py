@@ -16,6 +16,7 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure.report import HUNG_HINT
 from mlp_magic.world import attach, keeping, kept, published
+from mlp_magic.world.facts import read_facts
 from mlp_magic.world.deaths import controller_ended, lost_hosts_refusal, unregistered_refusal
 from mlp_magic.world.start.display import StartProgress
 from mlp_magic.world.world import World, WorldSpec
@@ -111,7 +112,7 @@ class WorldOwner:
             raise MlpMagicError(f"World {record['id']} is driven by kernel "
                                 f"{kept.kernel_name(record['pid'])}: `%mpirun --attach ID --force` "
                                 "takes it over (that kernel is told)")
-        facts = attach.read_facts(published.private_part(record)["workdir"])
+        facts = read_facts(published.private_part(record)["workdir"])
         keeper = published.private_part(record).get("keeper") or [None]
         self._world = attach.attach_world(facts, keeper[0], notice)
         if record["pid"] != os.getpid():

@@ -29,7 +29,7 @@ from mlp_magic.engine import identity as engine_identity
 from mlp_magic.engine.ipykernel_private import with_missing
 from mlp_magic.engine.private_files import narrow_tree, private_dirs
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import attach, guards, keeping, published
+from mlp_magic.world import facts, guards, keeping, published
 from mlp_magic.world.start import calls as start_calls
 from mlp_magic.ranks.ipp_private import send_interrupt
 from mlp_magic.world.start.launch import start_processes
@@ -119,7 +119,7 @@ class World:
             self.started_at = published.now_iso()
             self.refresh_gpus()
             self.live.ready()
-            attach.save_facts(self)   # for a kernel that attaches later (--attach)
+            facts.save_facts(self)   # for a kernel that attaches later (--attach)
         except BaseException:  # Ctrl-C included: never leave a half-started World running
             self.stop()
             raise

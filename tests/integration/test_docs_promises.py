@@ -170,9 +170,9 @@ def _record_second_rounds() -> None:
 
     seen = []
 
-    def recorded(grace, before, after):
-        waited = budget.second_round_grace(grace, before, after)
-        seen.append((before, after, grace, waited))
+    def recorded(grace, before, after, ranks_per_cpu):
+        waited = budget.second_round_grace(grace, before, after, ranks_per_cpu)
+        seen.append((before, after, grace, waited, ranks_per_cpu))
         return waited
     job.second_round_grace, job.seen_second_rounds = recorded, seen
 
@@ -210,8 +210,10 @@ def test_the_stop_button_on_a_stuck_gloo_collective_waits_one_grace_and_a_short_
         slow = kernel.wait(sent)
         assert "rank 1 did not stop on SIGINT" in slow.shown, slow.shown
         rounds = kernel.call(_second_rounds)
-        assert [(before, after) for before, after, _, _ in rounds] == [(1, 1), (2, 1)], rounds
-        assert rounds[0][3] == 0.3 < rounds[0][2] and rounds[1][3] == rounds[1][2], rounds
+        assert [(before, after) for before, after, *_ in rounds] == [(1, 1), (2, 1)], rounds
+        (_, _, grace, waited, ranks_per_cpu), (_, _, grace_2, waited_2, _) = rounds
+        # short on cores of their own; on a machine where the 2 ranks share a core, all of it
+        assert waited == (0.3 if ranks_per_cpu <= 1 else grace) and waited_2 == grace_2, rounds
     finally:
         kernel.run_cell("%mpirun --stop")
 

@@ -101,9 +101,9 @@ def abort_nccl_groups() -> bool:
     ``_abort_process_group`` aborts every group's communicators from this thread, and the
     blocked collective raises. It also forgets the default group: what it was is kept first, for
     unblock/rank/regroup. True when groups were aborted."""
-    from mlp_magic.unblock.rank import regroup
+    from mlp_magic.unblock.rank.default_group import group_config
 
-    config = regroup.group_config()
+    config = group_config()
     if not config or "error" in config or not uses_nccl(config["backend"]):
         return False
     from torch.distributed import distributed_c10d as c10d

@@ -83,9 +83,14 @@ def interrupt_grace(ranks_per_cpu: float) -> float:
     return INTERRUPT_GRACE_S + GRACE_PER_RANK_PER_CORE_S * max(ranks_per_cpu, 0.0)
 
 
-def second_round_grace(grace: float, running_before: int, running_after: int) -> float:
+def second_round_grace(grace: float, running_before: int, running_after: int,
+                       ranks_per_cpu: float = 1.0) -> float:
     """The wait after the interrupt's second round: all of ``grace`` where the first round
-    stopped some ranks (a slow host: the others are on their way), ``SECOND_ROUND_S`` where it
-    stopped none (stuck in C, or a rank that caught the interrupt and goes on: the second round
-    is for it), so that the stop button returns within about a second and a half."""
-    return grace if running_after < running_before else min(grace, SECOND_ROUND_S)
+    stopped some ranks (a slow host: the others are on their way) or where ranks share cores
+    (no rank stopping within a grace there is slowness, not C: 64 ranks on 8 hosts of 2 cores),
+    ``SECOND_ROUND_S`` where it stopped none on cores of their own (stuck in C, or a rank that
+    caught the interrupt and goes on: the second round is for it), so that the stop button
+    returns within about a second and a half."""
+    if running_after < running_before or ranks_per_cpu > 1:
+        return grace
+    return min(grace, SECOND_ROUND_S)

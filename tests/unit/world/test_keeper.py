@@ -1,4 +1,4 @@
-"""world/keeper.alive, the one check of whether a World's kernel, owner, keeper or process still
+"""core/process_alive, the one check of whether a World's kernel, owner, keeper or process still
 runs, on real processes: a zombie (exited, its parent has not reaped it) has ended."""
 import os
 import time
@@ -6,6 +6,7 @@ import time
 import psutil
 import pytest
 
+from mlp_magic.core.process_alive import alive
 from mlp_magic.world import keeper, kept, published
 from tests.timing import hang_bound
 
@@ -34,21 +35,21 @@ def zombie():
 def test_a_zombie_is_not_alive_whether_its_start_time_is_known_or_not(zombie):
     pid, started = zombie
     assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE   # its pid still taken
-    assert not keeper.alive((pid, started))
-    assert not keeper.alive((pid, None))
+    assert not alive((pid, started))
+    assert not alive((pid, None))
 
 
 def test_a_live_process_is_alive_and_a_reused_pid_is_another_process():
     me, started = os.getpid(), psutil.Process().create_time()
-    assert keeper.alive((me, started)) and keeper.alive([me, started]) and keeper.alive((me, None))
-    assert not keeper.alive((me, started - 1)) and not keeper.alive((me, started + 0.5))
+    assert alive((me, started)) and alive([me, started]) and alive((me, None))
+    assert not alive((me, started - 1)) and not alive((me, started + 0.5))
 
 
 @pytest.mark.parametrize("pair", [None, "12", (1, None), (0, None), (-1, None), (2 ** 63, None),
                                   (True, None), (os.getpid(), float("nan")), (os.getpid(), "now"),
                                   (os.getpid(),), (os.getpid(), None, None)])
 def test_what_names_no_process_is_not_alive(pair):
-    assert not keeper.alive(pair)
+    assert not alive(pair)
 
 
 def test_a_world_whose_kernel_is_a_zombie_is_a_dead_kernels(tmp_path, zombie):

@@ -109,12 +109,13 @@ def test_no_record_makes_a_reader_raise_or_aim_beyond_the_worlds_processes(child
 
 def test_the_keepers_reading_of_a_damaged_keep_file(tmp_path, children):
     """A keeper that cannot read its keep file leaves, saying so, and stops nothing."""
+    from mlp_magic.core.process_alive import alive
     from mlp_magic.world import keeper
 
     own, started = next(iter(children.items()))
-    assert keeper.alive([own, started]) and keeper.alive([own, None])
+    assert alive([own, started]) and alive([own, None])
     for owner in ([2**63, 1.0], [own, math.nan], [own, "1.5"], [own, 10**400], [1, None], [True, None]):
-        assert not keeper.alive(owner)
+        assert not alive(owner)
     for owner in ([2**63, 1.0], [own, math.nan], [own, "1.5"], [own, 10**400], [1, None], [True, None],
                   "me", [own]):
         keep = {"owner": owner, "kept": True, "hours": 1, "record": "r.json"}

@@ -75,13 +75,16 @@ def test_one_more_rank_never_shortens_the_grace(ranks, host, cpus):
     assert 0 <= busiest_ranks_per_cpu(ranks + [(host, cpus)]) <= len(ranks) + 1
 
 
-@pytest.mark.parametrize("grace, before, after, waited", [
-    (1.2, 3, 3, SECOND_ROUND_S),   # none stopped: stuck in C, or one that caught the interrupt
-    (1.2, 3, 2, 1.2),              # one stopped: a slow host, the others are on their way
-    (7.4, 128, 100, 7.4),
-    (0.1, 3, 3, 0.1),              # never longer than the grace asked for
+@pytest.mark.parametrize("grace, before, after, ranks_per_cpu, waited", [
+    (1.2, 3, 3, 1.0, SECOND_ROUND_S),   # none stopped: stuck in C, or one that caught the interrupt
+    (1.2, 3, 2, 1.0, 1.2),              # one stopped: a slow host, the others are on their way
+    (7.4, 128, 100, 0.5, 7.4),
+    (0.1, 3, 3, 1.0, 0.1),              # never longer than the grace asked for
+    (7.4, 64, 64, 4.0, 7.4),            # shared cores: none stopping yet is slowness, not C
 ])
-def test_the_second_round_is_short_only_where_the_first_stopped_no_rank(grace, before, after, waited):
+def test_the_second_round_is_short_only_where_the_first_stopped_no_rank_on_cores_of_their_own(
+        grace, before, after, ranks_per_cpu, waited):
     """The stop button on ranks stuck in a gloo collective returned after two full graces (2.4 s
-    at 4 ranks on 2 cores; the guide: "within about a second")."""
-    assert second_round_grace(grace, before, after) == waited
+    at 4 ranks on 2 cores; the guide: "within about a second"); but 64 ranks on 8 namespace hosts
+    of 2 cores, cut short, were named stuck while on their way out (CI)."""
+    assert second_round_grace(grace, before, after, ranks_per_cpu) == waited
