@@ -1,6 +1,7 @@
 """What the guides promise, in the kernel users run (issue 49): each finding of a new user who
 followed the docs, as a test that failed on the code they met."""
 import json
+import os
 import re
 
 import pytest
@@ -218,7 +219,9 @@ def test_the_stop_button_on_a_stuck_gloo_collective_waits_one_grace_and_a_short_
         kernel.run_cell("%mpirun --stop")
 
 
-REPEATS = 3   # ~6 s each here; the finding came once in about ten runs of a new user's notebook
+# ~6 s each here; the finding came once in about ten runs of a new user's notebook: the suite
+# repeats it 3 times, MLP_UNBLOCK_REPEATS=30 shows it gone (0.9**30: a 4% chance to miss it)
+REPEATS = int(os.environ.get("MLP_UNBLOCK_REPEATS", "3"))
 
 
 def test_unblocking_a_gloo_only_hang_never_revokes_mpi_in_the_users_sequence(kernel):
