@@ -148,7 +148,7 @@ def at_script_start(world, floor_names: list) -> dict:
 
 
 def run_one(n: int, floor_names: list) -> dict:
-    from mlp_magic.core.topology import topology_from_environment
+    from mlp_magic.machine.topology import topology_from_environment
     from mlp_magic.world.world import World, WorldSpec
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLP_MPI_", "MLP_WORKER_", "SLURM_"))}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from mlp_magic.core.deadline import until
+from mlp_magic.machine.deadline import until
 
 HANG_FLOOR_S = 10.0   # no bound on a shared 2-core machine is tighter than this
 HANG_FACTOR = 5.0     # an order of magnitude above the usual, before the floor
@@ -22,7 +22,7 @@ def hang_bound(usual_s: float) -> float:
 
 def wait_until(predicate, seconds: float = HANG_FLOOR_S, interval: float = 0.05) -> bool:
     """Ask ``predicate`` until it is true (True) or ``seconds`` have passed (its last answer),
-    on core/deadline.until's pace (pauses doubling up to ``interval``).
+    on machine/deadline.until's pace (pauses doubling up to ``interval``).
 
     The synchronisation of a test: never a bare sleep before an assert."""
     return bool(until(predicate, time.monotonic() + seconds, longest_s=interval))

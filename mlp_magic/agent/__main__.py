@@ -167,7 +167,7 @@ def _end_leftovers(ranks: list) -> None:
     """What the host's ranks left in their groups, once they ended (a World stopping ends them
     all; a rank still running afterwards is not stopping, and keeps what it made)."""
     from mlp_magic.agent.leftovers import end_groups, own_groups
-    from mlp_magic.core.deadline import until
+    from mlp_magic.machine.deadline import until
 
     def ended(rank: dict) -> bool:
         return not os.path.exists(f"/proc/{rank['pid']}")   # (a reused pid: own_groups tells)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import secrets
 
 from mlp_magic import config
-from mlp_magic.core.local_names import stays_here
+from mlp_magic.machine.names import stays_here
 from mlp_magic.agent.tls import make_certificate
 from mlp_magic.core.placement import first_rank_per_host
 from mlp_magic.engine.bootstrap import AGENT_CHORE, run_chore

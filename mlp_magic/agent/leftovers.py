@@ -17,7 +17,7 @@ import os
 import signal
 import time
 
-from mlp_magic.core.deadline import until
+from mlp_magic.machine.deadline import until
 from mlp_magic.core.proc_stat import create_time, groups_of, parse_stat, process_id, start_time
 
 PROC = "/proc"

@@ -17,7 +17,7 @@ import threading
 
 from mlp_magic.agent.actions import interrupt_ranks, progress_ranks, unblock_ranks
 from mlp_magic.agent.protocol import RequestError
-from mlp_magic.core.local_names import stays_here
+from mlp_magic.machine.names import stays_here
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.world.pure.record import rank_number
 

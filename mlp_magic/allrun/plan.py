@@ -19,7 +19,7 @@ from mlp_magic.errors import MlpMagicError
 def select_hosts(options, env: Mapping | None = None):
     """(hosts, topology): one target per host of the Topology, minus ``--exclude``."""
     from mlp_magic.core.ranges import expand_hosts, fold_hosts
-    from mlp_magic.core.topology import topology_from_environment
+    from mlp_magic.machine.topology import topology_from_environment
 
     env = os.environ if env is None else env
     topology = topology_from_environment(env, hostfile=options.hostfile, hosts=options.hosts)

@@ -11,8 +11,8 @@ import socket
 import sys
 from typing import Optional
 
-from mlp_magic.core.local_names import is_this_machine
-from mlp_magic.core.user_files import read_text
+from mlp_magic.machine.names import is_this_machine
+from mlp_magic.machine.user_files import read_text
 from mlp_magic.gpu.pure.smi_topo import MAX_TOPO_BYTES
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu import HostGpus, parse_topo_matrix, probe_local

@@ -2,7 +2,7 @@
 the lab panel), each asking for what it can afford.
 
 Everything is asked at once, and each part is waited for until its own deadline
-(``core.deadline``), so one silent host or wedged driver costs a timeout, not one per host:
+(``machine.deadline``), so one silent host or wedged driver costs a timeout, not one per host:
 - the topology: this kernel's running World's, unless ``--hostfile`` / ``-H`` say otherwise;
   else the environment's;
 - reachability: a TCP connect to each host's ssh port (``reachability.probe_hosts``);
@@ -22,8 +22,8 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
-from mlp_magic.core.deadline import in_background
-from mlp_magic.core.local_names import this_machine_names
+from mlp_magic.machine.deadline import in_background
+from mlp_magic.machine.names import this_machine_names
 from mlp_magic.core.records import Record, fresh
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu import HostGpus, parse_topo_matrix
@@ -125,7 +125,7 @@ class StateCollector:
         options = self.options
         if world is not None and not (options.hostfile or options.hosts):
             return world.spec.topology
-        from mlp_magic.core.topology import topology_from_environment
+        from mlp_magic.machine.topology import topology_from_environment
 
         return topology_from_environment(options.env, hostfile=options.hostfile, hosts=options.hosts)
 
@@ -244,7 +244,7 @@ def _inventory(host: Optional[str], value: Any) -> HostGpus:
         return HostGpus.from_dict(dict(value.to_dict(), host=host or value.host))
     if isinstance(value, (str, os.PathLike)) and host:
         path = os.fspath(value)
-        from mlp_magic.core.user_files import read_text
+        from mlp_magic.machine.user_files import read_text
         from mlp_magic.gpu.pure.smi_topo import MAX_TOPO_BYTES
 
         text = read_text(path, f"{host}'s saved topology", MAX_TOPO_BYTES)

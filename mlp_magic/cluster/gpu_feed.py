@@ -24,7 +24,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 from mlp_magic.agent.client import AgentError, subscribe
 from mlp_magic.gpu.pure.history import MAX_GPUS, GpuHistory, reading, reading_rows, sample_time
-from mlp_magic.core.local_names import stays_here
+from mlp_magic.machine.names import stays_here
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world.pure.record import agent_key, agents as checked_agents
 

@@ -33,7 +33,7 @@ from mlp_magic.doctor.pure.report import REPORT_NAME
 from mlp_magic.cluster.collect import CollectOptions, Parts, StateCollector, read_health
 from mlp_magic.cluster.dir_watch import DirWatch
 from mlp_magic.cluster.gpu_feed import GpuFeed
-from mlp_magic.core.process_alive import alive
+from mlp_magic.machine.process_alive import alive
 
 SLOW_EVERY_S = 30.0       # topology and reachability, while someone watches
 LIVENESS_EVERY_S = 5.0    # kernels checked for life (a dead one's World leaves the document)

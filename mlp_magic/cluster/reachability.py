@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from mlp_magic.core.local_names import stays_here, this_machine_names
+from mlp_magic.machine.names import stays_here, this_machine_names
 
 SSH_PORT = 22
 DEFAULT_TIMEOUT = 1.0

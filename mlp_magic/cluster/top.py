@@ -19,7 +19,7 @@ from mlp_magic.cluster.pure.top_screen import top_lines
 from mlp_magic.cluster.collect import CollectOptions
 from mlp_magic.cluster.gpu_feed import agent_targets, stdio_argv
 from mlp_magic.cluster.live import LiveCluster
-from mlp_magic.core.deadline import run_to_end
+from mlp_magic.machine.deadline import run_to_end
 
 ENTER, LEAVE = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"   # alternate screen, cursor hidden
 HOME_CLEAR = "\x1b[H\x1b[2J"

@@ -21,6 +21,8 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.core.ranges import expand_hosts, quote
 from mlp_magic.core.records import Record
 
+LOCALHOST = "localhost"  # this machine in a host list (machine/names: all its names)
+LOOPBACK = "127.0.0.1"   # its address, a local World's master
 MAX_SLOTS = 1 << 20      # per host; a typo such as slots=80000000 fails here, not in a layout
 MAX_PORT = 65535
 _MAX_NAME = 253          # DNS limit

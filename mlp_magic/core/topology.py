@@ -1,23 +1,21 @@
 """Where the ranks go: hosts, slots, rank layout and master address (pure).
 
-``topology_from_environment`` reads, in this order: explicit options (``hostfile=``, ``hosts=``),
-the ML platform's MLP_* variables, Azure/torchrun variables, Slurm, and finally the local machine
-(the embedded default). The only I/O is reading the named hostfile and counting the local
-GPUs/CPUs, both done through injectable callables so the logic stays testable.
+``topology_of`` reads, in this order: explicit options (``hostfile=``, ``hosts=``), the ML
+platform's MLP_* variables, Azure/torchrun variables, Slurm, and finally the local machine (the
+embedded default). What it needs of the machine it is given: the environment, a reader of the
+named hostfile, the local slot count (called only for the embedded default) and this machine's
+names; ``machine/topology.topology_from_environment`` gives it this machine's.
 """
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
 
-from mlp_magic.core.user_files import read_text
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.core.hostfile import (MAX_PORT, MAX_SLOTS, HostEntry, check_host_name, expand_names,
-                                     parse_count, parse_host_list, parse_hostfile, reject_duplicates,
-                                     split_outside_brackets)
+from mlp_magic.core.hostfile import (LOCALHOST, LOOPBACK, MAX_PORT, MAX_SLOTS, HostEntry, check_host_name,
+                                     expand_names, parse_count, parse_host_list, parse_hostfile,
+                                     reject_duplicates, split_outside_brackets)
 from mlp_magic.core.ranges import MAX_HOSTS, MAX_RANKS, quote
-from mlp_magic.core.local_names import LOCALHOST, LOOPBACK, is_this_machine
 from mlp_magic.core.records import Record
 
 LOCAL_SOURCE = "local machine"   # the embedded default, the one source that oversubscribes unasked
@@ -133,32 +131,34 @@ def _from_options(hostfile, hosts, read_text) -> tuple | None:
         if not str(hostfile).strip():
             raise MlpMagicError("--hostfile: empty path")
         source = f"hostfile {hostfile}"
-        return parse_hostfile(_read(hostfile, read_text, "--hostfile"), source), source
+        return parse_hostfile(read_text(hostfile, "--hostfile"), source), source
     if hosts is not None:
         return parse_host_list(hosts, "-H"), f"-H {hosts}"
     return None
 
 
-def _read(path: str, reader: Callable, what: str) -> str:
-    if reader is _read_text_file:
-        return _read_text_file(path, what)   # its own errors name the option and the path
-    try:
-        return reader(path)
-    except FileNotFoundError:
-        raise MlpMagicError(f"{what}: no such file {quote(path)}") from None
-    except IsADirectoryError:
-        raise MlpMagicError(f"{what}: {quote(path)} is a directory, not a hostfile") from None
-    except UnicodeDecodeError as err:
-        raise MlpMagicError(f"{what}: {quote(path)} is not UTF-8 text "
-                            f"({err.reason} at byte {err.start})") from None
-    except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
-        raise MlpMagicError(f"{what}: cannot read {quote(path)}: {err}") from None
+def naming_errors(reader: Callable[[str], str]) -> Callable[[str, str], str]:
+    """``reader(path)`` (a hostfile's text) as ``topology_of`` reads a hostfile: ``(path, what)``,
+    its errors one MlpMagicError naming ``what`` (the option or variable) and the path."""
+    def read(path: str, what: str) -> str:
+        try:
+            return reader(path)
+        except FileNotFoundError:
+            raise MlpMagicError(f"{what}: no such file {quote(path)}") from None
+        except IsADirectoryError:
+            raise MlpMagicError(f"{what}: {quote(path)} is a directory, not a hostfile") from None
+        except UnicodeDecodeError as err:
+            raise MlpMagicError(f"{what}: {quote(path)} is not UTF-8 text "
+                                f"({err.reason} at byte {err.start})") from None
+        except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
+            raise MlpMagicError(f"{what}: cannot read {quote(path)}: {err}") from None
+    return read
 
 
 def _from_mlp(env: Mapping, read_text) -> tuple | None:
     path = _text(env, "MLP_MPI_HOSTFILE")
     if path:
-        text = _read(path, read_text, "$MLP_MPI_HOSTFILE")
+        text = read_text(path, "$MLP_MPI_HOSTFILE")
         entries = parse_hostfile(text, f"hostfile {path} (from $MLP_MPI_HOSTFILE)")
         return entries, f"$MLP_MPI_HOSTFILE ({path})"
     if _text(env, "MLP_MPI_HOSTS"):
@@ -272,42 +272,21 @@ def _master_port(env: Mapping, source: str) -> int | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The local machine.
+# The whole.
 
-def local_slot_count(gpu_count: Callable[[], int] | None = None) -> int:
-    """Slots of the embedded default: one per GPU, else one per CPU core."""
-    gpus = gpu_count() if gpu_count else count_local_gpus()
-    return gpus or (os.cpu_count() or 1)
-
-
-def count_local_gpus() -> int:
-    """NVIDIA device nodes are the cheapest honest count (no driver load, no subprocess)."""
-    try:
-        return sum(1 for name in os.listdir("/dev") if re.fullmatch(r"nvidia\d+", name))
-    except OSError:
-        return 0
-
-
-MAX_HOSTFILE_BYTES = 64 << 20   # ~1M hosts' lines: more is not a hostfile
-
-
-def _read_text_file(path: str, what: str = "hostfile") -> str:
-    """A hostfile's text: core/user_files' bounded read (no device, pipe or folder)."""
-    return read_text(path, what, MAX_HOSTFILE_BYTES)
-
-
-def topology_from_environment(
-    env: Mapping | None = None,
+def topology_of(
+    env: Mapping,
     *,
-    hostfile: str | None = None,
-    hosts: str | None = None,
-    read_text: Callable[[str], str] = _read_text_file,
-    local_slots: Callable[[], int] = local_slot_count,
-    local_names: frozenset | None = None,
+    hostfile: str | None,
+    hosts: str | None,
+    read_text: Callable[[str, str], str],
+    local_slots: Callable[[], int],
+    local_names: frozenset,
 ) -> Topology:
-    """Build the Topology the options and the environment describe. ``local_names``: this
-    machine's names (``core.local_names``); a topology of one of them alone is local."""
-    env = os.environ if env is None else env
+    """The Topology the options and the environment ``env`` describe. ``read_text(path, what)``:
+    a hostfile's text, its errors one MlpMagicError naming ``what`` (``naming_errors`` makes one
+    of a plain reader); ``local_slots()``: the embedded default's slots; ``local_names``: this
+    machine's names, lower case: a topology of one of them alone is local."""
     found = (
         _from_options(hostfile, hosts, read_text)
         or _from_mlp(env, read_text)
@@ -319,7 +298,7 @@ def topology_from_environment(
     else:
         entries, source = found
         reject_duplicates(((e.name, e.line) for e in entries), source, units="entries")
-    is_local = len(entries) == 1 and is_this_machine(entries[0].name, local_names)
+    is_local = len(entries) == 1 and entries[0].name.lower() in local_names
     host_objects = tuple(Host(e.name, e.slots, index, e.port, e.user) for index, e in enumerate(entries))
     return Topology(
         hosts=host_objects,

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Mapping
 
 from mlp_magic import config
-from mlp_magic.core.local_names import stays_here, this_machine_names
+from mlp_magic.machine.names import stays_here, this_machine_names
 from mlp_magic.core.results import why_no_answer
 from mlp_magic.doctor.pure.answer import answer_problem
 from mlp_magic.errors import MlpMagicError

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 
 from mlp_magic.doctor.collect import collect
-from mlp_magic.core.local_names import this_machine_names
+from mlp_magic.machine.names import this_machine_names
 from mlp_magic.doctor.path_pip import pip_on_path
 
 
@@ -30,7 +30,7 @@ def gather(options, env: Mapping | None = None, transport_for=None):
     """The report (``doctor/pure/report.Report``). ``transport_for``: a live World's transport (the
     magic's), used where it covers the hosts."""
     from mlp_magic.doctor.pure.checks import Context, check_hosts
-    from mlp_magic.core.topology import topology_from_environment
+    from mlp_magic.machine.topology import topology_from_environment
 
     env = os.environ if env is None else env
     started = time.monotonic()

@@ -128,8 +128,8 @@ def _wait_for(handle, wait_s: float) -> bool:
     if threading.current_thread() is not threading.main_thread():
         # No event to wait on with a limit here: only a signal cuts a blocking flock short, and
         # Python handles signals on the main thread only (elsewhere the interrupted flock is
-        # retried, PEP 475). So off it (tests, never a rank) core/deadline.until tries again.
-        from mlp_magic.core.deadline import until   # here: a rank never needs it
+        # retried, PEP 475). So off it (tests, never a rank) machine/deadline.until tries again.
+        from mlp_magic.machine.deadline import until   # here: a rank never needs it
 
         return until(lambda: _try_flock(handle), time.monotonic() + wait_s, longest_s=POLL_S)
 

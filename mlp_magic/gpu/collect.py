@@ -13,8 +13,8 @@ import time
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
 from mlp_magic import config
-from mlp_magic.core.deadline import in_background
-from mlp_magic.core.local_names import stays_here, this_machine_names
+from mlp_magic.machine.deadline import in_background
+from mlp_magic.machine.names import stays_here, this_machine_names
 from mlp_magic.core.results import HostResult, why_no_answer
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.ranks.remote_errors import one_line

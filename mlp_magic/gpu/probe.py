@@ -93,7 +93,7 @@ def probe_local(timeout: float = 5.0, *, host: Optional[str] = None, use_nvml: b
                 smi: str = "nvidia-smi") -> HostGpus:
     """GPUs of this machine: NVML, else nvidia-smi when on PATH, else source "none" (CPU-only);
     every step within one ``timeout``."""
-    from mlp_magic.core.deadline import within
+    from mlp_magic.machine.deadline import within
     from mlp_magic.gpu.nvml_probe import probe_nvml
 
     host = host or socket.gethostname()

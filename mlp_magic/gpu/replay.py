@@ -24,7 +24,7 @@ import time
 from types import SimpleNamespace
 
 from mlp_magic.core.records import Record
-from mlp_magic.core.user_files import read_bytes
+from mlp_magic.machine.user_files import read_bytes
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.pure.smi_table import parse_smi_tables
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from mlp_magic.core.ranges import parse_ranks
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world.world import WorldSpec
 

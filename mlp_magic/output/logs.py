@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from mlp_magic import config
-from mlp_magic.core.user_files import shown
+from mlp_magic.machine.user_files import shown
 from mlp_magic.engine.private_files import open_private, private_dirs
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.output.rank.retention import prune

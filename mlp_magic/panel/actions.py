@@ -12,7 +12,7 @@ import os
 import time
 from typing import Callable, Dict, List, Optional
 
-from mlp_magic.core.local_names import is_this_machine, this_machine_names
+from mlp_magic.machine.names import is_this_machine, this_machine_names
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.unblock.pure.timing import AGAIN_AFTER_S

@@ -120,8 +120,8 @@ def _well_formed(record: dict) -> bool:
 
 
 def _owned_by_me(pid) -> bool:
-    """Whether ``pid`` is a live process of this user (a zombie has ended: core/process_alive)."""
-    from mlp_magic.core.process_alive import alive
+    """Whether ``pid`` is a live process of this user (a zombie has ended: machine/process_alive)."""
+    from mlp_magic.machine.process_alive import alive
 
     try:
         return alive((pid, None)) and os.stat("/proc/%d" % pid).st_uid == os.getuid()

@@ -34,7 +34,7 @@ import stat
 from mlp_magic import config
 from mlp_magic.core.host_command import run_script_then
 from mlp_magic.core.hostfile import reject_duplicates
-from mlp_magic.core.local_names import is_this_machine
+from mlp_magic.machine.names import is_this_machine
 from mlp_magic.errors import MlpMagicError
 
 _UNIX_PATH_MAX = 104              # sun_path, less ssh's own temporary suffix margin below

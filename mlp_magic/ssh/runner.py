@@ -324,7 +324,7 @@ async def _both_ended(out: Stream, err: Stream) -> None:
 
 
 STOP_SECONDS = 5.0   # for the runner to stop its processes after a Ctrl-C, or before the exit
-_LATE: set = set()   # runs given up at their deadline, still stopping (core/deadline.Pending)
+_LATE: set = set()   # runs given up at their deadline, still stopping (machine/deadline.Pending)
 
 
 class BackgroundRun:
@@ -334,7 +334,7 @@ class BackgroundRun:
     meanwhile waits for that first, up to ``STOP_SECONDS``). Ctrl-C stops them before it goes on."""
 
     def __init__(self, runner: HostRunner, name: str):
-        from mlp_magic.core.deadline import in_background
+        from mlp_magic.machine.deadline import in_background
 
         self.runner = runner
         self._stopping = False

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 
 from mlp_magic import config
 from mlp_magic.location import PACKAGE_PARENT
-from mlp_magic.core.deadline import in_background
-from mlp_magic.core.local_names import stays_here, this_machine_names
+from mlp_magic.machine.deadline import in_background
+from mlp_magic.machine.names import stays_here, this_machine_names
 from mlp_magic.core.proc_ranks import STACKS_SCANNER
 from mlp_magic.core.results import why_no_answer
 from mlp_magic.errors import MlpMagicError

@@ -13,7 +13,7 @@ import shlex
 import time
 
 from mlp_magic.core import proc_stat
-from mlp_magic.core.deadline import until
+from mlp_magic.machine.deadline import until
 from mlp_magic.engine.side_signal import COLLECTIVES_SIGNAL
 from mlp_magic.stacks.pure.recorded import parse_answer
 
@@ -55,7 +55,7 @@ def gather(asked: dict, wait: float) -> dict:
 
 def _wait_for(paths, deadline: float) -> None:
     """Until every file is there, or ``deadline``. No event says a file appeared:
-    core/deadline.until looks at a short steady pace."""
+    machine/deadline.until looks at a short steady pace."""
     paths = list(paths)
     until(lambda: all(os.path.exists(p) for p in paths), deadline, first_s=0.01, longest_s=0.05)
 

@@ -76,7 +76,7 @@ class StacksReport:
 def gather(options, env: Mapping | None = None, transport_for=None) -> StacksReport:
     """Collect and merge; StacksFault when nothing could be read for a reason with a known fix.
     ``transport_for``: see ``collect`` (the magic's live World)."""
-    from mlp_magic.core.topology import topology_from_environment
+    from mlp_magic.machine.topology import topology_from_environment
 
     env = os.environ if env is None else env
     # --pid names processes of this machine (a pid means nothing elsewhere) unless hosts are given

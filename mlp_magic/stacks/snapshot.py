@@ -17,7 +17,7 @@ import time
 from typing import NamedTuple
 
 from mlp_magic import config
-from mlp_magic.core.deadline import until
+from mlp_magic.machine.deadline import until
 from mlp_magic.core.host_command import HOST
 from mlp_magic.core.results import why_no_answer
 from mlp_magic.stacks import collectives
@@ -46,7 +46,7 @@ class Target(NamedTuple):
 def _read_when_settled(paths: list, deadline: float) -> dict:
     """Every dump file's text once all have stopped growing for ``SETTLE_SECONDS`` (or at the
     deadline). faulthandler writes a dump in many small writes and tells no one when it is done,
-    and a file's growth announces nothing (no inotify in the standard library): core/deadline.until
+    and a file's growth announces nothing (no inotify in the standard library): machine/deadline.until
     compares the sizes at that steady pace."""
     sizes: dict = {path: -1 for path in paths}
 

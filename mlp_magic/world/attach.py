@@ -7,7 +7,7 @@ actions) the ranks started are the same too.
 """
 from __future__ import annotations
 
-from mlp_magic.core.process_alive import alive
+from mlp_magic.machine.process_alive import alive
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world import keeping, processes
 from mlp_magic.world.facts import FACTS

@@ -3,7 +3,7 @@ World whose controller died says, and does with its ranks.
 
 The launcher names the first rank to fail once the job has ended, a moment after the kernel
 notices. Nothing announces that line (a file: no event for it without inotify, which the
-standard library lacks), so the log is read again on core/deadline.until's pace until it names a
+standard library lacks), so the log is read again on machine/deadline.until's pace until it names a
 rank, or every launcher process has ended (its log is then complete), or the deadline.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 import time
 
-from mlp_magic.core.deadline import until
+from mlp_magic.machine.deadline import until
 from mlp_magic.world.pure.deaths import death_note, launcher_named_rank
 
 LAUNCHER_PATIENCE_S = 2.0   # mpiexec reports a death once the job ended

@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 
-from mlp_magic.core.local_names import stays_here
+from mlp_magic.machine.names import stays_here
 
 PROBE_EVERY_S = 2.0
 PROBE_TIMEOUT_S = 2.0

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from mlp_magic.core.process_alive import alive
+from mlp_magic.machine.process_alive import alive
 
 KEEP_FILE = "keep.json"
 TICK_S = 1.0

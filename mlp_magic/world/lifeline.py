@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from mlp_magic.core.deadline import until
+from mlp_magic.machine.deadline import until
 
 
 class Lifeline:
@@ -95,7 +95,7 @@ class Lifeline:
 def wait_for_ends(processes: Sequence, seconds: float) -> bool:
     """Block until every one of ``processes`` has ended, at most ``seconds``; True when they have.
     Woken by their pid file descriptors; where there are none, ``running()`` is asked on
-    core/deadline.until's pace (a child's end then has no event we can wait on with a limit)."""
+    machine/deadline.until's pace (a child's end then has no event we can wait on with a limit)."""
     deadline = time.monotonic() + seconds
     running = [process for process in processes if process.running()]
     fds = _pidfds(running)

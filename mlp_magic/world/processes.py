@@ -19,7 +19,7 @@ import time
 import psutil
 
 from mlp_magic.agent.leftovers import end_groups, own_groups
-from mlp_magic.core.deadline import until
+from mlp_magic.machine.deadline import until
 from mlp_magic.core.proc_stat import process_id, start_time
 from mlp_magic.engine.identity import PROGRAM as ENGINE_PROGRAM
 from mlp_magic.engine.private_files import open_private
@@ -203,7 +203,7 @@ def _beats(seconds: float, period_ms: float = HEARTBEAT_MS) -> int:
 
 def wait_for_file(path: str, process: ManagedProcess, timeout: float) -> dict:
     """Wait until ``path`` holds complete JSON, failing fast if ``process`` dies. Nothing announces
-    the file (inotify is not in the standard library): core/deadline.until looks again."""
+    the file (inotify is not in the standard library): machine/deadline.until looks again."""
     found: list = []
 
     def complete() -> bool:

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 from mlp_magic import config
 from mlp_magic.engine.private_files import private_dirs
-from mlp_magic.core.process_alive import alive
+from mlp_magic.machine.process_alive import alive
 from mlp_magic.world.pure.record import private_part as checked_private
 from mlp_magic.world.pure.record import finite_json, process_entries, rank_key, sane_record
 
@@ -85,7 +85,7 @@ def _here(state: dict) -> bool:
 
 
 def _kernel_alive(state: dict) -> bool:
-    """Whether the record's kernel still runs (a zombie does not: core/process_alive); the record
+    """Whether the record's kernel still runs (a zombie does not: machine/process_alive); the record
     has its pid only."""
     return alive((state["pid"], None))
 

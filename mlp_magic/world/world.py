@@ -19,15 +19,15 @@ from dataclasses import dataclass
 import psutil
 
 from mlp_magic import config
-from mlp_magic.core.local_names import LOOPBACK, is_this_machine
+from mlp_magic.core.hostfile import LOOPBACK
 from mlp_magic.core.placement import check_placement
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.world.pure.budget import busiest_ranks_per_cpu, memory_shortfall, start_budget
 from mlp_magic.core.topology import Topology
-from mlp_magic.engine import bootstrap as engine_bootstrap
-from mlp_magic.engine import identity as engine_identity
+from mlp_magic.engine import bootstrap as engine_bootstrap, identity as engine_identity
 from mlp_magic.engine.ipykernel_private import with_missing
 from mlp_magic.engine.private_files import narrow_tree, private_dirs
+from mlp_magic.machine.names import is_this_machine
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world import facts, guards, keeping, published
 from mlp_magic.world.start import calls as start_calls

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world.world import World, WorldSpec
 

@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from mlp_magic.core.deadline import until
+from mlp_magic.machine.deadline import until
 from tests.integration.kernels import Kernel, running, wait_until_gone
 from tests.kernel import Kernel as JupyterKernel
 from tests.timing import hang_bound

@@ -92,7 +92,7 @@ def _a_local_world_listening() -> tuple:
     description; the World stopped again."""
     import psutil
 
-    from mlp_magic.core.topology import topology_from_environment
+    from mlp_magic.machine.topology import topology_from_environment
     from mlp_magic.world.world import World, WorldSpec
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLP_", "SLURM_"))}

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from mlp_magic.world.pure.budget import StartBudget
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
 from tests import worlds
 from mlp_magic.world import world as world_module

@@ -4,7 +4,7 @@ from __future__ import annotations
 from mlp_magic.cluster.pure.model import (cluster_state, failed_state, published_inventories,
                                           world_engines_by_key)
 from mlp_magic.cluster.reachability import Reachability
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.gpu import GpuInfo, HostGpus
 from mlp_magic.panel import MlpMagicPanel
 

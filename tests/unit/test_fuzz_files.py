@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.debugging.rank.script import ScriptSyntaxError, _compiled, script_problem
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.replay import load_capture

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from mlp_magic.core.hostfile import check_host_name, parse_host_list, parse_hostfile, split_outside_brackets
 from mlp_magic.core.ranges import expand_hosts, parse_ranks
-from mlp_magic.core.topology import Topology, topology_from_environment
+from mlp_magic.core.topology import Topology
+from mlp_magic.machine.topology import topology_from_environment
 
 from tests.unit.fuzz_checks import FUZZ, JUNK, mentions, only_our_error
 

@@ -75,11 +75,16 @@ def test_the_checker_sees_relative_lazy_and_module_imports():
 
 # ------------------------------------------------------------------------------ the sides
 # A module's side comes from its folder: ``core/`` and every ``pure/`` folder are pure (values in,
-# values out: the standard library only); ``engine/`` and every ``rank/`` folder run inside the
-# ranks; everything else is the kernel's (or a command's) side.
+# values out: the standard library only); ``machine/`` asks this machine (names, processes, files,
+# the clock) for the others; ``engine/`` and every ``rank/`` folder run inside the ranks;
+# everything else is the kernel's (or a command's) side.
 def is_pure(name: str) -> bool:
     parts = name.split(".")
     return parts[1:2] == ["core"] or "pure" in parts[1:]
+
+
+def asks_the_machine(name: str) -> bool:
+    return name.split(".")[1:2] == ["machine"]
 
 
 def runs_in_a_rank(name: str) -> bool:
@@ -95,10 +100,100 @@ def test_pure_folders_import_the_standard_library_errors_and_pure_folders_only()
     assert found == []
 
 
-def test_what_runs_in_a_rank_imports_leaves_pure_folders_and_rank_code_only():
+# What "pure" means (ARCHITECTURE.md): no I/O, no clock. The modules that reach files, processes,
+# sockets, threads or the clock, and the calls that read the clock or touch the terminal or files.
+IO_MODULES = frozenset({"os", "sys", "io", "time", "subprocess", "socket", "select", "selectors",
+                        "signal", "threading", "asyncio", "multiprocessing", "concurrent", "pathlib",
+                        "shutil", "tempfile", "glob", "urllib", "http", "sqlite3", "random", "uuid"})
+IO_CALLS = frozenset({"open", "print", "input", "now", "today", "utcnow", "monotonic", "perf_counter"})
+# os's string functions and separators: path text in, path text out (abspath only of __file__,
+# which is absolute: no getcwd). Every other use of os asks the machine: os.environ, os.uname,
+# os.listdir, os.getcwd, os.path.exists, os.path.realpath...
+PURE_OS = frozenset({"sep", "pathsep", "fspath", "path.join", "path.dirname", "path.basename", "path.split",
+                     "path.splitext", "path.normpath", "path.isabs", "path.abspath", "path.relpath",
+                     "path.commonpath", "path.sep"})
+
+
+def os_uses(tree: ast.AST) -> set:
+    """What of ``os`` a module uses, named as ``environ`` or ``path.join``: the chains of attributes
+    on the names it bound to ``os`` or ``os.path``, and what ``from os import`` brought. What
+    follows (``os.pathsep.join``: a str's method) is left out."""
+    bound, uses = {}, set()   # bound: a name of the module -> what of os it is ("" for os itself)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound.update({alias.asname or "os": alias.name[3:] if alias.asname else ""
+                          for alias in node.names if top(alias.name) == "os"})
+        elif isinstance(node, ast.ImportFrom) and node.module in ("os", "os.path") and not node.level:
+            for alias in node.names:
+                what = ("path." if node.module == "os.path" else "") + alias.name
+                if what == "path":
+                    bound[alias.asname or "path"] = what
+                else:
+                    uses.add(what)
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and id(node) not in inner:
+            names = []
+            while isinstance(node, ast.Attribute):
+                names.insert(0, node.attr)
+                node = node.value
+            if isinstance(node, ast.Name) and node.id in bound:
+                names = [*filter(None, bound[node.id].split(".")), *names]
+                uses.add(".".join(names[:2]) if names[0] == "path" else names[0])
+    return uses
+
+
+def io_uses(tree: ast.AST) -> list:
+    """os used for more than its path strings, and the calls of IO_CALLS, in a parsed module."""
+    found = [f"os.{use}" for use in sorted(os_uses(tree)) if use not in PURE_OS]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in IO_CALLS:
+                found.append(f"{called}() at line {node.lineno}")
+    return found
+
+
+def io_in(path: Path) -> list:
+    """What in ``path`` does I/O or reads the clock: I/O modules imported (os: its uses), such
+    calls made."""
+    found = sorted(name for name in imports_of(path) if top(name) in IO_MODULES - {"os"})
+    return found + io_uses(ast.parse(path.read_text()))
+
+
+def test_pure_folders_do_no_io_and_read_no_clock():
+    found = {name: io_in(path) for name, path in ALL_MODULES.items() if is_pure(name)}
+    assert {name: what for name, what in found.items() if what} == {}
+
+
+def test_the_io_finder_sees_imports_and_calls():
+    module = PACKAGE / "machine" / "deadline.py"   # the clock and threads: not pure
+    assert "time" in io_in(module) and any("monotonic()" in what for what in io_in(module))
+    assert "os.uname" in io_in(PACKAGE / "machine" / "names.py")
+
+
+def test_the_io_finder_tells_path_strings_from_asking_the_machine():
+    source = ("import os\nimport os.path as osp\nfrom os import getcwd as cwd, path\n"
+              "from os.path import exists, join\n"
+              "os.path.join(os.sep, os.pathsep.join(['a'])), osp.dirname(''), path.basename('')\n"
+              "os.environ.get('HOME'), osp.realpath('.'), path.isdir('.'), os.cpu_count()\n")
+    assert io_uses(ast.parse(source)) == ["os.cpu_count", "os.environ", "os.getcwd", "os.path.exists",
+                                          "os.path.isdir", "os.path.realpath"]
+
+
+def test_machine_imports_the_standard_library_leaves_and_pure_folders_only():
+    """What asks this machine serves every side, the ranks' too: nothing of theirs, no library."""
+    def allowed(imported):
+        return (top(imported) in STDLIB or imported in LEAVES or is_pure(imported)
+                or asks_the_machine(imported))
+    assert violations("machine", allowed) == []
+
+
+def test_what_runs_in_a_rank_imports_leaves_pure_folders_machine_and_rank_code_only():
     """Code running inside each rank, on every host: nothing of the kernel's side."""
     def allowed(imported):
-        return not ours(imported) or imported in LEAVES or is_pure(imported) or runs_in_a_rank(imported)
+        return (not ours(imported) or imported in LEAVES or is_pure(imported) or asks_the_machine(imported)
+                or runs_in_a_rank(imported))
     found = [(name, imported) for name, path in ALL_MODULES.items() if runs_in_a_rank(name)
              for imported in sorted(imports_of(path)) if not allowed(imported)]
     assert found == []
@@ -111,8 +206,8 @@ def test_leaves_import_the_standard_library_only():
 
 
 def test_no_ui_library_below_the_surface():
-    below = [name for name in ALL_MODULES
-             if is_pure(name) or runs_in_a_rank(name) or name.startswith("mlp_magic.ssh")]
+    below = [name for name in ALL_MODULES if is_pure(name) or asks_the_machine(name) or runs_in_a_rank(name)
+             or name.startswith("mlp_magic.ssh")]
     found = [(name, imported) for name in below for imported in sorted(imports_of(ALL_MODULES[name]))
              if top(imported) in UI_LIBRARIES]
     assert found == []
@@ -120,20 +215,21 @@ def test_no_ui_library_below_the_surface():
 
 # ------------------------------------------------------------------------------ the layers
 # Bottom to top; a module imports from its own layer or below, never above. Pure folders are
-# layer 1 and rank code layer 2 wherever they sit (gpu/pure is below gpu/).
+# layer 1 and rank code layer 3 wherever they sit (gpu/pure is below gpu/).
 LAYERS = (
     LEAVES,                                                                 # 0 leaves
     (),                                                                     # 1 pure: core/, */pure/
-    (),                                                                     # 2 in a rank: engine/, */rank/
-    ("mlp_magic.ssh", "mlp_magic.ranks", "mlp_magic.output"),               # 3 reaching hosts and ranks
-    ("mlp_magic.gpu", "mlp_magic.agent", "mlp_magic.stacks"),               # 4 probes, agents, stacks
-    ("mlp_magic.world", "mlp_magic.unblock"),                               # 5 the World
-    ("mlp_magic.mpirun", "mlp_magic.values", "mlp_magic.debugging",         # 6 what runs on it
+    ("mlp_magic.machine",),                                                 # 2 this machine, asked
+    (),                                                                     # 3 in a rank: engine/, */rank/
+    ("mlp_magic.ssh", "mlp_magic.ranks", "mlp_magic.output"),               # 4 reaching hosts and ranks
+    ("mlp_magic.gpu", "mlp_magic.agent", "mlp_magic.stacks"),               # 5 probes, agents, stacks
+    ("mlp_magic.world", "mlp_magic.unblock"),                               # 6 the World
+    ("mlp_magic.mpirun", "mlp_magic.values", "mlp_magic.debugging",         # 7 what runs on it
      "mlp_magic.allrun", "mlp_magic.doctor"),
-    ("mlp_magic.cluster",),                                                 # 7 the cluster picture
-    ("mlp_magic.panel",),                                                   # 8 the panel's server
-    ("mlp_magic.commands",),                                                # 9 the verbs
-    ("mlp_magic",),                                                         # 10 entry points
+    ("mlp_magic.cluster",),                                                 # 8 the cluster picture
+    ("mlp_magic.panel",),                                                   # 9 the panel's server
+    ("mlp_magic.commands",),                                                # 10 the verbs
+    ("mlp_magic",),                                                         # 11 entry points
 )
 # Imports that run up the layers, each with its reason in ARCHITECTURE.md ("Exceptions").
 UPWARD_EXCEPTIONS: list = []
@@ -144,7 +240,7 @@ def layer(name: str) -> int:
     if is_pure(name):
         return 1
     if runs_in_a_rank(name):
-        return 2
+        return 3
     matches = [(len(prefix), index) for index, prefixes in enumerate(LAYERS) for prefix in prefixes
                if name == prefix or name.startswith(prefix + ".")]
     return max(matches)[1]
@@ -226,10 +322,12 @@ OURS_AT_START = OURS_AT_IMPORT | {
     "mlp_magic.commands", "mlp_magic.commands.pure", "mlp_magic.commands.pure.options",
     "mlp_magic.commands.pure.parse", "mlp_magic.commands.pure.table", "mlp_magic.core.options",
     "mlp_magic.config", "mlp_magic.core", "mlp_magic.core.host_command", "mlp_magic.core.hostfile",
-    "mlp_magic.core.local_names",
     "mlp_magic.core.ranges", "mlp_magic.core.records", "mlp_magic.core.results",
-    "mlp_magic.core.topology", "mlp_magic.core.user_files", "mlp_magic.allrun.plan",
+    "mlp_magic.core.topology", "mlp_magic.allrun.plan",
     "mlp_magic.ssh", "mlp_magic.ssh.argv", "mlp_magic.ssh.spawn",
+    # this machine's environment, names and hostfile (core/topology's parsing given them)
+    "mlp_magic.machine", "mlp_magic.machine.names", "mlp_magic.machine.topology",
+    "mlp_magic.machine.user_files",
 }
 AT_START = r"""
 import os, sys

@@ -37,7 +37,7 @@ from mlp_magic.cluster.live import LiveCluster
 from mlp_magic.cluster.reachability import Reachability
 from mlp_magic.doctor.pure.report import ERROR, WARNING, Finding, Report
 from mlp_magic.gpu.pure.history import history_json
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.doctor import command as doctor_command
 from mlp_magic.gpu import sampler as gpu_sampler
 from mlp_magic.gpu.pure.model import GpuInfo, HostGpus

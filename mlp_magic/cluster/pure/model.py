@@ -14,7 +14,6 @@ from collections.abc import Mapping   # not typing's: isinstance on it is 5x slo
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from mlp_magic.core.local_names import is_this_machine
 from mlp_magic.core.proc_stat import process_id
 from mlp_magic.gpu.pure.hints import host_hints
 from mlp_magic.gpu.pure.model import HostGpus
@@ -114,9 +113,10 @@ def gpus_json(gpus: HostGpus) -> Dict[str, Any]:
 
 
 def host_key(name: str, local_names: frozenset) -> str:
-    """All names of this machine ("localhost", its hostname, 127.0.0.1) are one host; other
-    loopback addresses stay apart (tests and namespaces use them as separate hosts)."""
-    return LOCAL if is_this_machine(name, local_names) else name.lower()
+    """All names of this machine ("localhost", its hostname, 127.0.0.1: ``local_names``, lower
+    case) are one host; other loopback addresses stay apart (tests and namespaces use them as
+    separate hosts)."""
+    return LOCAL if name.lower() in local_names else name.lower()
 
 
 def _number(value: Any) -> Optional[int]:
@@ -161,7 +161,7 @@ def cluster_state(topology: Any, inventories: Iterable[HostGpus] = (), worlds: S
     ``topology``: a core.topology.Topology; ``inventories``: HostGpus whose ``host`` names a
     topology host (a later one for the same host wins); ``worlds``: published World records;
     ``reachability``: host name -> Reachability or bool; ``local_names``: this machine's names
-    (core.local_names.this_machine_names()); ``layout``: the ranks to show (a running World's),
+    (machine/names.this_machine_names()); ``layout``: the ranks to show (a running World's),
     else those of a job on every slot.
     """
     names = frozenset(n.lower() for n in local_names)

@@ -21,8 +21,7 @@ import sys
 import threading
 import traceback
 
-from mlp_magic.core.source_files import is_user_code
-from mlp_magic.core.user_files import read_bytes
+from mlp_magic.machine.user_files import read_bytes
 from mlp_magic.engine.bootstrap import engine_shell
 
 _SCRIPT_FOLDERS: list = []     # every folder a script ran from on this rank, in order
@@ -141,9 +140,17 @@ def _forget_modules_from(folders: list) -> None:
     the standard library, an installed package (a folder may hold a virtualenv) or mlp_magic's
     own), and no extension module (those cannot be loaded twice)."""
     roots = tuple(os.path.join(f, "") for f in folders if os.path.dirname(f) != f)   # not "/"
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if isinstance(path, str) and path.endswith(".py") and path.startswith(roots) and is_user_code(path):
+    found = [(name, getattr(module, "__file__", None)) for name, module in list(sys.modules.items())]
+    found = [(name, path) for name, path in found
+             if isinstance(path, str) and path.endswith(".py") and path.startswith(roots)]
+    if not found:
+        return
+    # imported here: a first script (no module of its folder loaded yet) leaves core/ unloaded on
+    # the rank, whose every module counts (docs/performance.md, "What an engine loads")
+    from mlp_magic.core.source_files import is_user_code
+
+    for name, path in found:
+        if is_user_code(path):
             del sys.modules[name]
 
 

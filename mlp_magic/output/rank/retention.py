@@ -2,7 +2,7 @@
 
 Each host keeps its own logs (ranks write theirs on their own host), so each prunes its own copy
 of the log root, once per World start, in the background. Which folders go is the pure rule of
-``core.retention``; this module only lists, checks and removes.
+``output/pure/retention``; this module only lists, checks and removes.
 """
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ import stat
 import threading
 import time
 
-from mlp_magic.output.pure.retention import expired_cells
+from mlp_magic.output.pure.retention import STAMP, expired_cells
+
+
+def local_seconds(stamp: str) -> float:
+    """A cell name's start (``STAMP``, local time) as a Unix time; ValueError or OverflowError
+    when it names no time."""
+    return time.mktime(time.strptime(stamp, STAMP))
 
 
 def prune(root: str, days: float, now: float | None = None) -> list:
@@ -31,7 +37,7 @@ def prune(root: str, days: float, now: float | None = None) -> list:
             continue
         if stat.S_ISDIR(info.st_mode):   # a link is never followed, never removed
             entries.append((name, info.st_mtime))
-    removed = expired_cells(entries, time.time() if now is None else now, days)
+    removed = expired_cells(entries, time.time() if now is None else now, days, local_seconds)
     for name in removed:
         shutil.rmtree(os.path.join(root, name), ignore_errors=True)
     return removed

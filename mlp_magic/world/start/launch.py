@@ -12,10 +12,10 @@ import shlex
 import uuid
 
 from mlp_magic import config
-from mlp_magic.core.local_names import LOOPBACK
-from mlp_magic.core.topology import count_local_gpus
+from mlp_magic.core.hostfile import LOOPBACK
 from mlp_magic.engine.private_files import open_private
 from mlp_magic.errors import MlpMagicError
+from mlp_magic.machine.topology import count_local_gpus
 from mlp_magic.world.start.addresses import controller_ip
 from mlp_magic.world.start.reach import ReachCheck, refuse_unknown_names
 from mlp_magic.world.start.mpi import (FAST_LOCAL_OMPI, OPENMPI, LaunchPlan, MpiInfo, detect_flavour,

@@ -14,8 +14,8 @@ import asyncio
 import time
 
 from mlp_magic import config
-from mlp_magic.core.deadline import run_to_end
-from mlp_magic.core.local_names import stays_here
+from mlp_magic.machine.deadline import run_to_end
+from mlp_magic.machine.names import stays_here
 from mlp_magic.core.ranges import fold_hosts
 from mlp_magic.core.results import UNREACHABLE, last_line
 from mlp_magic.errors import MlpMagicError
@@ -40,7 +40,7 @@ class ReachCheck:
     host answered, so that a start waiting on its engines looks at ``unreachable()`` at once."""
 
     def __init__(self, host_names: list, wake):
-        from mlp_magic.core.deadline import in_background
+        from mlp_magic.machine.deadline import in_background
         from mlp_magic.ssh.argv import NO_REUSE
         from mlp_magic.ssh.runner import HostRunner, RunOptions
 

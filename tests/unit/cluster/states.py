@@ -5,7 +5,7 @@ from pathlib import Path
 
 from mlp_magic.cluster.pure.model import ClusterState, cluster_state
 from mlp_magic.cluster.reachability import Reachability
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.gpu import HostGpus, parse_query_gpu, parse_topo_matrix
 from mlp_magic.gpu.pure.smi_topo import merge_query
 

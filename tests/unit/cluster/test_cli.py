@@ -16,7 +16,7 @@ from mlp_magic.cli import main
 from mlp_magic.cluster.pure.model import cluster_state
 from mlp_magic.cluster.text import status_text
 from mlp_magic.core.results import FAILED, INTERRUPTED, OK, TIMEOUT, UNREACHABLE, HostResult
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.gpu import parse_topo_matrix
 from mlp_magic.gpu.collect import inventory_from_result
 from mlp_magic.gpu.pure.model import parse_topo_answer

@@ -10,7 +10,7 @@ from mlp_magic.cluster.html import link_colours, state_html
 from mlp_magic.cluster.pure.model import cluster_state
 from mlp_magic.cluster.text import state_text
 from mlp_magic.cluster.widget import ClusterView
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu import parse_topo_matrix
 from tests.unit.cluster.states import DGX1, H200, h200, two_host_state

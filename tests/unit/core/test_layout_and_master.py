@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlp_magic.core.ranges import MAX_RANKS
-from mlp_magic.core.topology import Host, Rank, Topology, topology_from_environment
+from mlp_magic.core.topology import Host, Rank, Topology
+from mlp_magic.machine.topology import topology_from_environment
 from tests.unit.parser_errors import error_of
 
 from tests.unit.core.test_topology import hosts, topo

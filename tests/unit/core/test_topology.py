@@ -1,14 +1,13 @@
 """Topology: which source wins (options, hostfiles, MLP_*, Azure, torchrun, Slurm, this machine), and
-errors for bad values. The layout and master address: test_layout_and_master.py."""
+errors for bad values. The layout and master address: test_layout_and_master.py; hostfiles read
+from disk and this machine's slots: tests/unit/machine/test_topology.py."""
 from __future__ import annotations
-
-import os
 
 import pytest
 
-from mlp_magic.core.local_names import LOCALHOST, LOOPBACK
-from mlp_magic.core.topology import (LOCAL_SOURCE, Host, Topology, count_local_gpus, local_slot_count,
-                                     topology_from_environment)
+from mlp_magic.core.hostfile import LOCALHOST, LOOPBACK
+from mlp_magic.core.topology import LOCAL_SOURCE, Host, Topology, naming_errors, topology_of
+from mlp_magic.machine.topology import topology_from_environment
 from tests.unit.parser_errors import error_of
 
 
@@ -73,58 +72,6 @@ def test_options_conflict():
     assert error_of(topo, {}, hostfile="f", hosts="a") == "give either --hostfile or -H, not both"
     assert error_of(topo, {}, hostfile="  ") == "--hostfile: empty path"
     assert error_of(topo, {}, hosts="") == "-H: empty host list"
-
-
-# ---------------------------------------------------------------- hostfiles on disk
-
-def test_hostfile_from_the_variable_is_read_from_disk(tmp_path):
-    path = tmp_path / "mlp_hostfile"
-    path.write_text("172.22.128.95 slots=2\n172.22.128.96 slots=2\n")
-    found = topo({"MLP_MPI_HOSTFILE": str(path)})
-    assert hosts(found) == [("172.22.128.95", 2), ("172.22.128.96", 2)]
-    assert found.master_addr == "172.22.128.95" and not found.is_local
-
-
-def test_missing_hostfile_named_in_the_variable(tmp_path):
-    missing = str(tmp_path / "no" / "hostfile")
-    assert error_of(topo, {"MLP_MPI_HOSTFILE": missing}) == f"$MLP_MPI_HOSTFILE {missing!r}: no such file"
-
-
-def test_a_pipe_or_a_device_as_hostfile_is_one_error_not_a_hang(tmp_path):
-    fifo = str(tmp_path / "fifo")
-    os.mkfifo(fifo)                       # opening it would wait for a writer
-    assert error_of(topo, {}, hostfile=fifo) == f"--hostfile {fifo!r}: a pipe, not a file"
-    # reading this one would never end
-    assert error_of(topo, {}, hostfile="/dev/zero") == "--hostfile '/dev/zero': a device, not a file"
-
-
-def test_missing_hostfile_option(tmp_path):
-    missing = str(tmp_path / "nope")
-    assert error_of(topo, {}, hostfile=missing) == f"--hostfile {missing!r}: no such file"
-
-
-def test_hostfile_that_is_a_directory(tmp_path):
-    assert error_of(topo, {"MLP_MPI_HOSTFILE": str(tmp_path)}) == \
-        f"$MLP_MPI_HOSTFILE {str(tmp_path)!r}: a folder, not a file"
-
-
-def test_hostfile_that_is_not_text(tmp_path):
-    path = tmp_path / "binary"
-    path.write_bytes(b"a slots=2\n\xff\xfe\n")
-    message = error_of(topo, {}, hostfile=str(path))
-    assert message.startswith(f"--hostfile {str(path)!r}: not UTF-8 text") and "byte 10" in message
-
-
-def test_hostfile_path_with_a_nul_byte():
-    assert error_of(topo, {}, hostfile="a\x00b").startswith("--hostfile 'a\\x00b': cannot read it: ")
-
-
-def test_hostfile_under_a_file_is_an_os_error(tmp_path):
-    plain = tmp_path / "plain"
-    plain.write_text("a\n")
-    message = error_of(topo, {}, hostfile=str(plain / "hostfile"))
-    assert message.startswith(f"--hostfile {str(plain / 'hostfile')!r}: cannot read it: ")
-    assert "Not a directory" in message
 
 
 def test_errors_inside_a_hostfile_name_the_file_and_line(tmp_path):
@@ -293,9 +240,33 @@ def test_explicit_localhost_slots_are_not_oversubscribed():
     assert len(found.layout(3, oversubscribe=True)) == 3
 
 
-def test_local_slot_count_uses_gpus_then_cores():
-    assert local_slot_count(lambda: 8) == 8
-    assert local_slot_count(lambda: 0) == (os.cpu_count() or 1)
-    gpus = count_local_gpus()   # the real /dev listing of this machine
-    assert gpus == sum(1 for n in os.listdir("/dev") if n.startswith("nvidia") and n[6:].isdigit())
-    assert local_slot_count() == (gpus or os.cpu_count() or 1)
+# ---------------------------------------------------------------- what it is given
+
+def test_topology_of_reads_only_what_it_is_given():
+    asked = []
+
+    def read(path, what):
+        asked.append((path, what))
+        return "a slots=2\n"
+    found = topology_of({"MLP_MPI_HOSTFILE": "/nowhere"}, hostfile=None, hosts=None, read_text=read,
+                        local_slots=lambda: 1 / 0, local_names=frozenset({"a"}))
+    assert asked == [("/nowhere", "$MLP_MPI_HOSTFILE")] and hosts(found) == [("a", 2)]
+    assert found.is_local and found.master_addr == LOOPBACK   # "a" is one of this machine's names
+    here = topology_of({}, hostfile=None, hosts="A:3", read_text=read, local_slots=lambda: 1,
+                       local_names=frozenset())
+    assert not here.is_local and here.master_addr == "A"
+
+
+@pytest.mark.parametrize("error, message", [
+    (FileNotFoundError(2, "gone"), "--hostfile: no such file 'hf'"),
+    (IsADirectoryError(21, "folder"), "--hostfile: 'hf' is a directory, not a hostfile"),
+    (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"),
+     "--hostfile: 'hf' is not UTF-8 text (invalid start byte at byte 0)"),
+    (PermissionError(13, "Permission denied"), "--hostfile: cannot read 'hf': [Errno 13] Permission denied"),
+    (ValueError("embedded null byte"), "--hostfile: cannot read 'hf': embedded null byte"),
+])
+def test_a_plain_readers_errors_are_named_by_the_option(error, message):
+    def read(path):
+        raise error
+    assert error_of(topo, {}, hostfile="hf", read_text=read) == message
+    assert error_of(naming_errors(read), "hf", "--hostfile") == message

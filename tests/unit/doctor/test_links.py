@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import example, given
 
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.doctor import links
 from mlp_magic.doctor.pure.report import Report
 from tests.unit.fuzz_checks import FUZZ

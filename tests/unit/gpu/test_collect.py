@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.probe import probe_on_engine
 from mlp_magic.gpu.engines import collect_from_engines, collect_from_world, probe_targets

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from mlp_magic.core.results import RankResult
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.output import display
 
 

@@ -1,4 +1,4 @@
-"""core/process_alive, the one check of whether a World's kernel, owner, keeper or process still
+"""machine/process_alive, the one check of whether a World's kernel, owner, keeper or process still
 runs, on real processes: a zombie (exited, its parent has not reaped it) has ended."""
 import os
 import time
@@ -6,7 +6,7 @@ import time
 import psutil
 import pytest
 
-from mlp_magic.core.process_alive import alive
+from mlp_magic.machine.process_alive import alive
 from mlp_magic.world import keeper, kept, published
 from tests.timing import hang_bound
 

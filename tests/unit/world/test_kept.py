@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from mlp_magic.core.deadline import until
+from mlp_magic.machine.deadline import until
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world import keeper, kept, published
 

@@ -1,5 +1,5 @@
 """A World running as root says so in its description, which is its start line and --status."""
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.world.world import World, WorldSpec
 
 

@@ -8,7 +8,7 @@ from hypothesis import example, given
 from mlp_magic.cluster.html import state_html
 from mlp_magic.cluster.pure.model import cluster_state, published_inventories
 from mlp_magic.cluster.text import state_text
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from tests.unit.cluster.states import h200, two_host_state
 from tests.unit.fuzz_checks import FUZZ
 from tests.unit.hostile_json import dumps, hostile, replaced

@@ -9,7 +9,7 @@ from hypothesis import example, given
 
 from mlp_magic.cluster.html import matrix_html, nic_affinity_rows
 from mlp_magic.cluster.text import gpu_lines, topo_text
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.gpu.pure.hints import host_hints
 from mlp_magic.gpu.pure.model import HostGpus, parse_topo_answer
 from tests.unit.fuzz_checks import FUZZ, only_our_error

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from mlp_magic.core.topology import topology_from_environment
+from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world.start.mpi import (FORWARD_NAMES, MPICH, OPENMPI, LaunchPlan, MpiInfo, detect_flavour,
                                        find_mpiexec, hostfile_text, mpiexec_argv, names_to_forward,

@@ -1,4 +1,4 @@
-"""core/user_files: a file the user names is read within a bound, never a device, a pipe or a
+"""machine/user_files: a file the user names is read within a bound, never a device, a pipe or a
 folder, and a refusal is one short line that never repeats the file's content."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import signal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlp_magic.core.user_files import QUOTED, read_bytes, read_text, shown
+from mlp_magic.machine.user_files import QUOTED, read_bytes, read_text, shown
 from tests.unit.parser_errors import error_of
 
 

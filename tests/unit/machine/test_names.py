@@ -6,7 +6,7 @@ import os
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlp_magic.core.local_names import is_this_machine, stays_here, this_machine_names
+from mlp_magic.machine.names import is_this_machine, stays_here, this_machine_names
 
 NAMES = this_machine_names("Node7.cluster.example")
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 
-LOCALHOST = "localhost"
-LOOPBACK = "127.0.0.1"
+from mlp_magic.core.hostfile import LOCALHOST, LOOPBACK
+
 _FIXED = (LOCALHOST, "localhost.localdomain", LOOPBACK, "::1")
 
 

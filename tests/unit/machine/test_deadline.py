@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from mlp_magic.core.deadline import in_background, until, within
+from mlp_magic.machine.deadline import in_background, until, within
 
 
 def test_a_value_in_time_a_default_when_late_or_failed():
@@ -88,7 +88,7 @@ def test_run_to_end_runs_a_coroutine_inside_a_running_loop_as_a_kernels_cell_doe
     43: a World across hosts failed at once in every kernel)."""
     import asyncio
 
-    from mlp_magic.core.deadline import run_to_end
+    from mlp_magic.machine.deadline import run_to_end
 
     async def a_cell():
         return run_to_end(lambda: _thread_of(7), "mlp-test-loop")
@@ -109,6 +109,6 @@ def test_run_to_end_runs_a_coroutine_inside_a_running_loop_as_a_kernels_cell_doe
 def test_run_to_end_runs_on_this_thread_where_no_loop_runs():
     import threading
 
-    from mlp_magic.core.deadline import run_to_end
+    from mlp_magic.machine.deadline import run_to_end
 
     assert run_to_end(lambda: _thread_of(1)) == (1, threading.current_thread().name)
