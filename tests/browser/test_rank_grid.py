@@ -46,9 +46,9 @@ def test_the_rank_grid_in_a_tab_outlines_stragglers_and_selects_by_drag_and_ctrl
     page.wait_for_function("s => s.textContent.startsWith('512 ranks: 497 busy')",
                            arg=summary.element_handle(timeout=UI_TIMEOUT_MS), timeout=UI_TIMEOUT_MS)
     line = summary.inner_text()
-    assert re.fullmatch(r'512 ranks: 497 busy 5m0\d · 8 dead \(40-47\) · 4 paused \(100-103\) · '
+    assert re.fullmatch(r'512 ranks: 497 busy 5m\d\d · 8 dead \(40-47\) · 4 paused \(100-103\) · '
                         r'2 idle \(17, 301\) · 1 starting \(200\) · '
-                        r'cell "for step in range\(steps\):" 5m0\d', line), line
+                        r'cell "for step in range\(steps\):" 5m\d\d', line), line
     assert tab.locator(".jp-MlpLive-cell").is_hidden()   # in the summary
     assert tab.locator(".jp-MlpLive-stragglers").inner_text() == "3 stragglers outlined: ranks 5,77,400"
     outlined = tab.locator(".jp-MlpLive-gridCell.jp-mod-straggler").evaluate_all(
