@@ -25,6 +25,7 @@ from mlp_magic import config
 from mlp_magic.machine.user_files import shown
 from mlp_magic.engine.private_files import open_private, private_dirs
 from mlp_magic.errors import MlpMagicError
+from mlp_magic.output.pure.retention import STAMP
 from mlp_magic.output.rank.retention import prune
 
 _pruned_roots: set = set()
@@ -62,7 +63,7 @@ def new_cell_dir(root: str | None = None) -> str:
         _pruned_roots.add(default_root)
         if days:
             _writer.submit(prune, default_root, days)
-    name = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_cell_numbers):04d}"
+    name = f"{time.strftime(STAMP)}-{os.getpid()}-{next(_cell_numbers):04d}"
     return os.path.abspath(os.path.join(config.log_root(root and os.path.expanduser(root)), name))
 
 
