@@ -2,7 +2,10 @@
 
 ``live_cmdline(pid)``: a process's command line, None when it is gone or a zombie (a PID 1 may
 reap late). ``processes_running(command)``: the live processes whose command line is exactly
-``command`` (what a test started, found again to see it end)."""
+``command`` (what a test started, found again to see it end). ``new_children(before, ignore)``:
+this process's live descendants not in ``before``, as (pid, command line), less those whose
+command line holds ``ignore`` (a stray check that a process turning zombie mid-question cannot
+break)."""
 from __future__ import annotations
 
 import os
@@ -22,3 +25,14 @@ def live_cmdline(pid: int) -> str | None:
 def processes_running(command: str) -> list[int]:
     return [int(entry) for entry in os.listdir("/proc")
             if entry.isdigit() and live_cmdline(int(entry)) == command]
+
+
+def new_children(before: set[int], ignore: str | None = None) -> list[tuple[int, str]]:
+    import psutil
+
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        line = None if process.pid in before else live_cmdline(process.pid)
+        if line is not None and not (ignore and ignore in line):
+            found.append((process.pid, line))
+    return found

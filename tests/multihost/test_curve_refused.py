@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from tests import worlds
+from tests.procs import new_children
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -42,11 +43,10 @@ def test_an_engine_without_curve_on_one_host_fails_in_one_line_naming_it(two_hos
     assert "\n" not in error
     assert worlds.current_world() is None
 
-    def ours():
-        return [p for p in me.children(recursive=True) if p.pid not in before and p.is_running()
-                and p.status() != psutil.STATUS_ZOMBIE and bed.workdir not in " ".join(p.cmdline())]
+    def ours():   # not the test bed's sshd
+        return new_children(before, ignore=bed.workdir)
 
     deadline = time.monotonic() + 30
     while ours() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert [(p.pid, p.cmdline()) for p in ours()] == []
+    assert ours() == []

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from tests import worlds
+from tests.procs import new_children
 from tests.timing import hang_bound
 
 pytestmark = pytest.mark.timeout(300)
@@ -164,22 +165,15 @@ def test_a_host_without_sshd_gives_one_clear_error_and_leaves_nothing(two_hosts)
     assert error.startswith("the World did not start: ssh cannot reach worker1: ") and "refused" in error
     assert worlds.current_world() is None
 
-    def ours_and_running(p):   # not the test bed's sshd that host_down restarted on exit
-        try:   # a process may become a zombie, or go, between two questions
-            return (p.pid not in before and p.status() != psutil.STATUS_ZOMBIE
-                    and bed.workdir not in " ".join(p.cmdline()))
-        except psutil.Error:
-            return False
-
-    def new_processes():
-        return [p for p in me.children(recursive=True) if ours_and_running(p)]
+    def new_processes():   # ours, not the test bed's sshd that host_down restarted
+        return new_children(before, ignore=bed.workdir)
 
     # The launcher's ssh clients take a moment to exit; on a loaded machine, one was seen still
     # exiting (no command line left, not yet a zombie) after 10 s. A real stray never goes.
     deadline = time.monotonic() + 30
     while new_processes() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert [(p.pid, p.cmdline()) for p in new_processes()] == []
+    assert new_processes() == []
 
 
 def test_a_hang_across_hosts_shows_every_ranks_stack_over_ssh(two_hosts, capsys):
