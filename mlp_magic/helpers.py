@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 
+from mlp_magic.core.rank_variables import OWN_LOCAL_RANK
+
 
 def local_rank() -> int:
-    for name in ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"):
+    for name in OWN_LOCAL_RANK:
         value = os.environ.get(name, "")
         if value.isdigit():
             return int(value)

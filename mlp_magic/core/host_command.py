@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping  # not typing: its import slows the allrun CLI's start
 
+from mlp_magic.core.rank_variables import MPI_LOCAL_RANK, TORCH, WORLD_ID, WORLD_RANK, WORLD_SIZE
+
 # The caller's variables every host gets: the ones mpiexec forwards to ranks (world/start/mpi).
 FORWARDED = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV")
 HOST, HOST_INDEX, HOST_COUNT = "ALLRUN_HOST", "ALLRUN_HOST_INDEX", "ALLRUN_HOST_COUNT"
@@ -30,10 +32,9 @@ HOST, HOST_INDEX, HOST_COUNT = "ALLRUN_HOST", "ALLRUN_HOST_INDEX", "ALLRUN_HOST_
 # What makes a process a rank of a job (set by the World's bootstrap, torchrun, the launcher):
 # a command run once per host is no rank, and an MPI program it starts must not join the job.
 RANK_NAMES = frozenset({
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
-    "MASTER_ADDR", "MASTER_PORT", "MLP_MAGIC_RANK", "MLP_MAGIC_WORLD_SIZE", "MLP_MAGIC_WORLD_ID",
+    *TORCH, WORLD_RANK, WORLD_SIZE, WORLD_ID, *MPI_LOCAL_RANK,
     "OMPI_UNIVERSE_SIZE", "OMPI_FILE_LOCATION", "OMPI_ARGV", "OMPI_COMMAND", "OMPI_NUM_APP_CTX",
-    "OMPI_MCA_initial_wdir", "OMPI_MCA_num_procs", "OMPI_MCA_orte_ess_jobid", "MPI_LOCALRANKID",
+    "OMPI_MCA_initial_wdir", "OMPI_MCA_num_procs", "OMPI_MCA_orte_ess_jobid",
 })
 # (a site's own OMPI_MCA_* settings stay)
 RANK_PREFIXES = ("OMPI_COMM_WORLD_", "OMPI_WORLD_", "OMPI_MCA_ess_base_", "PMIX_", "PMI_", "PRTE_",

@@ -19,16 +19,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from mlp_magic.core.rank_variables import (MPI_RANK, MPI_RANK_SIZE, TORCH_LOCAL_RANK, TORCH_RANK,
+                                           TORCH_WORLD_SIZE, WORLD_ID, WORLD_RANK, WORLD_SIZE)
 from mlp_magic.core.records import Record
 
-MPI_RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
-_SIZE_VARIABLES = {"OMPI_COMM_WORLD_RANK": "OMPI_COMM_WORLD_SIZE", "PMIX_RANK": "PMIX_SIZE",
-                   "PMI_RANK": "PMI_SIZE", "RANK": "WORLD_SIZE", "MLP_MAGIC_RANK": "MLP_MAGIC_WORLD_SIZE"}
+_SIZE_VARIABLES = {**MPI_RANK_SIZE, TORCH_RANK: TORCH_WORLD_SIZE, WORLD_RANK: WORLD_SIZE}
 # The launcher's name for one job, per family of variables (the first one set wins).
 _JOB_VARIABLES = {"mpi": ("PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "OMPI_MCA_ess_base_jobid",
                           "PMI_KVSNAME", "PMI_JOBID", "SLURM_JOB_ID"),
                   "torch": ("TORCHELASTIC_RUN_ID",),
-                  "mlp_magic": ("MLP_MAGIC_WORLD_ID",)}   # plain engines: the World's run folder
+                  "mlp_magic": (WORLD_ID,)}   # plain engines: the World's run folder
 _TORCH_WORKER = ("TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "GROUP_RANK")
 _PYTHON = re.compile(r"^(python|pypy)[0-9.]*[a-z]?$")
 # Launchers carry a job's variables too (or start it) but run no rank's code.
@@ -71,23 +71,23 @@ def _number(env: Mapping, name: str) -> int | None:
 
 def rank_of(env: Mapping) -> RankInfo | None:
     """The rank this environment gives a process, or None when it carries none."""
-    torch_rank = _number(env, "RANK") if _number(env, "LOCAL_RANK") is not None else None
+    torch_rank = _number(env, TORCH_RANK) if _number(env, TORCH_LOCAL_RANK) is not None else None
     if torch_rank is not None and any(name in env for name in _TORCH_WORKER):
-        return _info(env, torch_rank, "RANK", "torch")
-    for name in MPI_RANK_VARIABLES:
+        return _info(env, torch_rank, TORCH_RANK, "torch")
+    for name in MPI_RANK:
         rank = _number(env, name)
         if rank is not None:
             return _info(env, rank, name, "mpi")
     if torch_rank is not None:
-        return _info(env, torch_rank, "RANK", "torch")
-    rank = _number(env, "MLP_MAGIC_RANK")
-    return None if rank is None else _info(env, rank, "MLP_MAGIC_RANK", "mlp_magic")
+        return _info(env, torch_rank, TORCH_RANK, "torch")
+    rank = _number(env, WORLD_RANK)
+    return None if rank is None else _info(env, rank, WORLD_RANK, "mlp_magic")
 
 
 def _info(env: Mapping, rank: int, variable: str, family: str) -> RankInfo:
     size = _number(env, _SIZE_VARIABLES[variable])
     if size is None and family == "torch":
-        size = _number(env, "WORLD_SIZE")
+        size = _number(env, TORCH_WORLD_SIZE)
     ids = [env[name] for name in _JOB_VARIABLES[family] if env.get(name)]
     where = ids[0] if ids else ""
     if family == "torch" and env.get("MASTER_PORT"):   # the run id is "none" unless one was given

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from datetime import timedelta
 
 from mlp_magic.doctor.pure.links import pair_rounds
-from mlp_magic.engine.identity import LOCAL_RANK_VARIABLES, launched_by_mpi, launcher_rank
+from mlp_magic.core.rank_variables import MPI_LOCAL_RANK
+from mlp_magic.engine.identity import first_number, launched_by_mpi, launcher_rank
 
 WARMUP, TIMED = 2, 5
 
@@ -51,7 +51,7 @@ class TorchLinks:
                                "(--links-backend mpi measures the job's MPI)")
         # NCCL wants a GPU of its own per rank: more ranks on a host than GPUs measure gloo instead
         gpu = torch.cuda.is_available() and torch.cuda.device_count() >= options.per_host
-        local = next((int(os.environ[n]) for n in LOCAL_RANK_VARIABLES if os.environ.get(n, "").isdigit()), 0)
+        local = first_number(MPI_LOCAL_RANK) or 0
         self.device = torch.device("cuda", local % max(1, torch.cuda.device_count())) if gpu \
             else torch.device("cpu")
         if gpu:

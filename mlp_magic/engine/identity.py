@@ -9,19 +9,17 @@ import os
 import socket
 
 from mlp_magic import config
+from mlp_magic.core.rank_variables import MPI_LOCAL_RANK, OWN_RANK, WORLD_RANK
 
 PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
-# The rank's own number, most specific first. MLP_MAGIC_RANK first: plain engines (no MPI) are
-# numbered by the World, and may inherit a launcher's variables from the kernel.
-RANK_VARIABLES = ("MLP_MAGIC_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
-LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK")
 # This engine's start, filled by engine/main: when it registered ("registered_at", epoch s), its
 # CPU until then ("cpu_s"), what its lean start kept out. Set against "create_time", it is the
 # per-engine start time benchmarks/engine_weight.py reports.
 STARTED: dict = {}
 
 
-def _first_number(names: tuple) -> int | None:
+def first_number(names: tuple) -> int | None:
+    """The first of ``names`` this process's environment sets to a number."""
     for name in names:
         if os.environ.get(name, "").isdigit():
             return int(os.environ[name])
@@ -30,12 +28,12 @@ def _first_number(names: tuple) -> int | None:
 
 def launcher_rank() -> int | None:
     """This process's rank as its launcher numbered it; None outside a launcher."""
-    return _first_number(RANK_VARIABLES)
+    return first_number(OWN_RANK)
 
 
 def launched_by_mpi() -> bool:
     """Whether an MPI launcher started this process (not a plain engine the World numbered)."""
-    return not os.environ.get(RANK_VARIABLES[0]) and _first_number(RANK_VARIABLES[1:]) is not None
+    return not os.environ.get(WORLD_RANK) and first_number(OWN_RANK[1:]) is not None
 
 
 def identify(controller_ip: str = "127.0.0.1") -> dict:
@@ -43,7 +41,7 @@ def identify(controller_ip: str = "127.0.0.1") -> dict:
     towards the controller (rank 0's is MASTER_ADDR)."""
     return {
         "rank": launcher_rank(),
-        "launcher_local_rank": _first_number(LOCAL_RANK_VARIABLES),
+        "launcher_local_rank": first_number(MPI_LOCAL_RANK),
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "pgid": os.getpgrp(), "sid": os.getsid(0),   # what it forks keeps them (agent/leftovers)

@@ -323,7 +323,7 @@ OURS_AT_START = OURS_AT_IMPORT | {
     "mlp_magic.commands.pure.parse", "mlp_magic.commands.pure.table", "mlp_magic.core.options",
     "mlp_magic.config", "mlp_magic.core", "mlp_magic.core.host_command", "mlp_magic.core.hostfile",
     "mlp_magic.core.ranges", "mlp_magic.core.records", "mlp_magic.core.results",
-    "mlp_magic.core.topology", "mlp_magic.allrun.plan",
+    "mlp_magic.core.topology", "mlp_magic.core.rank_variables", "mlp_magic.allrun.plan",
     "mlp_magic.ssh", "mlp_magic.ssh.argv", "mlp_magic.ssh.spawn",
     # this machine's environment, names and hostfile (core/topology's parsing given them)
     "mlp_magic.machine", "mlp_magic.machine.names", "mlp_magic.machine.topology",

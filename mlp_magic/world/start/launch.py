@@ -13,6 +13,7 @@ import uuid
 
 from mlp_magic import config
 from mlp_magic.core.hostfile import LOOPBACK
+from mlp_magic.core.rank_variables import WORLD_ID, WORLD_RANK, WORLD_SIZE
 from mlp_magic.engine.private_files import open_private
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.machine.topology import count_local_gpus
@@ -122,10 +123,10 @@ def _plain_engines(spec, workdir: str, command: list) -> list:
     started = []
     for rank in range(spec.np):
         env = _engine_env(spec, None)
-        env["MLP_MAGIC_RANK"] = str(rank)   # read back by engine.identity
+        env[WORLD_RANK] = str(rank)   # read back by engine.identity
         # what `mlp-magic stacks` reads of this job (core/proc_ranks): its size, and its name,
         # so two kernels' plain Worlds on one machine are shown apart
-        env.update(MLP_MAGIC_WORLD_SIZE=str(spec.np), MLP_MAGIC_WORLD_ID=os.path.basename(workdir))
+        env.update({WORLD_SIZE: str(spec.np), WORLD_ID: os.path.basename(workdir)})
         log = os.path.join(workdir, f"engine{rank}.log")
         started.append(ManagedProcess(command, log, env, f"engine {rank}"))
     return started
