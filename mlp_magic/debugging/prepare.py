@@ -9,7 +9,8 @@ import os
 
 from mlp_magic.debugging.pure.postmortem import choose_ranks
 from mlp_magic.core.ranges import fold_hosts, fold_ranks, parse_ranks
-from mlp_magic.debugging.rank.postmortem import GENERATED_TAG, INSPECT_TAG, failure_summary
+from mlp_magic.debugging.rank.postmortem import failure_summary
+from mlp_magic.engine.bootstrap import GENERATED_TAG, INSPECT_TAG
 from mlp_magic.debugging.rank.script import script_problem
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.mpirun.plan import chosen_ranks, wanted_spec

@@ -34,11 +34,17 @@ def install_failure_hook(shell) -> None:
     """Keep each cell's failure from now on (again at a re-bootstrap: replaced, never stacked)."""
     if "hook" in _STATE:
         shell.events.unregister("post_run_cell", _STATE["hook"])
-    _STATE["hook"], _STATE["shell"] = _after_cell, shell
-    shell.events.register("post_run_cell", _after_cell)
+    _STATE["hook"], _STATE["shell"] = keep_failure_of, shell
+    shell.events.register("post_run_cell", keep_failure_of)
 
 
-def _after_cell(result) -> None:
+def last_failure() -> BaseException | None:
+    """The exception of this rank's last cell that raised, while no later cell succeeded."""
+    return _STATE.get("failure")
+
+
+def keep_failure_of(result) -> None:
+    """The ``post_run_cell`` hook: keep a raising cell's exception, forget it after a success."""
     info = getattr(result, "info", None)
     if (getattr(info, "raw_cell", "") or "").startswith(INSPECT_TAG):
         return

@@ -19,8 +19,7 @@ from mlp_magic.core.source_files import is_user_code
 from mlp_magic.errors import MlpMagicError
 # The hook that keeps the failure is in bootstrap (every rank installs it): this module, with
 # what it imports, loads only where a failure is inspected.
-from mlp_magic.engine.bootstrap import GENERATED_TAG, INSPECT_TAG, _STATE, _after_cell  # noqa: F401
-from mlp_magic.engine.bootstrap import install_failure_hook as install  # noqa: F401
+from mlp_magic.engine.bootstrap import GENERATED_TAG, last_failure
 
 _CO_NEWLOCALS = 0x0002   # a function's code (module and class bodies run in a given namespace)
 _BYTES_SHOWN = 24
@@ -68,7 +67,7 @@ _REPR.maxlong = REPR_LIMIT
 
 
 def _failure() -> BaseException:
-    failure = _STATE.get("failure")
+    failure = last_failure()
     if failure is None:
         raise MlpMagicError("this rank has no failure to inspect (its last cell succeeded)")
     return failure
@@ -101,7 +100,7 @@ def _error_line(failure: BaseException) -> str:
 
 def failure_summary():
     """None, or what the kernel needs to check ``--frame``: {"frames": user frames, "error": line}."""
-    failure = _STATE.get("failure")
+    failure = last_failure()
     if failure is None:
         return None
     return {"frames": sum(user for _, user in _frames(failure)), "error": _error_line(failure)}

@@ -9,6 +9,7 @@ import pytest
 from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult
 
 from mlp_magic.debugging.rank import postmortem
+from mlp_magic.engine.bootstrap import INSPECT_TAG, keep_failure_of
 from mlp_magic.debugging.rank.script import script_problem
 from mlp_magic.errors import MlpMagicError
 
@@ -49,37 +50,37 @@ def ok_cell(raw_cell: str = "pass") -> ExecutionResult:
 
 @pytest.fixture(autouse=True)
 def no_failure_kept():
-    postmortem._STATE.pop("failure", None)
+    keep_failure_of(ok_cell())   # a cell that succeeds forgets it
     yield
-    postmortem._STATE.pop("failure", None)
+    keep_failure_of(ok_cell())
 
 
 def test_a_failure_is_kept_until_a_cell_succeeds():
     assert postmortem.failure_summary() is None
-    postmortem._after_cell(failed_cell())
+    keep_failure_of(failed_cell())
     summary = postmortem.failure_summary()
     assert summary["error"] == "ValueError: bad total 30 (2, 3)"
     assert summary["frames"] >= 3      # inner, outer, this file's caller
-    postmortem._after_cell(ok_cell(postmortem.INSPECT_TAG + "\nlooking()"))   # inspecting keeps it
+    keep_failure_of(ok_cell(INSPECT_TAG + "\nlooking()"))   # inspecting keeps it
     broken = ok_cell("x = (")
     broken.error_before_exec = SyntaxError("never ran")
-    postmortem._after_cell(broken)                                           # nothing ran: kept
+    keep_failure_of(broken)                                           # nothing ran: kept
     assert postmortem.failure_summary() == summary
-    postmortem._after_cell(ok_cell())
+    keep_failure_of(ok_cell())
     assert postmortem.failure_summary() is None
 
 
 def test_a_later_failure_replaces_the_earlier_one():
-    postmortem._after_cell(failed_cell())
+    keep_failure_of(failed_cell())
     try:
         raise KeyboardInterrupt
     except KeyboardInterrupt as stop:
-        postmortem._after_cell(failed_cell(error=stop))
+        keep_failure_of(failed_cell(error=stop))
     assert postmortem.failure_summary()["error"] == "KeyboardInterrupt (interrupted here)"
 
 
 def test_run_in_frame_sees_each_frames_locals():
-    postmortem._after_cell(failed_cell())
+    keep_failure_of(failed_cell())
     assert postmortem.run_in_frame("total, grid.shape") == (30, (2, 3))
     assert postmortem.run_in_frame("x + len(doubled)", 1) == 8
     assert postmortem.run_in_frame("[x * i for i in range(3)]", 1) == [0, 5, 10]   # comprehensions too
@@ -92,7 +93,7 @@ def test_run_in_frame_sees_each_frames_locals():
 def test_run_in_frame_refuses_what_it_cannot_do():
     with pytest.raises(MlpMagicError, match="no failure to inspect"):
         postmortem.run_in_frame("1")
-    postmortem._after_cell(failed_cell())
+    keep_failure_of(failed_cell())
     frames = postmortem.failure_summary()["frames"]
     with pytest.raises(MlpMagicError, match=f"--frame {frames} is out of range: this rank has {frames} "):
         postmortem.run_in_frame("1", frames)
@@ -101,7 +102,7 @@ def test_run_in_frame_refuses_what_it_cannot_do():
 
 
 def test_where_lists_user_frames_with_their_locals():
-    postmortem._after_cell(failed_cell())
+    keep_failure_of(failed_cell())
     text = postmortem.where_text()
     assert "[frame 0] " in text and ", in inner" in text
     assert "          values: list = [10, 10, 10]" in text
@@ -118,7 +119,7 @@ def test_a_top_level_frame_shows_the_names_its_code_uses():
     try:
         exec(code, namespace)
     except ValueError as caught:
-        postmortem._after_cell(failed_cell(error=caught))
+        keep_failure_of(failed_cell(error=caught))
     text = postmortem.where_text()
     top = text[text.index("/home/ana/run.py"):text.index(", in outer")]
     assert "scale: int = 2" in top and "weights: numpy.ndarray (4,) float64" in top
@@ -160,7 +161,7 @@ def test_an_exception_whose_str_raises_is_still_inspectable():
     try:
         raise BrokenMessage()
     except BrokenMessage as caught:
-        postmortem._after_cell(failed_cell(error=caught))
+        keep_failure_of(failed_cell(error=caught))
     summary = postmortem.failure_summary()
     assert summary["error"] == "BrokenMessage: <str() failed: RuntimeError>"
     assert "BrokenMessage: <str() failed: RuntimeError>" in postmortem.where_text()
@@ -182,7 +183,7 @@ def test_exec_made_code_and_cython_sources_get_no_frame_number():
     try:
         make(3)
     except ValueError as caught:
-        postmortem._after_cell(failed_cell(error=caught))
+        keep_failure_of(failed_cell(error=caught))
     # __post_init__ (frame 0) is called from the dataclass's exec-made __init__ ("<string>"),
     # which has no number: frame 1 is make(), the user's caller
     text = postmortem.where_text()
