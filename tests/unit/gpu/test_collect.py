@@ -56,8 +56,9 @@ def test_the_engine_side_probe_imports_only_the_probe_and_the_package_names_load
     # the probing itself is a child's: nothing of NVML, the deadline thread or nvidia-smi's parsers
     # (core/rank_variables: the names host_command keeps from a command run once per host)
     assert loaded == ["mlp_magic", "mlp_magic.core", "mlp_magic.core.host_command", "mlp_magic.core.numbers",
-                      "mlp_magic.core.rank_variables", "mlp_magic.errors", "mlp_magic.gpu", "mlp_magic.gpu.probe",
-                      "mlp_magic.gpu.pure", "mlp_magic.gpu.pure.model", "mlp_magic.location"]
+                      "mlp_magic.core.rank_variables", "mlp_magic.errors", "mlp_magic.gpu",
+                      "mlp_magic.gpu.probe", "mlp_magic.gpu.pure", "mlp_magic.gpu.pure.model",
+                      "mlp_magic.location"]
     assert names == ["mlp_magic.gpu.pure.model", "mlp_magic.gpu.pure.hints", True]
 
 
