@@ -5,17 +5,12 @@ breaks NCCL's view of the node's topology (NVLink/P2P paths). Select the device 
 """
 from __future__ import annotations
 
-import os
-
 from mlp_magic.core.rank_variables import OWN_LOCAL_RANK
+from mlp_magic.engine.identity import first_number
 
 
 def local_rank() -> int:
-    for name in OWN_LOCAL_RANK:
-        value = os.environ.get(name, "")
-        if value.isdigit():
-            return int(value)
-    return 0
+    return first_number(OWN_LOCAL_RANK) or 0
 
 
 def local_device():

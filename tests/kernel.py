@@ -205,14 +205,12 @@ class Kernel:
     def run_cell_magic(self, name: str, line: str, cell: str) -> CellRun:
         return self.run_cell(f"%%{name} {line}\n{cell}")
 
-    def _request(self, code: str, timeout: float, echo: bool | None, hold: bool = True,
-                 **options) -> CellRun:
+    def _request(self, code: str, timeout: float, echo: bool | None, **options) -> CellRun:
         """One execute request, sent again while the kernel answers "aborted": ipykernel aborts
         what reaches it in the moment after a failed cell (its stop-on-error window, which it
         closes on its loop's next turn); a user's next cell comes later, this harness's at once
         (seen with ipykernel 6.23: a cell after a refused one never ran, and passed)."""
-        if hold:
-            self._hold()
+        self._hold()
         try:
             for _ in range(5):
                 run = self._collect(self._execute(code, **options), timeout, echo)
@@ -221,18 +219,13 @@ class Kernel:
                 time.sleep(0.2)
             raise AssertionError(f"the kernel aborted {code[:80]!r} five times (stop on error)")
         finally:
-            if hold:
-                self._in_use.release()
+            self._in_use.release()
 
     def send(self, code: str) -> str:
         """Start a cell and return at once; ``wait(msg_id)`` collects it (the kernel is this
         test's cell's until then). Sent past the stop-on-error window (see ``_request``)."""
+        self._request("", 30, False, silent=True, store_history=False)   # the window is closed then
         self._hold()
-        try:   # an empty cell first, sent again while aborted: the window is then closed
-            self._request("", 30, False, silent=True, store_history=False, hold=False)
-        except BaseException:
-            self._in_use.release()
-            raise
         return self._execute(code)
 
     def wait(self, msg_id: str, timeout: float = 600) -> CellRun:
