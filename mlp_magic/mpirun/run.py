@@ -47,7 +47,7 @@ def run_cell(owner, args, code: str, env, notice=print, world=None) -> MpirunRes
 
 def _run_on(world, ranks: list, args, code: str) -> MpirunResult:
     cell = Cell(world, code, ranks, logs.new_cell_dir(args.log_dir), args)
-    world.busy_job = cell   # from now on, a later cell is refused while this one's ranks run
+    world.claim(cell)   # from now on, a later cell is refused while this one's ranks run
     return follow(cell, cell.started + args.timeout if args.timeout else None)
 
 
@@ -150,8 +150,7 @@ def _finish(cell: Cell) -> list:
 def _lost_hosts(cell: Cell, lost: dict) -> Outcome:
     """Hosts that stopped answering: their ranks are given up on, the World with them."""
     world = cell.world
-    for host in lost:
-        world.lost_hosts[host] = [rank for rank in cell.ranks if world.host_of(rank) == host]
+    world.hosts_lost(lost, cell.ranks)
     cell.death_note = lost_hosts_note(world.lost_hosts, lost)
     return Outcome.HOST_LOST
 

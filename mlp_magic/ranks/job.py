@@ -257,7 +257,7 @@ def answers_of(job: RankJob, timeout: float | None, what: str) -> dict:
         job.interrupt()
         if job.unfinished_ranks():
             job.ended_badly = True
-            job.world.busy_job = job   # later cells are refused while these ranks are busy
+            job.world.claim(job)   # later cells are refused while these ranks are busy
         else:
             job.release()
         how = "was interrupted" if interrupted else f"timed out after {timeout:g} s" \

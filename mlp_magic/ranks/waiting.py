@@ -51,7 +51,7 @@ class Requests:
         self.wakes = 0                     # how often a wait woke up (no events: none)
         if self._live is not None:
             self._live.sent(self.ranks)
-        world.waiters.add(self)
+        world.wake_when_a_process_ends(self)
         for index, group in enumerate(futures):
             if output and group:   # the reply's future gets its request's iopub messages
                 on_iopub(group[0], lambda msg, index=index: self._on_iopub(index, msg))

@@ -54,8 +54,7 @@ def unblock(context, options) -> None:
         if freed:   # (where none came free, the group is not what is in the way)
             lines.append(report.not_regrouped(still))
     else:
-        job.release()
-        world.busy_job = None
+        world.release_busy()
         lines += regroup(world)
     print("\n".join(lines))
 
@@ -105,8 +104,7 @@ def _after_the_panels(world, job) -> list[str]:
     their group not made again yet: make it now (the lines saying so), else nothing."""
     if job is None or not job.ended_badly or job.unfinished_ranks():
         return []
-    job.release()
-    world.busy_job = None
+    world.release_busy()
     return regroup(world)
 
 

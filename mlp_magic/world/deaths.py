@@ -25,12 +25,33 @@ def how_ranks_died(world) -> str:
 
     def complete() -> bool:
         ended = not any(process.running() for process in world.processes[1:])
-        read[0] = world.launcher_log()
+        read[0] = launcher_log(world)
         return ended or launcher_named_rank(read[0]) is not None
 
     until(complete, deadline, longest_s=0.1)
     pid_of_rank = {rank: identity["pid"] for rank, identity in world.identities.items()}
-    return death_note(read[0], world.exited_ranks(), pid_of_rank, world.host_of)
+    return death_note(read[0], exited_ranks(world), pid_of_rank, world.host_of)
+
+
+def launcher_log(world, limit: int = 200_000) -> str:
+    """The tail of what mpiexec (or the plain engines) wrote: where deaths are reported."""
+    texts = []
+    for process in world.processes[1:]:
+        try:
+            with open(process.log_path, errors="replace") as handle:
+                handle.seek(0, 2)
+                handle.seek(max(0, handle.tell() - limit))
+                texts.append(handle.read())
+        except OSError:
+            pass
+    return "\n".join(texts)
+
+
+def exited_ranks(world) -> list:
+    """Plain engines (no launcher) are a process each: the ranks whose process has ended."""
+    if world.mpi is not None:
+        return []
+    return [rank for rank, process in enumerate(world.processes[1:]) if not process.running()]
 
 
 def controller_lost(world) -> None:

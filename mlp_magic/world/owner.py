@@ -131,8 +131,7 @@ class WorldOwner:
         job.settle()
         busy = job.unfinished_ranks()
         if not busy:
-            job.release()
-            world.busy_job = None
+            world.release_busy()
             if job.ended_badly:   # ranks stuck or failed: unblocked (the panel's Unblock)?
                 for line in regroup(world):
                     notice(f"mlp_magic: {line}")

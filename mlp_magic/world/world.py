@@ -10,11 +10,13 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import shutil
 import socket
 import tempfile
 import time
 import weakref
 from dataclasses import dataclass
+from functools import partial
 
 import psutil
 
@@ -33,7 +35,7 @@ from mlp_magic.world import facts, guards, keeping, published
 from mlp_magic.world.start import calls as start_calls
 from mlp_magic.ranks.ipp_private import send_interrupt
 from mlp_magic.world.start.launch import start_processes
-from mlp_magic.world.deaths import controller_lost
+from mlp_magic.world.deaths import controller_lost, launcher_log
 from mlp_magic.world.lifeline import Lifeline, wait_for_ends
 from mlp_magic.agent.launch import start_agents
 from mlp_magic.world.live import LiveWorld
@@ -86,7 +88,7 @@ class World:
         self.gpus: dict = {}           # host -> HostGpus dict, for the lab panel
         self.agents: dict = {}         # host -> {addr, port, pid} | {error} (agent/launch)
         self.agent_key = None
-        self.busy_job = None           # the last job sent: later cells must not queue behind it
+        self._busy_job = None          # the last job sent: later cells must not queue behind it
         self.id = f"{socket.gethostname()}-{os.getpid()}-{next(_counter)}"   # the panel's name for it
         self.state_dir = config.state_dir()   # its record is written and withdrawn there, come what may
         self.as_root = os.geteuid() == 0   # said in every description: each rank may change anything
@@ -98,6 +100,29 @@ class World:
         self.reach = None                  # the other hosts' ssh, checked while the start runs
         self._gpus_refreshed_at = float("-inf")
         self._start_deadline = float("inf")
+
+    @property
+    def busy_job(self):
+        """The last job sent whose ranks may still run a cell (None: all free); set here only."""
+        return self._busy_job
+
+    def claim(self, job) -> None:
+        """``job``'s ranks are busy from now on: a later cell is refused until it is released."""
+        self._busy_job = job
+
+    def release_busy(self) -> None:
+        """The busy job is over: its requests are let go, and later cells run again."""
+        job, self._busy_job = self._busy_job, None
+        if job is not None:
+            job.release()
+
+    def wake_when_a_process_ends(self, waiter) -> None:
+        self.waiters.add(waiter)   # held weakly: a finished wait is forgotten
+
+    def hosts_lost(self, hosts, ranks) -> None:
+        """``hosts`` stopped answering during a job on ``ranks``: their ranks are given up on."""
+        for host in hosts:
+            self.lost_hosts[host] = [rank for rank in ranks if self.host_of(rank) == host]
 
     # ----------------------------------------------------------------------------- start
     def start(self) -> "World":
@@ -137,9 +162,9 @@ class World:
         info = wait_for_file(self.client_file, controller, self.budget.stall_s)
         narrow_tree(self.workdir)   # the controller's profile: IPython's README is copied 0644
         quiet_replies = self.connect_client(info)
-        waiting = Waiting([row.host for row in self.layout], self.processes, self.launcher_log,
+        waiting = Waiting([row.host for row in self.layout], self.processes, partial(launcher_log, self),
                           start_advice(self.spec, self.controller_ip), self.workdir, self.reach)
-        self.waiters.add(waiting)   # the lifeline wakes it when a process of ours ends
+        self.wake_when_a_process_ends(waiting)
         wait_for_engines(self.client, waiting, self.budget, self.progress)
         self.reach.stop()   # every rank registered: every host is reached
         if not quiet_replies:
@@ -228,33 +253,11 @@ class World:
     def host_of(self, rank: int) -> str:
         return self.layout[rank].host
 
-    def launcher_log(self, limit: int = 200_000) -> str:
-        """The tail of what mpiexec (or the plain engines) wrote: where deaths are reported."""
-        texts = []
-        for process in self.processes[1:]:
-            try:
-                with open(process.log_path, errors="replace") as handle:
-                    handle.seek(0, 2)
-                    handle.seek(max(0, handle.tell() - limit))
-                    texts.append(handle.read())
-            except OSError:
-                pass
-        return "\n".join(texts)
-
-    def exited_ranks(self) -> list:
-        """Plain engines (no launcher) are a process each: the ranks whose process has ended."""
-        if self.mpi is not None:
-            return []
-        return [rank for rank, process in enumerate(self.processes[1:]) if not process.running()]
-
     def interrupt(self, jobs_by_engine: dict) -> bool:
-        """Stop each engine's job (a msg id or an AsyncResult): not started yet, it is aborted;
-        running, it gets SIGINT through the engine's control thread (ipykernel's
-        interrupt_request). An engine ignores SIGINT between cells, so at 128 ranks a signal alone
-        misses the ranks whose cell was still queued; the abort goes first so that a cell starting
-        in between still gets the signal. Each engine is sent only its own job (not every job to
-        every engine: N squared ids at scale), and engines already gone are skipped so the others
-        are still stopped. False when some engine could not be signalled."""
+        """Stop each engine's job (a msg id or an AsyncResult): aborted if queued, SIGINT through
+        the control thread if running. The abort goes first: an engine ignores SIGINT between
+        cells, and a cell starting in between still gets the signal. Each engine gets only its own
+        job (not N squared ids); engines gone are skipped. False if some could not be signalled."""
         try:
             registered = set(self.client.ids)
             live = [engine for engine in jobs_by_engine if engine in registered]
@@ -374,17 +377,14 @@ class World:
         keeping.end_keeping(self)   # everything has ended, on purpose: the keeper leaves
 
     def _stop_orphaned_ranks(self) -> None:
-        """The ranks on this machine that outlived their launcher (killed, or the OOM killer's
-        pick: in sessions of their own, nobody's children any more), and whatever they left in
-        their groups (a cell's ``os.fork``). Each checked by pid and start time."""
+        """The ranks here that outlived their launcher (killed, the OOM killer's pick: in sessions
+        of their own), and what they left in their groups (``os.fork``); by pid and start time."""
         here = socket.gethostname()
         stop_ranks([i for i in self.identities.values() if i.get("host") == here])
 
     def _remove_files(self, keep_logs: bool) -> None:
         """The workdir holds the HMAC-keyed connection files; a failed start keeps its logs
         (the error message points at them)."""
-        import shutil
-
         for identity in self.identities.values():
             if identity.get("host") == socket.gethostname():
                 try:

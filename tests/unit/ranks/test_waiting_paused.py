@@ -11,6 +11,9 @@ class World:
     def __init__(self):
         self.waiters = set()
 
+    def wake_when_a_process_ends(self, waiter) -> None:
+        self.waiters.add(waiter)
+
     def lifeline_ended(self) -> bool:
         return False
 
