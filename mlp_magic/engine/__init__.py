@@ -31,6 +31,16 @@ def forget_modules(names) -> dict:
     return removed
 
 
+def used_once(function, *args):
+    """``function(*args)``, whose own imports are forgotten again after it (the engines' rule):
+    for what a rank needs once, or once in a while (a script's reading), and should not hold."""
+    held = set(sys.modules)
+    try:
+        return function(*args)
+    finally:
+        forget_modules(set(sys.modules) - held)
+
+
 def restore_modules(modules: dict) -> dict:
     """Put back what ``forget_modules`` removed, except a name imported anew meanwhile: the ones
     put back. Packages go first, so each module goes back onto its package as well."""

@@ -7,24 +7,20 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 
 from mlp_magic import config
-from mlp_magic.engine import forget_modules
+from mlp_magic.engine import used_once
 
 PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engine of ours
 
 
 def _rank_variables() -> tuple:
-    """core/rank_variables' lists, its module not held where it was not (the engines' rule,
-    engine/__init__: a rank holds only what it keeps using)."""
-    held = set(sys.modules)
+    """core/rank_variables' lists (its module is not held: used_once)."""
     from mlp_magic.core import rank_variables as names
-    forget_modules(set(sys.modules) - held)
     return names.OWN_RANK, names.MPI_LOCAL_RANK, names.WORLD_RANK
 
 
-OWN_RANK, MPI_LOCAL_RANK, WORLD_RANK = _rank_variables()
+OWN_RANK, MPI_LOCAL_RANK, WORLD_RANK = used_once(_rank_variables)
 
 # This engine's start, filled by engine/main: when it registered ("registered_at", epoch s), its
 # CPU until then ("cpu_s"), what its lean start kept out. Set against "create_time", it is the

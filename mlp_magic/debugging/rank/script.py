@@ -21,7 +21,7 @@ import sys
 import threading
 import traceback
 
-from mlp_magic.machine.user_files import read_bytes
+from mlp_magic.engine import used_once
 from mlp_magic.engine.bootstrap import engine_shell
 
 _SCRIPT_FOLDERS: list = []     # every folder a script ran from on this rank, in order
@@ -100,10 +100,16 @@ def run_script(path: str, argv: list) -> None:
         _change_back(saved_cwd)
 
 
+def _read(path: str) -> bytes:
+    from mlp_magic.machine.user_files import read_bytes
+
+    return read_bytes(path, "script", MAX_SCRIPT_BYTES)
+
+
 def _compiled(path: str):
     """The script's code, read within a bound; a syntax error as Python shows it, in the file."""
     __tracebackhide__ = True  # noqa: F841
-    source = read_bytes(path, "script", MAX_SCRIPT_BYTES)
+    source = used_once(_read, path)   # not held while the script runs (engine/__init__'s rule)
     try:
         return compile(source, path, "exec", dont_inherit=True)
     except SyntaxError as err:
