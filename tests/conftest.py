@@ -32,6 +32,33 @@ settings.register_profile("mlp_magic", deadline=None)
 settings.load_profile("mlp_magic")
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from tests import workers
+
+    return workers.make_scheduler(config, log)
+
+
+def pytest_itemcollected(item):
+    from tests import workers
+
+    workers.check_bed_scope(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    from tests import workers
+
+    with workers.machine_share(alone=item.get_closest_marker("alone") is not None):
+        yield
+
+
+def pytest_sessionfinish(session):
+    from tests import workers
+
+    workers.remove_locks()
+
+
 _OURS = ("ipyparallel", "mlp_magic.engine.main", "prterun", "prted", "mpiexec")
 
 

@@ -186,6 +186,7 @@ def _second_rounds() -> list:
     return job.__dict__.pop("seen_second_rounds")
 
 
+@pytest.mark.alone   # times the two rounds of the interrupt
 def test_the_stop_button_on_a_stuck_gloo_collective_waits_one_grace_and_a_short_second_round(kernel):
     """The stop button on a gloo all_reduce that a rank skipped returned 2.4 s after the
     interrupt (two full graces; the guide: "within about a second"). Where the first round stops

@@ -17,7 +17,7 @@ from tests.timing import hang_bound, wait_until
 
 from tests.integration.conftest import run
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.alone]   # counts agents machine-wide
 CAPTURE = Path(__file__).resolve().parents[1] / "fixtures/nvml/nccl-1550-h100-allgather-hang.txt"
 
 

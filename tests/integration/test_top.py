@@ -87,6 +87,7 @@ def test_the_screen_follows_a_cell_and_q_quits(ip, world4):
         os.close(fd)
 
 
+@pytest.mark.alone   # counts agents machine-wide
 def test_with_no_world_top_starts_the_hosts_agent_itself_and_leaves_none(tmp_path):
     """No World: ``top`` runs the agent in --stdio mode on the host (here directly; elsewhere over
     ssh), replaying a real capture; the agent ends with ``top``."""

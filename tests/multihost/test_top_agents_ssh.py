@@ -10,8 +10,11 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from mlp_magic.cluster.gpu_feed import GpuFeed, stdio_argv
+
+pytestmark = pytest.mark.alone   # counts agents machine-wide
 
 CAPTURE = Path(__file__).resolve().parents[1] / "fixtures/nvml/nccl-1550-h100-allgather-hang.txt"
 

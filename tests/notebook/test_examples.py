@@ -74,6 +74,7 @@ def test_torch_ddp():
     assert "ranks 0-3 (4) on localhost" in check
 
 
+@pytest.mark.alone   # times allrun through the engines (under 2 s)
 def test_allrun():
     nb = run_notebook(os.path.join(EXAMPLES, "03-allrun.ipynb"))
     assert "localhost (1)" in _cell(nb, "%allrun uname -s")

@@ -201,6 +201,7 @@ async def test_unblock_signals_the_busy_ranks_only_and_never_one_that_would_die_
     assert await _unblock(jp_fetch) == {"world": "here-1-1", "signalled": "", "problems": {}}
 
 
+@pytest.mark.alone   # times a sub-second answer
 async def test_ranks_freed_within_the_second_ask_nothing_of_the_idle_ones(
         jp_fetch, world_state_dir, processes, tmp_path):
     """The usual gloo unblock: the busy rank comes free at once (its record says idle 0.3 s

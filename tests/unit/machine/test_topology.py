@@ -7,6 +7,7 @@ import os
 from mlp_magic.core.hostfile import LOCALHOST
 from mlp_magic.machine.names import this_machine_names
 from mlp_magic.machine.topology import count_local_gpus, local_slot_count, topology_from_environment
+from mlp_magic.machine.user_files import shown
 from tests.unit.parser_errors import error_of
 
 
@@ -29,32 +30,33 @@ def test_hostfile_from_the_variable_is_read_from_disk(tmp_path):
 
 def test_missing_hostfile_named_in_the_variable(tmp_path):
     missing = str(tmp_path / "no" / "hostfile")
-    assert error_of(topo, {"MLP_MPI_HOSTFILE": missing}) == f"$MLP_MPI_HOSTFILE {missing!r}: no such file"
+    said = error_of(topo, {"MLP_MPI_HOSTFILE": missing})
+    assert said == f"$MLP_MPI_HOSTFILE {shown(missing)}: no such file"
 
 
 def test_a_pipe_or_a_device_as_hostfile_is_one_error_not_a_hang(tmp_path):
     fifo = str(tmp_path / "fifo")
     os.mkfifo(fifo)                       # opening it would wait for a writer
-    assert error_of(topo, {}, hostfile=fifo) == f"--hostfile {fifo!r}: a pipe, not a file"
+    assert error_of(topo, {}, hostfile=fifo) == f"--hostfile {shown(fifo)}: a pipe, not a file"
     # reading this one would never end
     assert error_of(topo, {}, hostfile="/dev/zero") == "--hostfile '/dev/zero': a device, not a file"
 
 
 def test_missing_hostfile_option(tmp_path):
     missing = str(tmp_path / "nope")
-    assert error_of(topo, {}, hostfile=missing) == f"--hostfile {missing!r}: no such file"
+    assert error_of(topo, {}, hostfile=missing) == f"--hostfile {shown(missing)}: no such file"
 
 
 def test_hostfile_that_is_a_directory(tmp_path):
     assert error_of(topo, {"MLP_MPI_HOSTFILE": str(tmp_path)}) == \
-        f"$MLP_MPI_HOSTFILE {str(tmp_path)!r}: a folder, not a file"
+        f"$MLP_MPI_HOSTFILE {shown(str(tmp_path))}: a folder, not a file"
 
 
 def test_hostfile_that_is_not_text(tmp_path):
     path = tmp_path / "binary"
     path.write_bytes(b"a slots=2\n\xff\xfe\n")
     message = error_of(topo, {}, hostfile=str(path))
-    assert message.startswith(f"--hostfile {str(path)!r}: not UTF-8 text") and "byte 10" in message
+    assert message.startswith(f"--hostfile {shown(str(path))}: not UTF-8 text") and "byte 10" in message
 
 
 def test_hostfile_path_with_a_nul_byte():
@@ -65,7 +67,7 @@ def test_hostfile_under_a_file_is_an_os_error(tmp_path):
     plain = tmp_path / "plain"
     plain.write_text("a\n")
     message = error_of(topo, {}, hostfile=str(plain / "hostfile"))
-    assert message.startswith(f"--hostfile {str(plain / 'hostfile')!r}: cannot read it: ")
+    assert message.startswith(f"--hostfile {shown(str(plain / 'hostfile'))}: cannot read it: ")
     assert "Not a directory" in message
 
 

@@ -29,18 +29,20 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     os.mkfifo(fifo)
     signal.alarm(10)   # opening it for reading would wait for a writer: a hang fails the test
     try:
-        assert error_of(read_text, fifo, "--hostfile", 1024) == f"--hostfile {fifo!r}: a pipe, not a file"
+        said = error_of(read_text, fifo, "--hostfile", 1024)
+        assert said == f"--hostfile {shown(fifo)}: a pipe, not a file"
     finally:
         signal.alarm(0)
 
 
 def test_a_folder_a_missing_file_and_one_past_the_bound(tmp_path):
-    assert error_of(read_text, str(tmp_path), "x", 9) == f"x {str(tmp_path)!r}: a folder, not a file"
-    assert error_of(read_text, str(tmp_path / "no"), "x", 9) == f"x {str(tmp_path / 'no')!r}: no such file"
+    assert error_of(read_text, str(tmp_path), "x", 9) == f"x {shown(str(tmp_path))}: a folder, not a file"
+    missing = str(tmp_path / "no")
+    assert error_of(read_text, missing, "x", 9) == f"x {shown(missing)}: no such file"
     big = tmp_path / "big"
     big.write_bytes(b"a" * 2048)
     assert error_of(read_text, str(big), "x", 1024) == \
-        f"x {str(big)!r}: larger than 1 KiB, not a file of this kind"
+        f"x {shown(str(big))}: larger than 1 KiB, not a file of this kind"
     assert read_text(str(big), "x", 2048) == "a" * 2048   # the bound itself is allowed
 
 
@@ -48,7 +50,7 @@ def test_binary_content_is_named_by_its_first_bad_byte_not_repeated(tmp_path):
     path = tmp_path / "binary"
     path.write_bytes(b"secret-line\n\xff\xfe" + b"more secrets" * 100)
     message = error_of(read_text, str(path), "--hostfile", 1 << 20)
-    assert message.startswith(f"--hostfile {str(path)!r}: not UTF-8 text (byte 12: ")
+    assert message.startswith(f"--hostfile {shown(str(path))}: not UTF-8 text (byte 12: ")
     assert "secret" not in message
 
 
@@ -58,7 +60,7 @@ def test_an_unreadable_file_names_the_reason(tmp_path):
     path.chmod(0)
     if os.geteuid() == 0:   # root reads anything: a path under a plain file fails for everyone
         path = tmp_path / "locked" / "below"
-    assert error_of(read_text, str(path), "x", 9).startswith(f"x {str(path)!r}: ")
+    assert error_of(read_text, str(path), "x", 9).startswith(f"x {shown(str(path))}: ")
 
 
 @given(st.text(max_size=400))

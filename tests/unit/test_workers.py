@@ -1,0 +1,77 @@
+"""tests/workers: the two xdist workers' groups, and an ``alone`` test's hold on the machine."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+
+import pytest
+
+from tests import workers
+
+
+def test_the_bed_and_the_browser_tier_stay_on_one_worker_and_a_file_stays_together():
+    assert workers.scope_of("tests/notebook/test_platform_notebook.py::test_a_platform") == "testbed"
+    assert workers.scope_of("tests/multihost/test_link_down.py::test_a_host[x]") == "testbed"
+    assert workers.scope_of("tests/browser/test_heatmap.py::test_64") == "browser"
+    assert workers.scope_of("tests/integration/test_unblock.py::test_a_rank") == \
+        "tests/integration/test_unblock.py"
+
+
+def test_a_test_of_the_bed_outside_its_scope_is_refused_at_collection():
+    item = type("Item", (), {"nodeid": "tests/integration/test_x.py::test_y",
+                             "fixturenames": ("ip", "testbed")})()
+    with pytest.raises(pytest.UsageError, match="uses the namespace hosts"):
+        workers.check_bed_scope(item)
+    item.nodeid = "tests/multihost/test_x.py::test_y"
+    workers.check_bed_scope(item)
+
+
+def _hold(alone: bool, seconds: float, events, name: str) -> None:
+    os.environ["PYTEST_XDIST_WORKER"] = name
+    with workers.machine_share(alone=alone):
+        events.put((name, "in", time.monotonic()))
+        time.sleep(seconds)
+        events.put((name, "out", time.monotonic()))
+
+
+@pytest.mark.parametrize("first_alone", [True, False])
+def test_an_alone_test_never_overlaps_the_other_workers(first_alone):
+    """Two workers of one run (children of this process, as xdist's are of its controller): the
+    second waits for the first whenever either of them runs alone."""
+    context = multiprocessing.get_context("fork")
+    events = context.Queue()
+    first = context.Process(target=_hold, args=(first_alone, 0.5, events, "gw0"))
+    first.start()
+    assert events.get(timeout=10)[:2] == ("gw0", "in")
+    second = context.Process(target=_hold, args=(not first_alone, 0.0, events, "gw1"))
+    second.start()
+    for process in (first, second):
+        process.join(10)
+    order = [events.get(timeout=10)[:2] for _ in range(3)]
+    assert order == [("gw0", "out"), ("gw1", "in"), ("gw1", "out")]
+    _remove_locks_of_this_process()
+
+
+def test_shared_tests_overlap():
+    context = multiprocessing.get_context("fork")
+    events = context.Queue()
+    first = context.Process(target=_hold, args=(False, 1.0, events, "gw0"))
+    first.start()
+    assert events.get(timeout=10)[:2] == ("gw0", "in")
+    second = context.Process(target=_hold, args=(False, 0.0, events, "gw1"))
+    second.start()
+    for process in (first, second):
+        process.join(10)
+    order = [events.get(timeout=10)[:2] for _ in range(3)]
+    assert order == [("gw1", "in"), ("gw1", "out"), ("gw0", "out")]
+    _remove_locks_of_this_process()
+
+
+def _remove_locks_of_this_process() -> None:
+    """What remove_locks does in a controller, here where this process played one."""
+    import shutil
+
+    folder = workers._lock_folder(os.getpid())
+    assert os.path.isdir(folder)
+    shutil.rmtree(folder)

@@ -1,0 +1,91 @@
+"""The suite on two xdist workers (setup.cfg: ``-n 2``): which tests go together, and which need
+the machine to themselves.
+
+Most of a test's time here is waiting (a World starting, a grace running out, a host
+answering), so two workers sharing the 2 cores take well under the time one does
+(docs/explanation/development.md). What must not run twice at once stays on one worker, a scope
+of the scheduler (``make_scheduler``):
+- a test file's tests stay together (its module fixtures, its World, are made once);
+- every test of the network-namespace hosts (the ``testbed``: fixed names and addresses);
+- the browser tier (one Chromium and one JupyterLab at a time).
+The scopes are told from node ids alone (the controller collects nothing), so a test that uses
+the bed outside those files is refused at collection (``check_bed_scope``). xdist's own
+``--dist loadgroup`` reads marks through a node id it rewrites, which pytest 9.2 no longer
+allows (pytest-xdist issue 1386): it silently stopped grouping.
+A test marked ``alone`` runs while the other worker runs nothing: those that time a screen's
+long tasks or a sub-second wait, and those that count processes machine-wide.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import tempfile
+
+import pytest
+
+BED = "testbed"
+BED_FILES = ("tests/notebook/test_platform_notebook.py",)   # beside tests/multihost/
+
+
+def scope_of(nodeid: str) -> str:
+    """The scheduler's scope of a test: the bed's, the browser tier's, else its file's."""
+    path = nodeid.split("::")[0]
+    if path.startswith("tests/multihost/") or path in BED_FILES:
+        return BED
+    if path.startswith("tests/browser/"):
+        return "browser"
+    return path
+
+
+def make_scheduler(config, log):
+    """xdist's scheduler by scope, with ``scope_of``'s scopes."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByScope(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return ByScope(config, log)
+
+
+def check_bed_scope(item: pytest.Item) -> None:
+    """A test using the bed must be in the bed's scope, or two workers would each start one."""
+    if BED in getattr(item, "fixturenames", ()) and scope_of(item.nodeid) != BED:
+        raise pytest.UsageError(f"{item.nodeid} uses the namespace hosts: move it under tests/multihost/ "
+                                "or name its file in tests/workers.BED_FILES")
+
+
+def _lock_folder(controller_pid: int) -> str:
+    """Where the workers of the run that ``controller_pid`` drives keep their locks."""
+    return os.path.join(tempfile.gettempdir(), f"mlp-magic-tests-{os.getuid()}-{controller_pid}")
+
+
+@contextlib.contextmanager
+def machine_share(alone: bool):
+    """Held while a test runs (set-up to tear-down): the machine shared with the other worker's
+    test, or, for an ``alone`` test, to itself. A readers-writer lock on two files: the turnstile
+    keeps a waiting ``alone`` test from being starved by the other worker's next tests."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:   # one process: nothing to share
+        yield
+        return
+    folder = _lock_folder(os.getppid())   # a worker is its controller's child (execnet's popen)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    with open(os.path.join(folder, "turnstile"), "a") as turnstile, \
+            open(os.path.join(folder, "machine"), "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(machine, fcntl.LOCK_UN)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+def remove_locks() -> None:
+    """At the controller's end, every worker gone: the lock folder goes."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        shutil.rmtree(_lock_folder(os.getpid()), ignore_errors=True)
