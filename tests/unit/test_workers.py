@@ -35,37 +35,31 @@ def _hold(alone: bool, seconds: float, events, name: str) -> None:
         events.put((name, "out", time.monotonic()))
 
 
-@pytest.mark.parametrize("first_alone", [True, False])
-def test_an_alone_test_never_overlaps_the_other_workers(first_alone):
-    """Two workers of one run (children of this process, as xdist's are of its controller): the
-    second waits for the first whenever either of them runs alone."""
+def _two_workers(first_alone: bool, second_alone: bool, first_holds_s: float) -> list:
+    """Two workers of one run (children of this process, as xdist's are of its controller), the
+    second starting while the first holds the machine: the order they went in and out."""
     context = multiprocessing.get_context("fork")
     events = context.Queue()
-    first = context.Process(target=_hold, args=(first_alone, 0.5, events, "gw0"))
+    first = context.Process(target=_hold, args=(first_alone, first_holds_s, events, "gw0"))
     first.start()
     assert events.get(timeout=10)[:2] == ("gw0", "in")
-    second = context.Process(target=_hold, args=(not first_alone, 0.0, events, "gw1"))
+    second = context.Process(target=_hold, args=(second_alone, 0.0, events, "gw1"))
     second.start()
     for process in (first, second):
         process.join(10)
     order = [events.get(timeout=10)[:2] for _ in range(3)]
-    assert order == [("gw0", "out"), ("gw1", "in"), ("gw1", "out")]
     _remove_locks_of_this_process()
+    return order
+
+
+@pytest.mark.parametrize("first_alone", [True, False])
+def test_an_alone_test_never_overlaps_the_other_workers(first_alone):
+    """The second waits for the first whenever either of them runs alone."""
+    assert _two_workers(first_alone, not first_alone, 0.5) == [("gw0", "out"), ("gw1", "in"), ("gw1", "out")]
 
 
 def test_shared_tests_overlap():
-    context = multiprocessing.get_context("fork")
-    events = context.Queue()
-    first = context.Process(target=_hold, args=(False, 1.0, events, "gw0"))
-    first.start()
-    assert events.get(timeout=10)[:2] == ("gw0", "in")
-    second = context.Process(target=_hold, args=(False, 0.0, events, "gw1"))
-    second.start()
-    for process in (first, second):
-        process.join(10)
-    order = [events.get(timeout=10)[:2] for _ in range(3)]
-    assert order == [("gw1", "in"), ("gw1", "out"), ("gw0", "out")]
-    _remove_locks_of_this_process()
+    assert _two_workers(False, False, 1.0) == [("gw1", "in"), ("gw1", "out"), ("gw0", "out")]
 
 
 def _remove_locks_of_this_process() -> None:
