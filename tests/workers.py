@@ -1,4 +1,4 @@
-"""The suite on two xdist workers (setup.cfg: ``-n 2``): which tests go together, and which need
+"""The suite on two xdist workers (`pytest -n 2`, opt-in): which tests go together, and which need
 the machine to themselves.
 
 Most of a test's time here is waiting (a World starting, a grace running out, a host
