@@ -49,7 +49,7 @@ def pytest_itemcollected(item):
 def pytest_runtest_protocol(item, nextitem):
     from tests import workers
 
-    with workers.machine_share(alone=item.get_closest_marker("alone") is not None):
+    with workers.machine_share(alone=workers.runs_alone(item)):
         yield
 
 

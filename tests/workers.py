@@ -1,5 +1,5 @@
-"""The suite on two xdist workers (`pytest -n 2`, opt-in): which tests go together, and which need
-the machine to themselves.
+"""The suite on two xdist workers (setup.cfg's `-n 2`; `-n 0` for one process): which tests go
+together, and which need the machine to themselves.
 
 Most of a test's time here is waiting (a World starting, a grace running out, a host
 answering), so two workers sharing the 2 cores take well under the time one does
@@ -12,8 +12,11 @@ The scopes are told from node ids alone (the controller collects nothing), so a 
 the bed outside those files is refused at collection (``check_bed_scope``). xdist's own
 ``--dist loadgroup`` reads marks through a node id it rewrites, which pytest 9.2 no longer
 allows (pytest-xdist issue 1386): it silently stopped grouping.
-A test marked ``alone`` runs while the other worker runs nothing: those that time a screen's
-long tasks or a sub-second wait, and those that count processes machine-wide.
+A test marked ``alone`` runs while the other worker runs nothing: those that time a sub-second
+wait, and those that count processes machine-wide. The whole browser tier runs alone
+(``runs_alone``): under the other worker's load, JupyterLab's theme stylesheet missed its load
+time (an "Error Loading Theme Stylesheet" dialog over the page), and its long-task budgets are
+timed.
 """
 from __future__ import annotations
 
@@ -48,6 +51,11 @@ def make_scheduler(config, log):
             return scope_of(nodeid)
 
     return ByScope(config, log)
+
+
+def runs_alone(item: pytest.Item) -> bool:
+    """Whether ``item`` needs the machine to itself: marked ``alone``, or of the browser tier."""
+    return item.get_closest_marker("alone") is not None or scope_of(item.nodeid) == "browser"
 
 
 def check_bed_scope(item: pytest.Item) -> None:

@@ -48,7 +48,6 @@ def agents_64(state_dir, tmp_path, monkeypatch, hostfile_64):
             process.wait()
 
 
-@pytest.mark.alone   # times the screen's long tasks
 def test_64_hosts_of_8_gpus_and_512_ranks_render_as_a_heatmap_within_the_long_task_budget(
         browser, start_lab, agents_64):
     hostfile, record_path = agents_64

@@ -243,7 +243,6 @@ def _hover_then_select_17_to_21(panel: Panel, wanted: dict) -> None:
     assert panel.locator(".jp-MlpLive-gridCell.jp-mod-selected").count() == 0
 
 
-@pytest.mark.alone   # times the screen's long tasks
 def test_512_ranks_on_64_hosts_all_render_within_the_long_task_budget(
         browser, start_lab, state_dir, hostfile_64):
     """Issue 34: 512 ranks as a grid (a line of 8 cells per host) that flips 4 times a second

@@ -27,6 +27,16 @@ def test_a_test_of_the_bed_outside_its_scope_is_refused_at_collection():
     workers.check_bed_scope(item)
 
 
+def test_the_browser_tier_and_a_test_marked_alone_run_alone_and_no_other():
+    def item(nodeid: str, marked: bool):
+        return type("Item", (), {"nodeid": nodeid,
+                                 "get_closest_marker": lambda self, name: marked and name == "alone" or None})()
+
+    assert workers.runs_alone(item("tests/browser/test_frontends.py::test_lab", marked=False))
+    assert workers.runs_alone(item("tests/server/test_live.py::test_ranks_freed", marked=True))
+    assert not workers.runs_alone(item("tests/server/test_live.py::test_a_page", marked=False))
+
+
 def _hold(alone: bool, seconds: float, events, name: str) -> None:
     os.environ["PYTEST_XDIST_WORKER"] = name
     with workers.machine_share(alone=alone):
