@@ -193,7 +193,7 @@ class StateCollector:
 
         options = self.options
         return start_over_ssh(hosts, ssh=options.ssh, timeout=options.timeout,
-                              connect_timeout=options.timeout, local_names=names, env=options.env)
+                              connect_timeout=options.timeout, env=options.env)
 
     def _local_probe(self, topology: Any, names: frozenset, known: List[HostGpus], tried: List[HostGpus],
                      deadline: float) -> List[HostGpus]:

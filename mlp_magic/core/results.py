@@ -77,13 +77,16 @@ def last_line(text: str) -> str:
 
 def why_no_answer(result: HostResult, timeout: float) -> str | None:
     """Why a host's probe (GPU inventory, stacks) gave no answer, in one line; None when it exited 0.
-    "unreachable: <ssh's message>", "timeout: no answer within N s", "exit N: <stderr's last line>"."""
+    "unreachable: <ssh's message>", "timeout: no answer within N s", "exit N: <stderr's last line>",
+    or, with no exit status, why as its transport said it (fanout/transports.no_answer)."""
     if result.status == OK:
         return None
     if result.status == UNREACHABLE:
         return "unreachable: %s" % (last_line(result.stderr) or "ssh could not connect")
     if result.status in (TIMEOUT, INTERRUPTED):  # INTERRUPTED: still running at our deadline
         return "timeout: no answer within %g s" % timeout
+    if result.exit_code is None:   # failed before any exit status: its transport, or its engine, says why
+        return last_line(result.stderr) or "no answer"
     return "exit %s: %s" % (result.exit_code, last_line(result.stderr) or "no message")
 
 

@@ -1,5 +1,5 @@
-"""Ask every host for its facts at once, under one deadline: over ssh (the allrun transport), through
-a live World's engines when one covers the hosts, and this machine in a process of its own.
+"""Ask every host for its facts at once, under one deadline (fanout/hosts): over ssh, through a
+live World's engines when one covers the hosts, and this machine in a process of its own.
 
 Each host runs ``doctor/probe`` (its source handed to ``python -c``: nothing of ours needs to be
 installed there) with its own deadline, a share of ours. What comes back is ``(facts, failures,
@@ -16,12 +16,11 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 
-from mlp_magic import config
-from mlp_magic.machine.names import stays_here, this_machine_names
 from mlp_magic.core.results import why_no_answer
 from mlp_magic.doctor.pure.answer import answer_problem
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ssh.underway import Underway, finish_all, follow_in_background
+from mlp_magic.fanout.hosts import host_names, start
+from mlp_magic.fanout.transports import Engines, Shell
 
 PROBE_SHARE = 0.7       # of the deadline, for the probe's own work; the rest is ssh and start-up
 CONNECT_SECONDS = 5.0
@@ -69,7 +68,7 @@ class Answers:
         self.timeout = timeout
         self.facts, self.failures, self.windows = {}, {}, {}
 
-    def add(self, results: Iterable, sent: float) -> dict:
+    def add(self, results: Iterable, sent: float) -> None:
         for result in results:
             why = why_no_answer(result, self.timeout)
             answer = parse_answer(result.stdout) if why is None else why
@@ -78,67 +77,32 @@ class Answers:
                 self.windows[result.host] = (sent, sent + (result.seconds or self.timeout) + 0.05)
             else:
                 self.failures[result.host] = answer
-        return {}
 
 
-def _start_runner(targets: list, command: str, options, env, local: bool,
-                  answers: Answers) -> Underway:
-    from mlp_magic.ssh.spawn import Launch
-
-    names, sent = [t.name for t in targets], time.time()
+def _transports(options, env, transport) -> tuple:
+    """(to the other hosts, to this machine): a live World's engines to all of them, one call, if
+    it covers them; else ssh, and this machine's own shell (a process of its own: the probe's
+    imports never touch the caller's)."""
+    if transport is not None:
+        engines = Engines(transport)
+        return engines, engines
     try:
-        launch = Launch(targets, command, ssh=config.ssh_command(options.ssh, env),
-                        connect_timeout=min(CONNECT_SECONDS, options.timeout), local=local)
+        there = Shell(options.ssh, env, connect_timeout=CONNECT_SECONDS, at_once=AT_ONCE,
+                      max_bytes=MAX_ANSWER_BYTES)
     except MlpMagicError as err:
         raise MlpMagicError(f"doctor {err}") from None
-    runner, pending = follow_in_background(launch, timeout=options.timeout, max_bytes=MAX_ANSWER_BYTES,
-                                           at_once=AT_ONCE, name="mlp-doctor")
-
-    def finish(deadline: float) -> dict:
-        pending.wait(deadline)
-        if pending.error is not None:
-            answers.failures.update({name: f"transport: {pending.error}" for name in names})
-            return {}
-        return answers.add(list(runner.results), sent)
-
-    return Underway(finish, pending.stop)
-
-
-def _start_via(names: list, command: str, options, transport, answers: Answers) -> Underway:
-    """Through a live World's engines (one per host, no ssh): runs when the caller finishes."""
-    def finish(deadline: float) -> dict:
-        sent = time.time()
-        return answers.add(transport(names, command, max(0.5, deadline - time.monotonic()), None), sent)
-
-    return Underway(finish)
+    return there, Shell(local=True, at_once=1, max_bytes=MAX_ANSWER_BYTES)
 
 
 def collect(hosts: Iterable, options, env: Mapping | None = None, transport_for=None):
     """(hosts asked, Answers) for every host (names or topology Hosts); this machine once, under
     the first of its names. ``transport_for(names)``: allrun's transport through a live World
     that covers those hosts, or None (then ssh)."""
-    from mlp_magic.ssh.argv import as_targets
-
     deadline = time.monotonic() + options.timeout + 1.0
-    targets = as_targets(list(hosts))
-    names = this_machine_names()
-    local = [t for t in targets if stays_here(t.name, t.port, names)]
-    remote = [t for t in targets if not stays_here(t.name, t.port, names)]
-    transport = transport_for([t.name for t in targets]) if transport_for else None
-    command, answers = probe_command(options), Answers(options.timeout)
-    starts = []
-    if transport is not None:   # the World reaches every host, this machine's too
-        starts.append(lambda: _start_via([t.name for t in remote + local[:1]], command, options, transport,
-                                         answers))
-    else:
-        if remote:
-            starts.append(lambda: _start_runner(remote, command, options, env, False, answers))
-        if local:
-            starts.append(lambda: _start_runner(local[:1], command, options, env, True, answers))
-    finish_all(starts, deadline)
-    also_here = {t.name for t in local[1:]}
-    asked = [t.name for t in targets if t.name not in also_here]
-    for name in asked:
-        if name not in answers.facts and name not in answers.failures:
-            answers.failures[name] = f"timeout: no answer within {options.timeout:g} s"
-    return asked, answers
+    hosts = list(hosts)
+    transport = transport_for(host_names(hosts)) if transport_for else None
+    there, here = _transports(options, env, transport)
+    answers, sent = Answers(options.timeout), time.time()
+    fan = start(hosts, probe_command(options), timeout=options.timeout, there=there, here=here)
+    answers.add(fan.finish(deadline).values(), sent)
+    return fan.asked, answers

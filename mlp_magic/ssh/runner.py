@@ -323,66 +323,6 @@ async def _both_ended(out: Stream, err: Stream) -> None:
     await err.ended.wait()
 
 
-STOP_SECONDS = 5.0   # for the runner to stop its processes after a Ctrl-C, or before the exit
-_LATE: set = set()   # runs given up at their deadline, still stopping (machine/deadline.Pending)
-
-
-class BackgroundRun:
-    """A HostRunner running in a thread of its own (its own event loop), for callers without
-    one: ``wait(deadline)`` returns when every host answered or the deadline passed (the late
-    hosts are then stopped in the background and reported as interrupted; a process exiting
-    meanwhile waits for that first, up to ``STOP_SECONDS``). Ctrl-C stops them before it goes on."""
-
-    def __init__(self, runner: HostRunner, name: str):
-        from mlp_magic.machine.deadline import in_background
-
-        self.runner = runner
-        self._stopping = False
-        self._pending = in_background(lambda: asyncio.run(runner.run()), name)
-
-    @property
-    def error(self) -> BaseException | None:
-        """Why the transport itself failed (not a host: those are in ``runner.results``)."""
-        return self._pending.error
-
-    def wait(self, deadline: float) -> bool:
-        try:
-            done = self._pending.wait(deadline)
-        except KeyboardInterrupt:
-            self.stop()
-            raise
-        if not done:   # the answer is due now; the late hosts stop meanwhile
-            self.runner.request_interrupt()
-            _stopped_before_exit(self._pending)
-        return done
-
-    def stop(self) -> None:
-        """Kill the remote commands and the local clients before the caller gives up on the run
-        (Ctrl-C: a second one cuts this wait short, and a later call does not wait again)."""
-        if self._stopping:
-            return
-        self._stopping = True
-        self.runner.request_interrupt()
-        self._pending.wait(time.monotonic() + STOP_SECONDS)
-
-
-def _stopped_before_exit(pending) -> None:
-    """The interpreter's exit waits for this run to end (its thread is a daemon: killed at exit,
-    it would leave the late hosts' ssh clients running, as ``topo --host`` on a silent host did)."""
-    global _LATE
-    if not _LATE:
-        import atexit
-
-        atexit.register(_wait_for_late_runs)
-    _LATE = {p for p in _LATE if not p.wait(0)} | {pending}   # (a kernel keeps no ended run)
-
-
-def _wait_for_late_runs() -> None:
-    deadline = time.monotonic() + STOP_SECONDS
-    for pending in list(_LATE):
-        pending.wait(deadline)
-
-
 def _launch(targets: list, command: str, options: RunOptions) -> Launch:
     return Launch(targets, command, ssh=options.ssh, connect_timeout=options.connect_timeout,
                   control=options.control, local=options.local, stdin_path=options.stdin_path,

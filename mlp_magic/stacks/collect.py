@@ -1,5 +1,5 @@
-"""Ask every host at once for its processes' stacks: the allrun transport for the others, an
-in-process scan (no ssh, no new Python) for this machine, one deadline for all.
+"""Ask every host at once for its processes' stacks (fanout/hosts): ssh or a live World's engines
+for the others, an in-process scan (no ssh, no new Python) for this machine, one deadline for all.
 
 Each remote host runs ``mlp_magic.stacks.scan`` with this Python and this copy of mlp_magic (its
 folder first on ``sys.path``: the hosts run the same image, as for the GPU probes),
@@ -13,14 +13,12 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 
-from mlp_magic import config
 from mlp_magic.location import PACKAGE_PARENT
-from mlp_magic.machine.deadline import in_background
-from mlp_magic.machine.names import stays_here, this_machine_names
 from mlp_magic.core.proc_ranks import STACKS_SCANNER
 from mlp_magic.core.results import why_no_answer
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ssh.underway import Underway, finish_all, follow_in_background
+from mlp_magic.fanout.hosts import names_elsewhere, start
+from mlp_magic.fanout.transports import Engines, InThisProcess, Shell
 from mlp_magic.stacks import scan
 
 # Each py-spy's own limit, as a share of the deadline: a wedged process comes back as that
@@ -52,74 +50,27 @@ def scan_command(options, python: str | None = None, pyspy: str | None = None) -
     return shlex.join([python or sys.executable, "-I", "-S", "-c", start, *args])
 
 
-def _start_local(names: list, options) -> Underway:
-    selection, dumps = scan.Selection(options.pids, options.match), scan.Dumps()
-    pending = in_background(lambda: scan.scan(selection, options.native, options.timeout * DUMP_SHARE,
-                                              dumps=dumps), "mlp-stacks-local")
+def _scan_here(options) -> InThisProcess:
+    """This machine's scan in-process: no ssh, no new Python."""
+    dumps = scan.Dumps()
 
-    def finish(deadline: float) -> dict:
-        from mlp_magic.stacks.pure.jobs import HostScan, scan_from_lines
-
-        lines = pending.result(deadline)
-        if lines is None:
-            dumps.stop()   # late: its py-spys must not outlive the answer
-            why = (f"local scan: {pending.error!r}" if pending.error is not None
-                   else f"timeout: no answer within {options.timeout:g} s")
-            return {names[0]: HostScan(names[0], error=why)}
-        return {names[0]: scan_from_lines(names[0], lines)}
-
-    return Underway(finish, dumps.stop)
+    def answer(name: str) -> str:
+        selection = scan.Selection(options.pids, options.match)
+        return scan.as_text(scan.scan(selection, options.native, options.timeout * DUMP_SHARE, dumps=dumps))
+    return InThisProcess(answer, "local scan", dumps.stop)   # late: its py-spys must not outlive the answer
 
 
-def _start_remote(targets: list, options, env: Mapping | None) -> Underway:
-    """Every host's ssh starts now (before asyncio and the runner are imported, as the allrun
-    command does: the handshakes overlap the rest of the start); the runner follows them. Over
-    ``AT_ONCE`` hosts, the runner starts them, that many at a time."""
-    from mlp_magic.ssh.spawn import Launch
-
-    names = [t.name for t in targets]
-    command = scan_command(options, pyspy=scan.find_pyspy())
-    connect = min(CONNECT_SECONDS, options.timeout)
+def _other_hosts(options, env: Mapping | None, transport):
+    """The transport to the other hosts: ``transport`` (a live World's engines) if there is one,
+    else ssh. Every host's ssh starts at once up to ``AT_ONCE`` (the handshakes overlap the
+    rest of the start), beyond that as others end."""
+    if transport is not None:
+        return Engines(transport)
     try:
-        launch = Launch(targets, command, ssh=config.ssh_command(options.ssh, env), connect_timeout=connect,
-                        local=False)
+        return Shell(options.ssh, env, connect_timeout=CONNECT_SECONDS, at_once=AT_ONCE,
+                     max_bytes=MAX_ANSWER_BYTES)
     except MlpMagicError as err:   # no ssh client, or an --ssh that cannot be split
         raise MlpMagicError(f"stacks {err}") from None   # (its message starts with "--ssh:")
-    runner, pending = follow_in_background(launch, timeout=options.timeout, max_bytes=MAX_ANSWER_BYTES,
-                                           at_once=AT_ONCE, name="mlp-stacks-ssh")
-
-    def finish(deadline: float) -> dict:
-        from mlp_magic.stacks.pure.jobs import HostScan
-
-        pending.wait(deadline)   # the late hosts are stopped meanwhile: their results say "interrupted"
-        if pending.error is not None:
-            return {name: HostScan(name, error=f"ssh transport: {pending.error}") for name in names}
-        return _scans_of(list(runner.results), options)
-
-    return Underway(finish, pending.stop)
-
-
-def _start_via(targets: list, options, transport) -> Underway:
-    """Through ``transport`` (a live World's engines, one per host: no ssh, a message round trip);
-    it runs when the caller finishes, after this machine's own scan started."""
-    command = scan_command(options, pyspy=scan.find_pyspy())
-
-    def finish(deadline: float) -> dict:
-        return _scans_of(transport([t.name for t in targets], command, options.timeout, None), options)
-
-    return Underway(finish)
-
-
-def _scans_of(results: list, options) -> dict:
-    """{host: HostScan} of the hosts' answers (core/results.HostResult): a scan, or why none."""
-    from mlp_magic.stacks.pure.jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)
-
-    found = {}
-    for result in results:
-        why = why_no_answer(result, options.timeout)
-        found[result.host] = (parse_scan(result.host, result.stdout) if why is None
-                              else HostScan(result.host, error=why))
-    return found
 
 
 def collect(hosts: Iterable, options, env: Mapping | None = None, transport_for=None) -> list:
@@ -127,24 +78,18 @@ def collect(hosts: Iterable, options, env: Mapping | None = None, transport_for=
     once, under the first of its names given (``-H localhost,$(hostname)``: one scan, not two
     copies of it counting each process twice). ``transport_for(names)``: a transport that reaches
     those hosts without ssh (allrun's signature: ``allrun/via_engines.WorldTransport``), or None."""
-    from mlp_magic.ssh.argv import as_targets
-
     deadline = time.monotonic() + options.timeout + 1.0
-    targets = as_targets(list(hosts))
-    names = this_machine_names()
-    local = [t.name for t in targets if stays_here(t.name, t.port, names)]
-    remote = [t for t in targets if not stays_here(t.name, t.port, names)]
-    transport = transport_for([t.name for t in remote]) if remote and transport_for else None
-    starts = []
-    if transport is not None:
-        starts.append(lambda: _start_via(remote, options, transport))
-    elif remote:
-        starts.append(lambda: _start_remote(remote, options, env))
-    if local:
-        starts.append(lambda: _start_local(local, options))
-    found = finish_all(starts, deadline)
-    from mlp_magic.stacks.pure.jobs import HostScan
+    hosts = list(hosts)
+    elsewhere = names_elsewhere(hosts)
+    transport = transport_for(elsewhere) if elsewhere and transport_for else None
+    there = _other_hosts(options, env, transport)
+    fan = start(hosts, scan_command(options, pyspy=scan.find_pyspy()), timeout=options.timeout,
+                there=there, here=_scan_here(options))
+    found = fan.finish(deadline)
+    from mlp_magic.stacks.pure.jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)
 
-    also_here = set(local[1:])   # this machine's other names: its one scan is under the first
-    return [found.get(t.name) or HostScan(t.name, error="no answer")
-            for t in targets if t.name not in also_here]
+    scans = []
+    for name in fan.asked:
+        why = why_no_answer(found[name], options.timeout)
+        scans.append(parse_scan(name, found[name].stdout) if why is None else HostScan(name, error=why))
+    return scans

@@ -303,8 +303,13 @@ def main(argv: list | None = None) -> int:
     pids = [int(p) for p in given["--pid"].split(",")] if "--pid" in given else None
     lines = scan(Selection(pids, given.get("--match")), given["--native"], float(given.get("--timeout", 5.0)),
                  given.get("--pyspy"))
-    sys.stdout.write("".join(json.dumps(line) + "\n" for line in lines))
+    sys.stdout.write(as_text(lines))
     return 0
+
+
+def as_text(lines: list) -> str:
+    """The scan as the scanner prints it: one JSON line each (stacks/pure/jobs.parse_scan reads it)."""
+    return "".join(json.dumps(line) + "\n" for line in lines)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Each engine registered faulthandler on SIGUSR1, writing all its threads to its own stacks file
 (see engine_side). To take a snapshot we empty that file, signal the engine and read the file
 back: in-process for ranks on this machine; for the others, one command for all their hosts
-through allrun's ssh runner (ssh/runner), each host doing its own part.
+over ssh (fanout/hosts), each host doing its own part.
 The engine's event loop is not involved, so a rank stuck in MPI_Barrier or a gloo collective
 still answers.
 """
@@ -16,7 +16,6 @@ import socket
 import time
 from typing import NamedTuple
 
-from mlp_magic import config
 from mlp_magic.machine.deadline import until
 from mlp_magic.core.host_command import HOST
 from mlp_magic.core.results import why_no_answer
@@ -160,32 +159,28 @@ def split_remote_output(text: str) -> tuple:
 
 
 def _start_remote(by_host: dict, wait: float):
-    """Start every host's part through the ssh runner, in the background: a function that gives
-    ({rank: dump text}, {rank: collectives}) once they answered (or could not)."""
-    from mlp_magic.ssh.argv import NO_REUSE
-    from mlp_magic.ssh.runner import BackgroundRun, HostRunner, RunOptions
+    """Start every host's part over ssh (fanout/hosts: every host named, none split off as this
+    machine's: the ranks here were told apart by their identity), in the background: a function
+    that gives ({rank: dump text}, {rank: collectives}) once they answered (or could not)."""
+    from mlp_magic.fanout.hosts import start
+    from mlp_magic.fanout.transports import Shell
 
     timeout = wait + REMOTE_SLACK
     try:
         # no ControlMaster: a hang report is one call, and leaves no ssh session on the hosts
-        options = RunOptions(ssh=config.ssh_command(), fanout=AT_ONCE, timeout=timeout, local=False,
-                             connect_timeout=CONNECT_SECONDS, control=NO_REUSE)
-        runner = HostRunner(list(by_host), remote_script(by_host, wait), options)
+        ssh = Shell(connect_timeout=CONNECT_SECONDS, reuse=False, at_once=AT_ONCE)
     except MlpMagicError as err:   # no ssh client, or an $MLP_MAGIC_SSH that cannot be split
         why = {host: str(err) for host in by_host}
         return lambda: _unanswered(by_host, why)
-    pending = BackgroundRun(runner, "mlp-stack-snapshot")
+    fan = start(list(by_host), remote_script(by_host, wait), timeout=timeout, there=ssh)
 
     def finish() -> tuple:
-        pending.wait(time.monotonic() + timeout + CONNECT_SECONDS)
-        if pending.error is not None:
-            return _unanswered(by_host, {host: f"ssh transport: {pending.error}" for host in by_host})
         dumps, answers = {}, {}
-        for result in runner.results:
+        for host, result in fan.finish(time.monotonic() + timeout + CONNECT_SECONDS).items():
             found, said = split_remote_output(result.stdout)
             why = why_no_answer(result, timeout) or "no dump"
-            for target in by_host[result.host]:
-                dumps[target.rank] = found.get(target.rank, f"(no dump from {result.host}: {why})\n")
+            for target in by_host[host]:
+                dumps[target.rank] = found.get(target.rank, f"(no dump from {host}: {why})\n")
                 answers[target.rank] = said.get(target.rank)
         return dumps, answers
 

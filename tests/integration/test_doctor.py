@@ -163,14 +163,14 @@ def _no_runner_of_its_own() -> None:
     """In the kernel: the doctor may start no process of its own."""
     from mlp_magic.doctor import collect
 
-    _KEPT["runner"] = collect._start_runner
-    collect._start_runner = no_process_of_our_own
+    _KEPT["shell"] = collect.Shell
+    collect.Shell = no_process_of_our_own
 
 
 def _its_runner_back() -> None:
     from mlp_magic.doctor import collect
 
-    collect._start_runner = _KEPT.pop("runner")
+    collect.Shell = _KEPT.pop("shell")
 
 
 def test_the_magic_goes_through_the_live_worlds_engines(ip, monkeypatch, capsys):

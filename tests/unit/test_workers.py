@@ -29,8 +29,9 @@ def test_a_test_of_the_bed_outside_its_scope_is_refused_at_collection():
 
 def test_the_browser_tier_and_a_test_marked_alone_run_alone_and_no_other():
     def item(nodeid: str, marked: bool):
-        return type("Item", (), {"nodeid": nodeid,
-                                 "get_closest_marker": lambda self, name: marked and name == "alone" or None})()
+        def marker(self, name: str):
+            return (marked and name == "alone") or None
+        return type("Item", (), {"nodeid": nodeid, "get_closest_marker": marker})()
 
     assert workers.runs_alone(item("tests/browser/test_frontends.py::test_lab", marked=False))
     assert workers.runs_alone(item("tests/server/test_live.py::test_ranks_freed", marked=True))

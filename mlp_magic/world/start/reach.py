@@ -10,12 +10,11 @@ before anything starts (``refuse_unknown_names``), as allrun refuses them.
 """
 from __future__ import annotations
 
-import asyncio
 import time
 
 from mlp_magic import config
 from mlp_magic.machine.deadline import run_to_end
-from mlp_magic.machine.names import stays_here
+from mlp_magic.fanout.hosts import names_elsewhere
 from mlp_magic.core.ranges import fold_hosts
 from mlp_magic.core.results import UNREACHABLE, last_line
 from mlp_magic.errors import MlpMagicError
@@ -29,54 +28,44 @@ def refuse_unknown_names(host_names: list) -> None:
     from mlp_magic.ssh.argv import as_targets
     from mlp_magic.ssh.names import check_names
 
-    remote = [name for name in host_names if not stays_here(name)]
+    remote = names_elsewhere(host_names)
     if remote:   # on the kernel's thread, inside its running loop in a Jupyter kernel
         run_to_end(lambda: check_names(as_targets(remote), config.ssh_command(default=None)),
                    "mlp-world-names")
 
 
 class ReachCheck:
-    """``ssh HOST true`` to every remote host, in the background; ``wake()`` is called when every
-    host answered, so that a start waiting on its engines looks at ``unreachable()`` at once."""
+    """``ssh HOST true`` to every remote host, in the background (fanout/hosts, no connection
+    kept); ``wake()`` is called when every host answered, so that a start waiting on its engines
+    looks at ``unreachable()`` at once."""
 
     def __init__(self, host_names: list, wake):
-        from mlp_magic.machine.deadline import in_background
-        from mlp_magic.ssh.argv import NO_REUSE
-        from mlp_magic.ssh.runner import HostRunner, RunOptions
+        from mlp_magic.fanout.hosts import SKIP, start
+        from mlp_magic.fanout.transports import Shell
 
-        self.hosts = [name for name in host_names if not stays_here(name)]
-        self._runner = self._pending = None
-        if not self.hosts:
-            return
-        options = RunOptions(ssh=config.ssh_command(), connect_timeout=CONNECT_TIMEOUT_S, local=False,
-                             control=NO_REUSE, timeout=CONNECT_TIMEOUT_S + 5)
-        self._runner = HostRunner(self.hosts, "true", options)
-
-        def check():
-            try:
-                return asyncio.run(self._runner.run())
-            finally:
-                wake()
-        self._pending = in_background(check, "mlp-world-reach")
+        self.hosts = names_elsewhere(host_names)
+        self._fan = None
+        if self.hosts:
+            ssh = Shell(connect_timeout=CONNECT_TIMEOUT_S, reuse=False, on_done=wake)
+            self._fan = start(self.hosts, "true", timeout=CONNECT_TIMEOUT_S + 5, there=ssh, here=SKIP)
 
     def unreachable(self) -> dict:
         """{host: ssh's last line} of the hosts ssh could not connect to (so far)."""
-        if self._runner is None:
+        if self._fan is None:
             return {}
-        return {result.host: last_line(result.stderr) or "ssh could not connect"
-                for result in self._runner.results if result.status == UNREACHABLE}
+        return {host: last_line(result.stderr) or "ssh could not connect"
+                for host, result in self._fan.so_far().items() if result.status == UNREACHABLE}
 
     def settle(self, seconds: float) -> dict:
         """``unreachable()`` once every host answered, or after ``seconds``."""
-        if self._pending is not None:
-            self._pending.wait(time.monotonic() + seconds)
+        if self._fan is not None:
+            self._fan.wait(time.monotonic() + seconds)
         return self.unreachable()
 
     def stop(self) -> None:
         """The hosts not answered yet are given up (their ssh stopped), within a moment."""
-        if self._pending is not None and not self._pending.wait(time.monotonic()):
-            self._runner.request_interrupt()
-            self._pending.wait(time.monotonic() + 5.0)
+        if self._fan is not None:
+            self._fan.stop()
 
 
 def unreachable_error(unreachable: dict) -> MlpMagicError:

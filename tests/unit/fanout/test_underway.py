@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mlp_magic.ssh.underway import Underway, finish_all, start_all
+from mlp_magic.fanout.underway import Underway, finish_all, start_all
 
 
 class Part:

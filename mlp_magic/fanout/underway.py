@@ -1,8 +1,8 @@
 """Work on many hosts under way at once, finished against one deadline, and stopped for real
 when the caller gives up first.
 
-The collectors (stacks, GPU inventories) each start a few parts (the other hosts over ssh or a
-World's engines, this machine in-process), then wait for each until one deadline. A Ctrl-C, a
+A fan-out (fanout/hosts) starts a few parts, one a transport (the other hosts over ssh or a
+World's engines, this machine in-process), then waits for each until one deadline. A Ctrl-C, a
 SIGTERM (the commands turn it into one) or an error while they run must not leave the hosts'
 ssh clients and remote commands running after the caller is gone: every part that started is
 stopped before the exception goes on.
@@ -15,11 +15,16 @@ from mlp_magic.ssh.interrupts import InterruptsDeferred
 
 
 class Underway:
-    """One part under way: ``finish(deadline)`` gives its answers ({host: answer}); ``stop()``
-    stops what it started (for a part whose work ends by itself: nothing)."""
+    """One part under way: ``finish(deadline)`` gives its answers ({host: answer}), the late ones
+    stopped; ``stop()`` stops what it started (for a part whose work ends by itself: nothing);
+    ``wait(deadline)`` waits for every answer, stopping nothing (True: all came); ``so_far()`` is
+    what came already."""
 
-    def __init__(self, finish: Callable[[float], dict], stop: Callable[[], None] | None = None):
+    def __init__(self, finish: Callable[[float], dict], stop: Callable[[], None] | None = None,
+                 wait: Callable[[float], bool] | None = None, so_far: Callable[[], dict] | None = None):
         self.finish, self.stop = finish, stop or (lambda: None)
+        self.wait = wait or (lambda deadline: True)
+        self.so_far = so_far or dict
 
 
 def start_all(starts: Iterable[Callable[[], Underway]]) -> Underway:
@@ -42,6 +47,9 @@ def start_all(starts: Iterable[Callable[[], Underway]]) -> Underway:
             raise
         return found
 
+    def so_far() -> dict:
+        return {host: answer for part in parts for host, answer in part.so_far().items()}
+
     try:
         with InterruptsDeferred() as deferred:
             for start in starts:
@@ -51,7 +59,7 @@ def start_all(starts: Iterable[Callable[[], Underway]]) -> Underway:
     except BaseException:
         stop()
         raise
-    return Underway(finish, stop)
+    return Underway(finish, stop, lambda deadline: all([part.wait(deadline) for part in parts]), so_far)
 
 
 def finish_all(starts: Iterable[Callable[[], Underway]], deadline: float) -> dict:
@@ -66,23 +74,3 @@ def _stop_each(parts: list) -> None:
             parts[0].stop()
         finally:
             _stop_each(parts[1:])
-
-
-def follow_in_background(launch, *, timeout: float, max_bytes: int, at_once: int, name: str) -> tuple:
-    """Start ``launch``'s hosts (``ssh/spawn.Launch``: every one now when they are at most
-    ``at_once``, so the handshakes overlap what the caller does next; else that many at a time)
-    and follow them in a thread of their own: (HostRunner, BackgroundRun). The runner (asyncio)
-    is imported only once the first ssh started; its processes are stopped if it cannot be made."""
-    fanout = min(len(launch.targets), at_once)
-    if fanout == len(launch.targets):
-        launch.start_all()
-    try:
-        from mlp_magic.ssh.runner import BackgroundRun, HostRunner, RunOptions
-
-        options = RunOptions(ssh=launch.ssh, fanout=fanout, timeout=timeout, local=launch.local,
-                             max_bytes=max_bytes, connect_timeout=launch.connect_timeout)
-        runner = HostRunner(launch.targets, launch.command, options, launch=launch)
-    except BaseException:
-        launch.stop_unclaimed()
-        raise
-    return runner, BackgroundRun(runner, name)
