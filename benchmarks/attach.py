@@ -85,17 +85,18 @@ def peer_s(client_file: str, np: int, rounds: int) -> float:
 
 
 def measure(shell, np: int, rounds: int) -> dict:
-    from mlp_magic.world import kept, published
+    from mlp_magic.world import published
+    from mlp_magic.world.keep import found
     from mlp_magic.world.facts import read_facts
 
     kept_world(np)
-    [record] = kept.worlds()
+    [record] = found.worlds()
     try:
         first, ours = attach_s(shell, rounds)
         facts = read_facts(published.private_part(record)["workdir"])
         peer = peer_s(facts["client_file"], np, rounds)
     finally:
-        kept.stop(kept.find(record["id"]))
+        found.stop(found.find(record["id"]))
     return {"ranks": np, "first_attach_s": round(first, 3), "attach_s": round(ours, 3),
             "peer_client_s": round(peer, 3), "ratio": round(ours / peer, 2)}
 

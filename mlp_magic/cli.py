@@ -16,7 +16,7 @@ cannot probe, or stacks that cannot be read at all (py-spy missing, ptrace refus
 from __future__ import annotations
 
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from mlp_magic.commands.pure.parse import one_id
 from mlp_magic.commands.pure.table import COMMANDS, command_verb
@@ -59,7 +59,7 @@ def parse_command(argv: Sequence[str]) -> tuple:
     return verb, found
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         verb, options = parse_command(argv)
@@ -116,7 +116,7 @@ def run() -> None:
     sys.exit(code)
 
 
-def _said_unwritable(error: Optional[OSError] = None) -> bool:
+def _said_unwritable(error: OSError | None = None) -> bool:
     """Whether the output could not be written (``error``: one just raised), said in one line."""
     why = unwritable_output(error)
     if why is not None:

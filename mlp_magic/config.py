@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping, Sequence  # not typing: its import slows the allrun CLI's start
+from collections.abc import Mapping, Sequence
 
 
 def _refused(message: str) -> Exception:

@@ -49,7 +49,8 @@ def pytest_itemcollected(item):
 def pytest_runtest_protocol(item, nextitem):
     from tests import workers
 
-    with workers.machine_share(alone=workers.runs_alone(item)):
+    alone = workers.runs_alone(item)
+    with workers.machine_share(alone, keep=alone and nextitem is not None and workers.runs_alone(nextitem)):
         yield
 
 

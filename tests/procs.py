@@ -4,8 +4,9 @@
 reap late). ``processes_running(command)``: the live processes whose command line is exactly
 ``command`` (what a test started, found again to see it end). ``new_children(before, ignore)``:
 this process's live descendants not in ``before``, as (pid, command line), less those whose
-command line holds ``ignore`` (a stray check that a process turning zombie mid-question cannot
-break)."""
+command line holds ``ignore`` and their own descendants (a test bed's sshd and the session it
+forks for a connection, "sshd: [rexeced]"; a stray check that a process turning zombie
+mid-question cannot break)."""
 from __future__ import annotations
 
 import os
@@ -30,9 +31,20 @@ def processes_running(command: str) -> list[int]:
 def new_children(before: set[int], ignore: str | None = None) -> list[tuple[int, str]]:
     import psutil
 
-    found = []
-    for process in psutil.Process().children(recursive=True):
-        line = None if process.pid in before else live_cmdline(process.pid)
-        if line is not None and not (ignore and ignore in line):
+    found, ignored = [], set()
+    for process in psutil.Process().children(recursive=True):   # (parents before their children)
+        line = live_cmdline(process.pid)
+        if ignore and ((line and ignore in line) or _parent(process) in ignored):
+            ignored.add(process.pid)
+        elif line is not None and process.pid not in before:
             found.append((process.pid, line))
     return found
+
+
+def _parent(process) -> int | None:
+    import psutil
+
+    try:
+        return process.ppid()
+    except psutil.Error:
+        return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable  # not typing: its import slows the allrun CLI's start
+from collections.abc import Callable
 
 from mlp_magic.core.results import HostResult
 from mlp_magic.ssh.interrupts import InterruptsDeferred, dropped_interrupt

@@ -9,7 +9,7 @@ hosts' processes ahead (``Plan.start_early``), before asyncio is imported.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
+from collections.abc import Callable, Mapping
 
 from mlp_magic import config
 from mlp_magic.core.results import INTERRUPTED, OK, HostResult

@@ -9,7 +9,6 @@ import json
 import os
 import socket
 import sys
-from typing import Optional
 
 from mlp_magic.machine.names import is_this_machine
 from mlp_magic.machine.user_files import read_text
@@ -27,7 +26,7 @@ class HostProbeFailed(Exception):
 
 # ------------------------------------------------------------------------------------ topo
 
-def _read_saved(path: str, host: Optional[str]) -> HostGpus:
+def _read_saved(path: str, host: str | None) -> HostGpus:
     if path == "-":
         text = sys.stdin.read(MAX_TOPO_BYTES + 1)
         if len(text) > MAX_TOPO_BYTES:
@@ -48,7 +47,7 @@ def _topo_inventory(args) -> HostGpus:
     return probe_local(timeout=args.timeout, host=args.host or socket.gethostname())
 
 
-def _remote_inventory(host: str, ssh: Optional[str], timeout: float) -> HostGpus:
+def _remote_inventory(host: str, ssh: str | None, timeout: float) -> HostGpus:
     """Another host's GPUs: it runs ``mlp-magic topo --json`` itself, over ssh."""
     from mlp_magic.gpu.collect import collect_over_ssh
 

@@ -20,7 +20,8 @@ import json
 import os
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Union
+from collections.abc import Callable, Mapping, Sequence
 
 from mlp_magic.machine.deadline import in_background
 from mlp_magic.machine.names import this_machine_names
@@ -37,14 +38,14 @@ InventorySource = Union[HostGpus, str, "os.PathLike[str]"]
 class CollectOptions(Record):
     """What one collector asks, and how long it waits."""
 
-    hostfile: Optional[str] = None
-    hosts: Optional[str] = None          # -H
+    hostfile: str | None = None
+    hosts: str | None = None          # -H
     gpus: str = "all"                    # "none" | "local" | "all" (see the module's docstring)
     timeout: float = 5.0                 # the GPU probes: one deadline for all hosts
-    reach_timeout: Optional[float] = 2.0  # each host's port probe; None: not probed
+    reach_timeout: float | None = 2.0  # each host's port probe; None: not probed
     ssh: Any = None                      # the ssh client of remote probes (default: config's)
-    state_dir: Optional[str] = None      # where kernels publish their Worlds (default: config's)
-    env: Optional[Mapping[str, str]] = None   # the environment the topology comes from
+    state_dir: str | None = None      # where kernels publish their Worlds (default: config's)
+    env: Mapping[str, str] | None = None   # the environment the topology comes from
     published_gpus: bool = False         # show the GPUs published Worlds probed (probes still win)
     ask_engines: bool = True             # probe a World's hosts through its engines (while they are idle)
 
@@ -57,10 +58,10 @@ class Parts(Record):
     """What ``StateCollector.gather`` found; ``error``: no topology could be read."""
 
     topology: Any = None
-    error: Optional[str] = None
+    error: str | None = None
     names: frozenset = frozenset()
     reachability: Mapping = fresh(dict)
-    inventories: List[HostGpus] = fresh(list)
+    inventories: list[HostGpus] = fresh(list)
     layout: Any = None
     updated_at: str = ""
     health: Mapping = fresh(dict)   # host -> the last doctor run's verdict
@@ -70,7 +71,7 @@ class StateCollector:
     """Callable: one ClusterState per call. ``inventories``: GPUs known already (never probed);
     ``world``: the World to show (this kernel's, for the widget)."""
 
-    def __init__(self, options: Optional[CollectOptions] = None, inventories: Sequence[HostGpus] = (),
+    def __init__(self, options: CollectOptions | None = None, inventories: Sequence[HostGpus] = (),
                  world: Any = None):
         self.options = options = options or CollectOptions()
         if not options.timeout or options.timeout <= 0:
@@ -81,7 +82,7 @@ class StateCollector:
         self.inventories, self.world = list(inventories), world
         self.parts = Parts(error="not collected yet")
 
-    def for_thread(self) -> "StateCollector":
+    def for_thread(self) -> StateCollector:
         """A collector for a thread that runs while cells do: it never asks the World's engines
         (they may be running the user's cell) and shows the GPUs the World published instead."""
         published = self.options.published_gpus or self.options.gpus == "all"
@@ -94,7 +95,7 @@ class StateCollector:
         self.parts = self.gather(world)
         return self.state_with(worlds)
 
-    def gather(self, world: Any = None) -> "Parts":
+    def gather(self, world: Any = None) -> Parts:
         """Everything but the published Worlds: the topology, reachability, the GPUs probed
         (the slow part, which the live panel takes again only now and then)."""
         now = utc_now()
@@ -109,7 +110,7 @@ class StateCollector:
         return Parts(topology=topology, names=names, reachability=reachability(), inventories=inventories,
                      layout=layout, updated_at=now, health=read_health(self.options.state_dir))
 
-    def state_with(self, worlds: Sequence[Mapping], parts: Optional["Parts"] = None) -> ClusterState:
+    def state_with(self, worlds: Sequence[Mapping], parts: Parts | None = None) -> ClusterState:
         """The picture from gathered ``parts`` (default: the last call's) and these Worlds."""
         parts = parts or self.parts
         if parts.error is not None:
@@ -129,7 +130,7 @@ class StateCollector:
 
         return topology_from_environment(options.env, hostfile=options.hostfile, hosts=options.hosts)
 
-    def _worlds(self, world: Any) -> List[Mapping]:
+    def _worlds(self, world: Any) -> list[Mapping]:
         """Published Worlds of other kernels, and this kernel's own from the World itself."""
         from mlp_magic.world.published import read_worlds
 
@@ -152,7 +153,7 @@ class StateCollector:
         deadline = time.monotonic() + timeout + 1.0
         return lambda: pending.result(deadline, {})
 
-    def _gpus(self, world: Any, topology: Any, names: frozenset) -> List[HostGpus]:
+    def _gpus(self, world: Any, topology: Any, names: frozenset) -> list[HostGpus]:
         """The known inventories, then whatever the mode probes (the later one wins per host)."""
         mode, timeout = self.options.gpus, self.options.timeout
         if mode == "none":
@@ -169,7 +170,7 @@ class StateCollector:
             raise
         return known + tried + self._local_probe(topology, names, known, tried, deadline)
 
-    def _engine_inventories(self, world: Any, topology: Any, names: frozenset) -> List[HostGpus]:
+    def _engine_inventories(self, world: Any, topology: Any, names: frozenset) -> list[HostGpus]:
         """One engine per host of the World probes its host, except hosts given or not shown."""
         if world is None or not self.options.ask_engines:
             return []
@@ -195,8 +196,8 @@ class StateCollector:
         return start_over_ssh(hosts, ssh=options.ssh, timeout=options.timeout,
                               connect_timeout=options.timeout, env=options.env)
 
-    def _local_probe(self, topology: Any, names: frozenset, known: List[HostGpus], tried: List[HostGpus],
-                     deadline: float) -> List[HostGpus]:
+    def _local_probe(self, topology: Any, names: frozenset, known: list[HostGpus], tried: list[HostGpus],
+                     deadline: float) -> list[HostGpus]:
         """This machine's GPUs, under the name the topology gives it, unless known already
         (an engine that did not answer does not count: this machine can be asked directly)
         or ``tried`` already (the ssh collect probes it in-process when no World covers it)."""
@@ -213,7 +214,7 @@ class StateCollector:
                               "mlp-cluster-gpu-probe").result(deadline, late)]
 
 
-def read_health(state_dir: Optional[str]) -> Dict[str, Any]:
+def read_health(state_dir: str | None) -> dict[str, Any]:
     """host -> its health in the last ``mlp-magic doctor`` report of this state folder ({} when
     there is none or it cannot be read)."""
     from mlp_magic import config
@@ -227,7 +228,7 @@ def read_health(state_dir: Optional[str]) -> Dict[str, Any]:
         return {}
 
 
-def load_inventories(gpus: Union[None, Mapping[str, InventorySource], Sequence[HostGpus]]) -> List[HostGpus]:
+def load_inventories(gpus: None | Mapping[str, InventorySource] | Sequence[HostGpus]) -> list[HostGpus]:
     """HostGpus per host from HostGpus objects or saved `nvidia-smi topo -m` files.
 
     ``gpus``: a mapping host -> HostGpus or file path, or a sequence of HostGpus (their
@@ -239,7 +240,7 @@ def load_inventories(gpus: Union[None, Mapping[str, InventorySource], Sequence[H
     return [_inventory(host, value) for host, value in items]
 
 
-def _inventory(host: Optional[str], value: Any) -> HostGpus:
+def _inventory(host: str | None, value: Any) -> HostGpus:
     if isinstance(value, HostGpus):
         return HostGpus.from_dict(dict(value.to_dict(), host=host or value.host))
     if isinstance(value, (str, os.PathLike)) and host:

@@ -14,7 +14,7 @@ import ctypes
 import ctypes.util
 import os
 import struct
-from typing import Callable, Optional
+from collections.abc import Callable
 
 FALLBACK_EVERY_S = 0.25
 _IN_NONBLOCK, _IN_CLOEXEC = os.O_NONBLOCK, getattr(os, "O_CLOEXEC", 0o2000000)
@@ -24,7 +24,7 @@ _MASK = _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELET
 _EVENT = struct.Struct("iIII")   # wd, mask, cookie, len (then len bytes of name)
 
 
-def _inotify_fd(path: str) -> Optional[int]:
+def _inotify_fd(path: str) -> int | None:
     """A non-blocking inotify descriptor watching ``path``, or None where there is none."""
     name = ctypes.util.find_library("c")
     if not name:
@@ -64,8 +64,8 @@ class DirWatch:
         self.path = path
         self.on_change = on_change
         self.inotify = False
-        self._fd: Optional[int] = None
-        self._task: Optional[asyncio.Task] = None
+        self._fd: int | None = None
+        self._task: asyncio.Task | None = None
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()

@@ -20,7 +20,7 @@ import json
 import shlex
 import sys
 import time
-from typing import Callable, Dict, Optional, Tuple
+from collections.abc import Callable
 
 from mlp_magic.agent.client import AgentError, subscribe
 from mlp_magic.gpu.pure.history import MAX_GPUS, GpuHistory, reading, reading_rows, sample_time
@@ -38,7 +38,7 @@ class _Done(Exception):
     """The agent has nothing more to say (no GPUs): stop following it."""
 
 
-def agent_targets(worlds: list) -> Dict[Tuple[str, str], tuple]:
+def agent_targets(worlds: list) -> dict[tuple[str, str], tuple]:
     """{(world id, host): (addr, port, key)} of every running World's agents that started (their
     entries as world/pure/record checks them: a port of 2**63 or Infinity reaches no agent)."""
     targets = {}
@@ -91,11 +91,11 @@ class GpuFeed:
     def __init__(self, changed: Callable[[], None], history_came: Callable[[str], None] = lambda host: None):
         self._changed = changed
         self._history_came = history_came
-        self._tasks: Dict[Tuple[str, str], asyncio.Task] = {}
-        self._stdio: Dict[str, asyncio.Task] = {}   # host -> its --stdio agent (top, no World)
-        self.hosts: Dict[str, dict] = {}          # host -> live_gpus
-        self.histories: Dict[str, GpuHistory] = {}
-        self.latest: Dict[str, tuple] = {}        # host -> (t, rows), the newest sample
+        self._tasks: dict[tuple[str, str], asyncio.Task] = {}
+        self._stdio: dict[str, asyncio.Task] = {}   # host -> its --stdio agent (top, no World)
+        self.hosts: dict[str, dict] = {}          # host -> live_gpus
+        self.histories: dict[str, GpuHistory] = {}
+        self.latest: dict[str, tuple] = {}        # host -> (t, rows), the newest sample
         self.sample_count = 0                     # samples taken in (the "gpus" sender's cue)
         self.sampled: set = set()                 # hosts a live sample came from (with processes)
         self._news = asyncio.Event()              # set by whatever an agent says (``heard``)
@@ -121,7 +121,7 @@ class GpuFeed:
         left to the garbage collector after its loop closed says so on stderr)."""
         await asyncio.gather(*self._stdio.values(), return_exceptions=True)
 
-    def follow_stdio(self, argvs: Dict[str, list]) -> None:
+    def follow_stdio(self, argvs: dict[str, list]) -> None:
         """Start ``{host: argv}``'s agents in ``--stdio`` mode and follow them (``top``)."""
         for host, argv in argvs.items():
             if host not in self._stdio:
@@ -240,7 +240,7 @@ class GpuFeed:
             self._changed()
 
     # ------------------------------------------------------------------ messages
-    def samples_message(self) -> Optional[dict]:
+    def samples_message(self) -> dict | None:
         """{"t", "hosts": {host: rows}} of the newest samples, or None when there are none."""
         if not self.latest:
             return None
@@ -248,7 +248,7 @@ class GpuFeed:
                 "hosts": {host: rows for host, (_, rows) in self.latest.items()}}
 
     def history_message(self, now: float, seconds: float = 600.0, step_s: float = 10.0,
-                        only: Optional[str] = None) -> dict:
+                        only: str | None = None) -> dict:
         """{"t0", "step_s", "hosts": {host: {"util": [[...] per GPU], "mem": [...]}}} (one host
         with ``only``)."""
         t0 = now - seconds
@@ -277,7 +277,7 @@ async def _one_history(addr: str, port: int, key: str, timeout: float) -> GpuHis
     return found[0] if found else None
 
 
-async def histories_of(feed: GpuFeed, worlds: list, timeout: float = 3.0) -> Dict[str, GpuHistory]:
+async def histories_of(feed: GpuFeed, worlds: list, timeout: float = 3.0) -> dict[str, GpuHistory]:
     """Every host's history: the feed's where it follows the host, else asked of the host's agent
     once (each agent keeps its last ten minutes whether anyone watched or not)."""
     found = dict(feed.histories)

@@ -5,7 +5,7 @@ Pure: inline styles only (no JavaScript, no stylesheet), every piece of text esc
 from __future__ import annotations
 
 import html
-from typing import Any, List, Optional
+from typing import Any
 
 from mlp_magic.gpu import HostGpus, nearest_nic
 from mlp_magic.cluster.pure.model import ClusterState, HostView
@@ -23,7 +23,7 @@ LEGEND = [("NV#", "NV", "NVLink, # links bonded"), ("PIX", "PIX", "one PCIe swit
           ("NODE", "NODE", "across host bridges, same NUMA node"), ("SYS", "SYS", "across the CPU socket")]
 
 
-def link_colours(link: Optional[str]) -> tuple:
+def link_colours(link: str | None) -> tuple:
     """(background, text colour) of a matrix cell."""
     if link is None:
         return "#ffffff", "#999999"
@@ -33,7 +33,7 @@ def link_colours(link: Optional[str]) -> tuple:
     return LINK_COLOURS.get(link, ("#ffffff", "#1b1b1b"))
 
 
-def link_cell_html(link: Optional[str]) -> str:
+def link_cell_html(link: str | None) -> str:
     background, colour = link_colours(link)
     return ('<div class="mlp-link" style="background:%s;color:%s;text-align:center;padding:2px 4px;'
             'font-family:monospace">%s</div>' % (background, colour, html.escape(link or "?")))
@@ -51,7 +51,7 @@ def _swatch(sample: str, name: str) -> str:
             % (background, colour, html.escape(name)))
 
 
-def table_html(rows: List[List[str]], css_class: str) -> str:
+def table_html(rows: list[list[str]], css_class: str) -> str:
     head = "".join("<th style=\"text-align:left;padding:2px 8px\">%s</th>" % html.escape(c) for c in rows[0])
     cell = "<td style=\"padding:2px 8px\">%s</td>"
     body = "".join("<tr>%s</tr>" % "".join(cell % html.escape(c) for c in row) for row in rows[1:])
@@ -68,7 +68,7 @@ def matrix_html(gpus: HostGpus) -> str:
     return '<table class="mlp-matrix" style="border-collapse:collapse">%s%s</table>' % (head, rows)
 
 
-def bar_html(fraction: Optional[float], label: str, colour: str = "#42a5f5") -> str:
+def bar_html(fraction: float | None, label: str, colour: str = "#42a5f5") -> str:
     width = 0 if fraction is None else max(0.0, min(1.0, fraction)) * 100
     return ('<span class="mlp-bar" style="display:inline-block;width:120px;height:10px;background:#eeeeee;'
             'vertical-align:middle"><span style="display:block;width:%.0f%%;height:10px;background:%s">'
@@ -90,7 +90,7 @@ def util_bar(g: Any) -> tuple:
     return g.utilization_pct / 100, "%d%%" % g.utilization_pct
 
 
-def nic_affinity_rows(gpus: HostGpus) -> List[List[str]]:
+def nic_affinity_rows(gpus: HostGpus) -> list[list[str]]:
     rows = [["GPU", "NUMA", "CPUs", "nearest NIC", "link"]]
     for g in gpus.gpus:
         nic = nearest_nic(gpus, g.device)

@@ -25,7 +25,7 @@ import json
 import os
 import time
 from datetime import datetime, timezone
-from typing import Callable, Dict, List, Optional
+from collections.abc import Callable
 
 from mlp_magic.cluster.pure.budget import SendBudget
 from mlp_magic.cluster.pure.delta import diff
@@ -70,27 +70,27 @@ class LiveCluster:
         self.collector = StateCollector(options)
         self.state_dir = state_dir
         self._read_worlds = read_worlds
-        self.worlds: List[dict] = []
-        self.parts: Optional[Parts] = None
-        self.doc: Optional[dict] = None
+        self.worlds: list[dict] = []
+        self.parts: Parts | None = None
+        self.doc: dict | None = None
         self.gpu_feed = GpuFeed(self._rebuild, self._send_history)   # the agents' readings, while watched
         self._gpus_sent = 0
         self.seq = 0
-        self._subscribers: Dict[int, Callable[[str], None]] = {}
+        self._subscribers: dict[int, Callable[[str], None]] = {}
         self._next_id = 0
         self._watch = DirWatch(state_dir, self._worlds_changed)
-        self._tasks: List[asyncio.Task] = []
-        self._slow: Optional[asyncio.Future] = None
+        self._tasks: list[asyncio.Task] = []
+        self._slow: asyncio.Future | None = None
         self._slow_at = float("-inf")
         self._health_stamp = None   # the doctor report's file as last read
         self.rebuilds = 0    # documents built (tests and benchmarks)
         self.patches = 0     # patches sent (tests and benchmarks)
-        self._built: Optional[dict] = None   # the newest document, not yet sent
+        self._built: dict | None = None   # the newest document, not yet sent
         self._stale = False   # the inputs changed while nobody watched: ``current`` builds it
         self._budget = SendBudget(PATCH_BYTES_PER_S, PATCH_BURST_BYTES, time.monotonic())
-        self._flush_later: Optional[asyncio.TimerHandle] = None
+        self._flush_later: asyncio.TimerHandle | None = None
         self.slow_collects = 0   # slow parts taken
-        self._started: Optional[asyncio.Future] = None
+        self._started: asyncio.Future | None = None
 
     async def ensure_started(self) -> None:
         """Start once, on the running event loop (every caller waits for the first document)."""
@@ -172,7 +172,7 @@ class LiveCluster:
         self.gpu_feed.follow(self.worlds, watched=bool(self._subscribers))
 
     @property
-    def gpu_latest(self) -> Dict[str, list]:
+    def gpu_latest(self) -> dict[str, list]:
         """{host: the newest reading of each GPU} (``mlp-magic top``)."""
         return {host: rows for host, (_, rows) in self.gpu_feed.latest.items()}
 
@@ -189,7 +189,7 @@ class LiveCluster:
         return self.current
 
     @property
-    def current(self) -> Optional[dict]:
+    def current(self) -> dict | None:
         """The newest document (a patch of it may be waiting for the views' budget)."""
         self._catch_up()
         return self._built if self._built is not None else self.doc
@@ -212,7 +212,7 @@ class LiveCluster:
             self._slow = None
 
     # ------------------------------------------------------------------ the document
-    def world(self, world_id: str) -> Optional[dict]:
+    def world(self, world_id: str) -> dict | None:
         """The published record of a World (its private part included), or None."""
         return next((w for w in self.worlds if w.get("id") == world_id), None)
 
@@ -274,7 +274,7 @@ class LiveCluster:
             self._follow_agents()
         return unsubscribe
 
-    def _history(self, host: Optional[str]) -> dict:
+    def _history(self, host: str | None) -> dict:
         """A "gpu_history" message (every host's, or ``host``'s); numbered as the document it
         follows, which the panel takes as outside the sequence."""
         return {"type": "gpu_history", "seq": self.seq, "server_time": server_time(),

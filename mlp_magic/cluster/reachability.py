@@ -10,7 +10,6 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from typing import Optional
 
 from mlp_magic.machine.names import stays_here, this_machine_names
 
@@ -23,15 +22,15 @@ MAX_CONCURRENT_PROBES = 64
 class Reachability:
     """The outcome of one probe. ``reachable`` is None when nothing was tried."""
 
-    reachable: Optional[bool]
-    probe_ms: Optional[float]
-    error: Optional[str]
+    reachable: bool | None
+    probe_ms: float | None
+    error: str | None
 
     def to_json(self) -> dict:
         return {"reachable": self.reachable, "probe_ms": self.probe_ms, "error": self.error}
 
 
-def needs_probe(name: str, port: Optional[int], local_names: frozenset) -> bool:
+def needs_probe(name: str, port: int | None, local_names: frozenset) -> bool:
     """The machine we run on is reachable by definition, unless an explicit port asks for a
     particular listener there (e.g. an sshd of a test host)."""
     return not stays_here(name, port, local_names)

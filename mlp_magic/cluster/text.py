@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
 
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.gpu import HostGpus, format_topo_matrix, host_hints, nearest_nic
@@ -26,7 +26,7 @@ def reachable_text(host: HostView) -> str:
     return text + (" (%s)" % host.reach_error if host.reach_error else "")
 
 
-def gpus_summary(gpus: Optional[HostGpus], with_source: bool = False) -> str:
+def gpus_summary(gpus: HostGpus | None, with_source: bool = False) -> str:
     """ "8 x NVIDIA H200" (with its source: "(nvml)"), "none (why)" or "not probed"."""
     if gpus is None:
         return "not probed"
@@ -37,13 +37,13 @@ def gpus_summary(gpus: Optional[HostGpus], with_source: bool = False) -> str:
     return "%d x %s%s" % (len(gpus.gpus), ", ".join(names), source)
 
 
-def columns(rows: Sequence[Sequence[str]]) -> List[str]:
+def columns(rows: Sequence[Sequence[str]]) -> list[str]:
     """Rows as aligned columns, two spaces apart."""
     widths = [max(len(row[i]) for row in rows) + 2 for i in range(len(rows[0]))]
     return ["".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
 
-def host_rows(state: ClusterState) -> List[List[str]]:
+def host_rows(state: ClusterState) -> list[list[str]]:
     """The host table, header first: host, slots, ranks, reachable, engines, GPUs."""
     rows = [["host", "slots", "ranks", "reachable", "engines", "GPUs"]]
     for host in state.hosts:
@@ -58,7 +58,7 @@ def title(state: ClusterState) -> str:
         state.master_addr, ", updated %s" % when(state.updated_at) if state.updated_at else "")
 
 
-def gpu_lines(gpus: HostGpus) -> List[str]:
+def gpu_lines(gpus: HostGpus) -> list[str]:
     """One line per GPU: name, memory, utilisation, NUMA node, nearest NIC."""
     lines = []
     for g in gpus.gpus:
@@ -88,7 +88,7 @@ def state_text(state: ClusterState) -> str:
     return "\n".join(lines) + "\n"
 
 
-def view_text(state: ClusterState, rows: Sequence[RankRow] = (), dashboard: Optional[str] = None) -> str:
+def view_text(state: ClusterState, rows: Sequence[RankRow] = (), dashboard: str | None = None) -> str:
     """The widget's text face: ``state_text``, the ranks' live states by host, then ``dashboard``
     (where the dashboard is, or how to start one) as the last line."""
     lines = [state_text(state).rstrip("\n")]
@@ -110,7 +110,7 @@ def status_text(state: ClusterState) -> str:
     return "\n".join(lines + columns(rows) + hints) + "\n"
 
 
-def _gpu_table(gpus: HostGpus) -> List[str]:
+def _gpu_table(gpus: HostGpus) -> list[str]:
     """Name, bus id, memory, utilisation per GPU, when the source knew them."""
     if not any(g.name or g.memory_total_mib is not None for g in gpus.gpus):
         return []

@@ -12,7 +12,6 @@ import os
 import shutil
 import sys
 import time
-from typing import Optional
 
 from mlp_magic import config
 from mlp_magic.cluster.pure.top_screen import top_lines
@@ -32,9 +31,9 @@ class Screen:
 
     def __init__(self, stream, full: bool):
         self.stream, self.full = stream, full
-        self._keys: Optional[list] = None
+        self._keys: list | None = None
 
-    def __enter__(self) -> "Screen":
+    def __enter__(self) -> Screen:
         if self.full:
             import termios
             import tty

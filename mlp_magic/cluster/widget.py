@@ -10,7 +10,8 @@ from __future__ import annotations
 import html
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu import HostGpus
@@ -34,21 +35,21 @@ class ClusterView:
     dashboard's URL, ``_repr_html_()`` static HTML.
     """
 
-    def __init__(self, collect: Callable[[], ClusterState], state: Optional[ClusterState] = None,
-                 world_of: Optional[Callable[[], Any]] = None):
+    def __init__(self, collect: Callable[[], ClusterState], state: ClusterState | None = None,
+                 world_of: Callable[[], Any] | None = None):
         self._collect = collect
         self._collect_in_thread = collect.for_thread() if hasattr(collect, "for_thread") else collect
         self._world_of = world_of or (lambda: None)
         self.state = state if state is not None else collect()
         self.shown_rows: tuple = self._read_rows()
         self.refresh_count = 0
-        self.last_error: Optional[str] = None
-        self.auto_refresh_seconds: Optional[float] = None
-        self._live: Optional[LiveRefresh] = None
+        self.last_error: str | None = None
+        self.auto_refresh_seconds: float | None = None
+        self._live: LiveRefresh | None = None
         self._drawing = threading.RLock()   # the kernel's thread and the live thread draw in turn
-        self._widgets: Dict[str, Any] = {}
+        self._widgets: dict[str, Any] = {}
         # The text face's last line: where the dashboard is (set by the magic: panel/locate).
-        self.where_dashboard: Optional[Callable[[], str]] = None
+        self.where_dashboard: Callable[[], str] | None = None
 
     def _read_rows(self) -> tuple:
         try:
@@ -86,7 +87,7 @@ class ClusterView:
             self._show(state)
 
     @property
-    def live(self) -> Optional[LiveRefresh]:
+    def live(self) -> LiveRefresh | None:
         return self._live
 
     def start_auto_refresh(self, seconds: float = SLOW_EVERY_S) -> None:
@@ -112,8 +113,8 @@ class ClusterView:
             self._live, self.auto_refresh_seconds = None, None
             self._sync_toggle()
 
-    def _collect_quietly(self, collect: Optional[Callable[[], ClusterState]] = None
-                         ) -> Optional[ClusterState]:
+    def _collect_quietly(self, collect: Callable[[], ClusterState] | None = None
+                         ) -> ClusterState | None:
         """A timer's collect: a failure is kept in ``last_error`` and the last state stays shown."""
         try:
             return (collect or self._collect)()
@@ -141,7 +142,7 @@ class ClusterView:
     def _repr_html_(self) -> str:
         return state_html(self.state)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Dict[str, Any]:
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """The live widget, plus text/html and text/plain for nbconvert and terminals."""
         bundle = dict(self.widget._repr_mimebundle_())
         bundle["text/plain"] = repr(self)
@@ -225,7 +226,7 @@ class _HostTab:
 
     widget: Any
     layout: Any          # everything but memory used and utilisation: a change rebuilds the tab
-    bars: List[Any]      # one HBox per GPU, updated in place
+    bars: list[Any]      # one HBox per GPU, updated in place
 
 
 def _layout_of(host: HostView) -> Any:
@@ -238,7 +239,7 @@ def _layout_of(host: HostView) -> Any:
     return data, tuple(host.hints)
 
 
-def _reuse_or_build(old: Optional[_HostTab], host: HostView) -> _HostTab:
+def _reuse_or_build(old: _HostTab | None, host: HostView) -> _HostTab:
     """The old tab with its bars updated when the host's layout is unchanged, else a new tab.
 
     Rebuilding costs one widget per matrix cell (hundreds on an 8-GPU, 12-NIC host), so a
@@ -310,11 +311,11 @@ def _set_bars(bars: Any, g: Any) -> None:
     util_gauge.value, util_label.value = util or 0.0, util_text
 
 
-def cluster_view(*, hostfile: Optional[str] = None, hosts: Optional[str] = None, gpus: Any = None,
+def cluster_view(*, hostfile: str | None = None, hosts: str | None = None, gpus: Any = None,
                  probe: bool = True, timeout: float = 5.0, check_reachable: bool = True,
-                 auto_refresh: Optional[float] = None, state_dir: Optional[str] = None,
-                 env: Optional[Mapping[str, str]] = None, world: Any = None, ssh: Any = None,
-                 world_of: Optional[Callable[[], Any]] = None) -> ClusterView:
+                 auto_refresh: float | None = None, state_dir: str | None = None,
+                 env: Mapping[str, str] | None = None, world: Any = None, ssh: Any = None,
+                 world_of: Callable[[], Any] | None = None) -> ClusterView:
     """The cluster of this job (or of ``hostfile`` / ``hosts``) as a ClusterView.
 
     ``gpus``: inventories to show instead of probing, {host: HostGpus or a saved

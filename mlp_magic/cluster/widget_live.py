@@ -20,7 +20,8 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from mlp_magic.cluster.pure.rank_lines import (HostRanks, RankRow, all_stopped, by_host, changed_hosts,
                                                chunked, host_line_html)
@@ -51,10 +52,10 @@ class RankLines:
 
         self.box = w.VBox()
         self.box.add_class("mlp-cluster-ranks")
-        self.shown: Dict[str, HostRanks] = {}
-        self._html: Dict[str, str] = {}
-        self._chunks: List[Any] = []
-        self._hosts: List[List[str]] = []
+        self.shown: dict[str, HostRanks] = {}
+        self._html: dict[str, str] = {}
+        self._chunks: list[Any] = []
+        self._hosts: list[list[str]] = []
 
     def show(self, rows: Sequence[RankRow]) -> None:
         """Redraw the chunks that hold a changed host (only those values are sent)."""
@@ -74,7 +75,7 @@ class RankLines:
     def _chunk_html(self, names: Sequence[str]) -> str:
         return "".join(self._html[h] for h in names)
 
-    def _rebuild(self, hosts: List[List[str]]) -> None:
+    def _rebuild(self, hosts: list[list[str]]) -> None:
         """Other hosts (a new World): new chunk widgets, each opened with its lines."""
         import ipywidgets as w
 
@@ -105,7 +106,7 @@ class LiveRefresh:
             pass
         self.thread = threading.Thread(target=self._run, name="mlp-cluster-live-%x" % id(view), daemon=True)
 
-    def start(self) -> "LiveRefresh":
+    def start(self) -> LiveRefresh:
         self.thread.start()
         return self
 
@@ -158,5 +159,5 @@ class LiveRefresh:
 
 
 def start_live(view: Any, world_of: Callable[[], Any], slow_every: float,
-               fast_every: Optional[float] = None) -> LiveRefresh:
+               fast_every: float | None = None) -> LiveRefresh:
     return LiveRefresh(view, world_of, slow_every, fast_every or FAST_EVERY_S).start()

@@ -21,7 +21,7 @@ Pure: the caller hands it the environment.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping  # not typing: its import slows the allrun CLI's start
+from collections.abc import Mapping
 
 from mlp_magic.core.rank_variables import MPI_LOCAL_RANK, TORCH, WORLD_ID, WORLD_RANK, WORLD_SIZE
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable  # not typing: its import slows the allrun CLI's start
+from collections.abc import Iterable
 
 from mlp_magic.errors import MlpMagicError
 

@@ -1,8 +1,8 @@
 """Plain value classes, declared like dataclasses, without importing ``dataclasses``.
 
 The ``allrun`` command builds its options, host list and results from these before its first
-ssh process starts, and ``dataclasses`` imports ``inspect``: about 10 ms, a third of the time
-before the handshakes begin. A ``Record`` subclass lists its fields as annotations, in order,
+ssh process starts, and ``dataclasses`` imports ``inspect``, a large share of the time before
+the handshakes begin (docs/performance.md). A ``Record`` subclass lists its fields as annotations, in order,
 with defaults as class values (``fresh(list)`` for a new list per instance), and gets
 positional or keyword construction, ``repr`` and equality by value; ``frozen=True`` adds
 immutability and a hash; ``eq=False`` compares and hashes by identity instead.

@@ -9,7 +9,7 @@ names; ``machine/topology.topology_from_environment`` gives it this machine's.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
+from collections.abc import Callable, Mapping
 
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.core.hostfile import (LOCALHOST, LOOPBACK, MAX_PORT, MAX_SLOTS, HostEntry, check_host_name,

@@ -156,10 +156,10 @@ def _resume(context, cell: Cell, ranks: list, command, timeout: float | None) ->
 def quit_debugging(context, cell: Cell, ranks: list) -> None:
     """``q`` on the stopped ranks: their cells end with "quit at the debugger"; the ranks not
     stopped are interrupted a moment later, and the cell's end is shown."""
-    cell.quit = sorted(ranks) == sorted(cell.paused_ranks())   # the debugging ends (not some ranks')
+    every = sorted(ranks) == sorted(cell.paused_ranks())   # the debugging ends (not some ranks')
     cell.job.requests.resumed([cell.index_of(rank) for rank in ranks])
     ask(cell, ranks, {"command": "q"}, STEP_REPLY_S)
-    _ended(context, cell, follow(cell, time.monotonic() + QUIT_GRACE_S))
+    _ended(context, cell, follow(cell, time.monotonic() + QUIT_GRACE_S, quitting=every))
 
 
 def _ended(context, cell: Cell, result) -> None:
@@ -170,7 +170,7 @@ def _ended(context, cell: Cell, result) -> None:
     if cell.args.out:
         keep_whole_output(cell.world, result, cell.args.out, context.notice)
         context.store(cell.args.out, result)
-    if cell.outcome is not Outcome.PAUSED:
+    if cell.ending.outcome is not Outcome.PAUSED:
         raise_for_failures(result)
 
 

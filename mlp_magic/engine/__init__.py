@@ -3,11 +3,11 @@ host chores.
 
 The engines' rule: an engine holds in ``sys.modules`` only what it keeps using. Python's pickle
 finds an object's module by walking every module held there (``pickle.whichmodule``), so each
-module held makes pickling slower in every cell (mpi4py's datatypes took 10x longer in a heavy
-engine). What serves once is imported, run and dropped again with ``forget_modules``: the
-version check and the start slot before the engine starts (engine/main), a host's chores on its
-first rank (``bootstrap.run_chore``: the GPU agent's start, the GPU probe, log retention), the
-variables every rank sets for its features (``bootstrap.ENVIRONMENT_CHORES``). What serves only
+module held makes pickling slower in every cell (docs/performance.md). What serves once is
+imported, run and dropped again with ``forget_modules``: the version check and the start slot
+before the engine starts (engine/main), a host's chores on its first rank (``bootstrap.run_chore``:
+the GPU agent's start, the GPU probe, log retention), the variables every rank sets for its
+features (``bootstrap.ENVIRONMENT_CHORES``). What serves only
 when asked loads then: the side signals' actions (``bootstrap.SIDE_ACTIONS``, engine/side_signal).
 """
 from __future__ import annotations

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Dict, Optional
 
 from mlp_magic.engine.pure.versions import ENGINE_NEEDS, PYTHON, problems, refusal_line
 
 
-def _from_folder_names(names) -> Dict[str, str]:
+def _from_folder_names(names) -> dict[str, str]:
     """{name: version} from the first ``NAME-VERSION.dist-info`` folder of each on sys.path (what
     importlib.metadata would find first), read from the folder names alone: reading the
     metadata files would load the email parser into every engine."""
     wanted = {name.lower(): name for name in names}
-    found: Dict[str, str] = {}
+    found: dict[str, str] = {}
     for entry in sys.path:
         try:
             folders = os.listdir(entry or ".")
@@ -33,16 +32,16 @@ def _from_folder_names(names) -> Dict[str, str]:
     return found
 
 
-def found_versions() -> Dict[str, Optional[str]]:
+def found_versions() -> dict[str, str | None]:
     """{name: installed version or None} of this Python and the packages an engine needs."""
-    found: Dict[str, Optional[str]] = {PYTHON.name: ".".join(map(str, sys.version_info[:3]))}
+    found: dict[str, str | None] = {PYTHON.name: ".".join(map(str, sys.version_info[:3]))}
     named = _from_folder_names([need.name for need in ENGINE_NEEDS])
     for need in ENGINE_NEEDS:
         found[need.name] = named.get(need.name) or _metadata_version(need.name)
     return found
 
 
-def _metadata_version(name: str) -> Optional[str]:
+def _metadata_version(name: str) -> str | None:
     """Where the folder names do not tell (an egg, an unusual layout): the metadata itself."""
     from importlib import metadata
 
@@ -52,7 +51,7 @@ def _metadata_version(name: str) -> Optional[str]:
         return None
 
 
-def refusal(rank: Optional[int]) -> Optional[str]:
+def refusal(rank: int | None) -> str | None:
     """The one line to write before exiting, or None when this Python can run an engine."""
     wrong = problems(found_versions()) + curve_problem()
     return refusal_line(rank if rank is not None else -1, wrong) if wrong else None

@@ -11,7 +11,8 @@ import json
 import shlex
 import sys
 import time
-from typing import Any, Dict, Iterable, Mapping, Optional
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from mlp_magic.core.results import HostResult, why_no_answer
 from mlp_magic.errors import MlpMagicError
@@ -35,7 +36,7 @@ def topo_command(python: str, probe_timeout: float) -> str:
     return "exec " + shlex.join(topo_argv(python, probe_timeout))
 
 
-def inventory_from_result(result: HostResult, timeout: float, host: Optional[str] = None) -> HostGpus:
+def inventory_from_result(result: HostResult, timeout: float, host: str | None = None) -> HostGpus:
     """One host's answer (fanout/hosts) -> its HostGpus named ``host`` (default: the result's),
     or why there is none. Pure.
 
@@ -57,8 +58,8 @@ def _probe_here(timeout: float):
 
 
 def start_over_ssh(hosts: Iterable[Any], *, timeout: float, ssh: Any = None,
-                   connect_timeout: float = 5.0, python: Optional[str] = None, fanout: int = 64,
-                   env: Optional[Mapping[str, str]] = None) -> Underway:
+                   connect_timeout: float = 5.0, python: str | None = None, fanout: int = 64,
+                   env: Mapping[str, str] | None = None) -> Underway:
     """Start asking every host: an Underway whose ``finish(deadline)`` gives host name ->
     HostGpus for every host (``collect_over_ssh`` waits for it; ``stop()`` stops its ssh).
 
@@ -84,14 +85,14 @@ def start_over_ssh(hosts: Iterable[Any], *, timeout: float, ssh: Any = None,
     command = topo_command(python or sys.executable, timeout * PROBE_SHARE)
     fan = start(hosts, command, timeout=timeout, there=there, here=_probe_here(timeout))
 
-    def finish(deadline: float) -> Dict[str, HostGpus]:
+    def finish(deadline: float) -> dict[str, HostGpus]:
         found = fan.finish(deadline)
         return {name: inventory_from_result(fan.answer_for(name, found), timeout, name) for name in fan.given}
 
     return Underway(finish, fan.stop)
 
 
-def collect_over_ssh(hosts: Iterable[Any], *, timeout: float = 5.0, **options: Any) -> Dict[str, HostGpus]:
+def collect_over_ssh(hosts: Iterable[Any], *, timeout: float = 5.0, **options: Any) -> dict[str, HostGpus]:
     """host name -> HostGpus for every host, in the order given, within about ``timeout`` s
     (``start_over_ssh``'s options)."""
     started = time.monotonic()

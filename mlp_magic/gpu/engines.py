@@ -11,7 +11,8 @@ the panel is not the user's work.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Iterable, Mapping, Tuple
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from mlp_magic.core.placement import first_rank_per_host
 from mlp_magic.engine.bootstrap import GPU_PROBE_CHORE, run_chore
@@ -25,7 +26,7 @@ from mlp_magic.ranks.remote_errors import one_line
 ENGINE_SHARE = 0.5
 
 
-def probe_targets(layout: Iterable[Any], rank_to_engine: Mapping[int, int]) -> Dict[str, Tuple[int, int]]:
+def probe_targets(layout: Iterable[Any], rank_to_engine: Mapping[int, int]) -> dict[str, tuple[int, int]]:
     """host -> (rank, engine id) of the engine that probes it: its first rank
     (core/placement.first_rank_per_host). Hosts keep layout order. Ranks without an engine are
     skipped. Pure.
@@ -34,8 +35,8 @@ def probe_targets(layout: Iterable[Any], rank_to_engine: Mapping[int, int]) -> D
     return {host: (rank, rank_to_engine[rank]) for host, rank in first_rank_per_host(rows).items()}
 
 
-def collect_from_engines(world: Any, targets: Mapping[str, Tuple[int, int]],
-                         timeout: float = 5.0) -> Dict[str, HostGpus]:
+def collect_from_engines(world: Any, targets: Mapping[str, tuple[int, int]],
+                         timeout: float = 5.0) -> dict[str, HostGpus]:
     """host -> HostGpus, asking engine ``targets[host] = (rank, engine id)`` of the World.
 
     All requests leave before any answer is awaited; the whole call returns within about
@@ -43,8 +44,8 @@ def collect_from_engines(world: Any, targets: Mapping[str, Tuple[int, int]],
     """
     _check(timeout)
     deadline = time.monotonic() + timeout
-    found: Dict[str, HostGpus] = {}
-    pending: Dict[str, Any] = {}
+    found: dict[str, HostGpus] = {}
+    pending: dict[str, Any] = {}
     share = timeout * ENGINE_SHARE
     for host, (rank, engine_id) in targets.items():
         try:
@@ -77,7 +78,7 @@ def _answer(host: str, rank: int, engine_id: int, pending: Any, timeout: float, 
         return failed(host, "engine %d (rank %d) sent a bad inventory: %s" % (engine_id, rank, exc))
 
 
-def collect_from_world(world: Any, timeout: float = 5.0, skip: Iterable[str] = ()) -> Dict[str, HostGpus]:
+def collect_from_world(world: Any, timeout: float = 5.0, skip: Iterable[str] = ()) -> dict[str, HostGpus]:
     """host -> HostGpus for every host of a live World (``mpirun_command.current_world()``).
 
     ``skip``: hosts not to probe (their inventory is known already). A stopped World gives

@@ -12,7 +12,8 @@ import re
 import socket
 import sys
 from collections import Counter
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
+from collections.abc import Sequence
 
 from mlp_magic.gpu.pure.model import GpuInfo, HostGpus, normalize_bus_id
 
@@ -33,7 +34,7 @@ def cpu_list(mask_words: Sequence[int], word_bits: int = 64) -> str:
     """'0-23,48-71' from an affinity bitmask given as 64-bit words, lowest CPUs first."""
     cpus = [w * word_bits + b for w, word in enumerate(mask_words)
             for b in range(word_bits) if int(word) >> b & 1]
-    spans: List[List[int]] = []
+    spans: list[list[int]] = []
     for cpu in cpus:
         if spans and cpu == spans[-1][1] + 1:
             spans[-1][1] = cpu
@@ -42,7 +43,7 @@ def cpu_list(mask_words: Sequence[int], word_bits: int = 64) -> str:
     return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in spans)
 
 
-def pci_path(sysfs: str, device_link: str) -> Tuple[str, ...]:
+def pci_path(sysfs: str, device_link: str) -> tuple[str, ...]:
     """PCI hierarchy of a device: ("pci0000:17", "0000:17:01.0", ..., the device itself)."""
     parts = os.path.realpath(os.path.join(sysfs, device_link)).split(os.sep)
     for i in range(1, len(parts)):
@@ -52,7 +53,7 @@ def pci_path(sysfs: str, device_link: str) -> Tuple[str, ...]:
 
 
 def pci_link(path_a: Sequence[str], path_b: Sequence[str],
-             numa_a: Optional[int], numa_b: Optional[int]) -> Optional[str]:
+             numa_a: int | None, numa_b: int | None) -> str | None:
     """nvidia-smi's link type between two PCI devices from their sysfs paths.
 
     Different root complexes: NODE on one NUMA node, SYS across. Same root complex: PHB when
@@ -71,7 +72,7 @@ def pci_link(path_a: Sequence[str], path_b: Sequence[str],
     return "PIX" if max(len(path_a), len(path_b)) - common <= 2 else "PXB"
 
 
-def _read_numa(sysfs: str, device_link: str) -> Optional[int]:
+def _read_numa(sysfs: str, device_link: str) -> int | None:
     try:
         with open(os.path.join(sysfs, device_link, "numa_node")) as f:
             node = int(f.read().strip())
@@ -80,11 +81,11 @@ def _read_numa(sysfs: str, device_link: str) -> Optional[int]:
     return node if node >= 0 else None  # -1: the kernel does not know (single-node machines)
 
 
-def _natural_key(name: str) -> List[Any]:
+def _natural_key(name: str) -> list[Any]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
-def infiniband_nics(sysfs: str = "/sys") -> List[Tuple[str, Tuple[str, ...], Optional[int]]]:
+def infiniband_nics(sysfs: str = "/sys") -> list[tuple[str, tuple[str, ...], int | None]]:
     """(name, PCI path, NUMA node) of each RDMA device in sysfs, mlx5_2 before mlx5_10."""
     folder = os.path.join(sysfs, "class", "infiniband")
     try:
@@ -128,7 +129,7 @@ class _Nvml:
             cpu_affinity=(cpu_list(list(cpus)) or None) if cpus is not None else None,
         )
 
-    def numa_node(self, handle: Any, sysfs: str, bus_id: Optional[str]) -> Optional[int]:
+    def numa_node(self, handle: Any, sysfs: str, bus_id: str | None) -> int | None:
         """The one NUMA node nearest the GPU (nvidia-smi's "NUMA Affinity"), else sysfs's."""
         scope = getattr(self.nvml, "NVML_AFFINITY_SCOPE_NODE", 0)
         mask = self.optional("nvmlDeviceGetMemoryAffinity", handle, _NODE_MASK_WORDS, scope)
@@ -137,7 +138,7 @@ class _Nvml:
             return int(nodes)
         return _read_numa(sysfs, os.path.join("bus", "pci", "devices", bus_id)) if bus_id else None
 
-    def nvlinks(self, handle: Any, gpu_bus_ids: Sequence[str]) -> Tuple[Counter, int]:
+    def nvlinks(self, handle: Any, gpu_bus_ids: Sequence[str]) -> tuple[Counter, int]:
         """Active NVLinks of one GPU: a count per peer GPU bus id, and links into NVSwitches."""
         direct: Counter = Counter()
         switch = 0
@@ -162,7 +163,7 @@ class _Nvml:
 
 
 def _gpu_pair_link(api: _Nvml, handles: Sequence[Any], gpus: Sequence[GpuInfo],
-                   nvlinks: Sequence[Tuple[Counter, int]], i: int, j: int) -> Optional[str]:
+                   nvlinks: Sequence[tuple[Counter, int]], i: int, j: int) -> str | None:
     if i == j:
         return "X"
     direct, switch_i = nvlinks[i]
@@ -176,8 +177,8 @@ def _gpu_pair_link(api: _Nvml, handles: Sequence[Any], gpus: Sequence[GpuInfo],
     return _ANCESTOR_LINK.get(level)
 
 
-def _nic_links(gpus: Sequence[GpuInfo], nics: Sequence[Tuple[str, Tuple[str, ...], Optional[int]]],
-               links: Dict[str, Dict[str, str]], sysfs: str) -> None:
+def _nic_links(gpus: Sequence[GpuInfo], nics: Sequence[tuple[str, tuple[str, ...], int | None]],
+               links: dict[str, dict[str, str]], sysfs: str) -> None:
     """Add GPU-NIC and NIC-NIC links (and GPU pairs NVML could not place) from the PCI tree."""
     devices = [(g.device, pci_path(sysfs, os.path.join("bus", "pci", "devices", g.pci_bus_id))
                 if g.pci_bus_id else (), g.numa_node) for g in gpus]
@@ -198,7 +199,7 @@ def _collect(nvml: Any, sysfs: str, host: str) -> HostGpus:
     gpus = [api.gpu_info(i, h, sysfs) for i, h in enumerate(handles)]
     bus_ids = [g.pci_bus_id for g in gpus if g.pci_bus_id]
     nvlinks = [api.nvlinks(h, bus_ids) for h in handles]
-    links: Dict[str, Dict[str, str]] = {}
+    links: dict[str, dict[str, str]] = {}
     for i, gpu in enumerate(gpus):
         row = links.setdefault(gpu.device, {})
         for j, peer in enumerate(gpus):
@@ -227,7 +228,7 @@ def nvml_library_loads(name: str = NVML_LIBRARY) -> bool:
     return True
 
 
-def probe_nvml(nvml: Any = None, *, sysfs: str = "/sys", host: Optional[str] = None) -> Optional[HostGpus]:
+def probe_nvml(nvml: Any = None, *, sysfs: str = "/sys", host: str | None = None) -> HostGpus | None:
     """This machine's GPUs through NVML, or None where NVML is unavailable (no driver).
 
     ``nvml`` is the pynvml module (tests pass an object with the same calls).

@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.pure.model import HostGpus
@@ -25,7 +25,7 @@ CHILD_PROBE_SHARE = 0.6
 KILLED_WAIT_S = 1.0   # a killed child stuck in the driver (D state) dies only when its call returns
 
 
-def _run(argv: List[str], timeout: float, name: str, env: Optional[Dict[str, str]] = None) -> tuple:
+def _run(argv: list[str], timeout: float, name: str, env: dict[str, str] | None = None) -> tuple:
     """(exit status, stdout, stderr) of ``argv``; MlpMagicError naming ``name`` when it cannot
     start or gives no answer within ``timeout`` (then it and whatever it started are killed)."""
     try:
@@ -42,7 +42,7 @@ def _run(argv: List[str], timeout: float, name: str, env: Optional[Dict[str, str
     return child.returncode, out, err
 
 
-def _kill_group(child: "subprocess.Popen[str]") -> None:
+def _kill_group(child: subprocess.Popen[str]) -> None:
     try:
         os.killpg(child.pid, signal.SIGKILL)
     except OSError:
@@ -59,7 +59,7 @@ def _left(deadline: float) -> float:
     return max(0.1, round(deadline - time.monotonic(), 1))
 
 
-def _run_smi(smi: str, args: List[str], timeout: float) -> str:
+def _run_smi(smi: str, args: list[str], timeout: float) -> str:
     """stdout of nvidia-smi; MlpMagicError with its first message line when it fails."""
     returncode, out, err = _run([smi] + args, timeout, "%s %s" % (smi, args[0]))
     if returncode != 0:
@@ -89,7 +89,7 @@ def probe_smi(smi: str, host: str, timeout: float) -> HostGpus:
     return gpus
 
 
-def probe_local(timeout: float = 5.0, *, host: Optional[str] = None, use_nvml: bool = True,
+def probe_local(timeout: float = 5.0, *, host: str | None = None, use_nvml: bool = True,
                 smi: str = "nvidia-smi") -> HostGpus:
     """GPUs of this machine: NVML, else nvidia-smi when on PATH, else source "none" (CPU-only);
     every step within one ``timeout``."""
@@ -109,7 +109,7 @@ def probe_local(timeout: float = 5.0, *, host: Optional[str] = None, use_nvml: b
     return probe_smi(path, host, _left(deadline))
 
 
-def topo_argv(python: str, probe_timeout: float) -> List[str]:
+def topo_argv(python: str, probe_timeout: float) -> list[str]:
     """How a host is probed from outside: this package's ``topo --json`` under ``python``."""
     return [python, "-m", "mlp_magic.cli", "topo", "--json", "--timeout", "%g" % probe_timeout]
 
@@ -134,7 +134,7 @@ def probe_in_child(timeout: float, host: str, python: str = sys.executable) -> H
     return parse_topo_answer(host, out)
 
 
-def probe_on_engine(timeout: float, host: str) -> Dict[str, Any]:
+def probe_on_engine(timeout: float, host: str) -> dict[str, Any]:
     """Runs on an engine (gpu/engines sends it to each host's first rank as a host chore): this
     host's GPUs as plain data (no pickled classes cross the wire). In a child process, not in
     the rank: NVML's library stays mapped in the process that loaded it (an H100 host's first

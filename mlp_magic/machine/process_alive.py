@@ -1,5 +1,5 @@
 """Whether a process still runs, from its pid and start time: the one check of a World's kernel,
-owner, keeper and processes (world/published, world/attach, world/keeper, cluster/live, the
+owner, keeper and processes (world/published, world/attach, world/keep/keeper, cluster/live, the
 panel). It reads /proc; what the texts mean is core/proc_stat's (pure)."""
 from __future__ import annotations
 

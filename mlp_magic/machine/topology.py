@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping  # not typing: its import slows the allrun CLI's start
+from collections.abc import Callable, Mapping
 
 from mlp_magic.core.topology import Topology, naming_errors, topology_of
 from mlp_magic.machine.names import this_machine_names

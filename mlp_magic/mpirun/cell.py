@@ -11,6 +11,7 @@ import enum
 import time
 
 from mlp_magic.core import results as status
+from mlp_magic.core.records import Record
 from mlp_magic.core.results import RankResult
 from mlp_magic.engine.capture import CELL_TAG
 from mlp_magic.ranks.job import RankJob
@@ -41,6 +42,19 @@ class Outcome(enum.Enum):
                 Outcome.PAUSED: status.PAUSED}.get(self, status.TIMEOUT)
 
 
+class Ending(Record, frozen=True):
+    """How one follow of a cell ended (mpirun/run makes it; show, the debugger and the World read
+    it): ``still_running``: ranks still running after the interrupt (stuck in C);
+    ``death_note``: which rank died first, and how; ``quit``: the debugger was told to quit;
+    ``badly``: a rank failed, or still runs (unblocked, maybe)."""
+
+    outcome: Outcome
+    still_running: tuple = ()
+    death_note: str = ""
+    quit: bool = False
+    badly: bool = False
+
+
 class Cell:
     """The cell ``code`` on ``ranks`` of ``world``: sent at creation, then followed until it ends."""
 
@@ -54,13 +68,18 @@ class Cell:
         self.started = self.job.started
         self._unread = set(range(len(self.ranks)))   # output that came before the wait began
         self._seen = {rank: {"stdout": 0, "stderr": 0} for rank in self.ranks}
-        self.outcome: Outcome | None = None   # None while it runs
-        self.still_running: list[int] = []    # ranks still running after the interrupt (stuck in C)
-        self.ended_badly = False              # a rank failed, or still runs: unblocked, maybe
-        self.death_note = ""                  # which rank died first, and how (Outcome.DIED)
+        self.ending: Ending | None = None     # None while it runs (``ended``)
         self.shown_upto: dict = {}            # {rank: (stdout, stderr) lengths} shown when it paused
-        self.finished_shown: set = set()      # ranks whose end was shown when it paused
-        self.quit = False                     # the debugger was told to quit (`%mpirun --pdb q`)
+        self.finished_shown: frozenset = frozenset()   # ranks whose end was shown when it paused
+
+    def ended(self, ending: Ending) -> None:
+        """How its follow ended (mpirun/run, the one writer)."""
+        self.ending = ending
+
+    @property
+    def ended_badly(self) -> bool:
+        """What the World asks of its busy job: a rank failed, or still runs (unblocked, maybe)."""
+        return self.ending is not None and self.ending.badly
 
     # ------------------------------------------------------------------ what the World asks a busy job
     def unfinished_ranks(self) -> list:
@@ -79,11 +98,12 @@ class Cell:
     def index_of(self, rank: int) -> int:
         return self.ranks.index(rank)
 
-    def mark_shown(self) -> None:
-        """What each rank wrote so far was shown (the cell paused): a command that moves the
-        ranks on shows what follows."""
+    def mark_shown(self, finished: list) -> None:
+        """What each rank wrote so far was shown, and the end of the ``finished`` ones (the cell
+        paused): a command that moves the ranks on shows what follows."""
         self.shown_upto = {rank: tuple(len(self._metadata(i).get(name) or "") for name in STREAMS)
                            for i, rank in enumerate(self.ranks)}
+        self.finished_shown = self.finished_shown | frozenset(finished)
 
     def wait_while_freed(self, ranks: list, grace: float) -> None:
         self.job.wait_while_freed(ranks, grace)

@@ -12,7 +12,7 @@ import time
 from mlp_magic.core import results as status
 from mlp_magic.core.results import MpirunResult
 from mlp_magic.mpirun import collector
-from mlp_magic.mpirun.cell import Cell, Outcome
+from mlp_magic.mpirun.cell import Cell, Ending, Outcome
 from mlp_magic.mpirun.plan import chosen_ranks, wanted_spec
 from mlp_magic.mpirun.show import raise_for_failures, show, show_paused
 from mlp_magic.output import display, logs
@@ -51,55 +51,61 @@ def _run_on(world, ranks: list, args, code: str) -> MpirunResult:
     return follow(cell, cell.started + args.timeout if args.timeout else None)
 
 
-def follow(cell: Cell, deadline: float | None, give_up: bool = True) -> MpirunResult | None:
+def follow(cell: Cell, deadline: float | None, give_up: bool = True,
+           quitting: bool = False) -> MpirunResult | None:
     """Follow the cell until it ends (or its ranks stop at breakpoints), then show it. Also after
     a debugger command moved stopped ranks on (debugging/stopped): ``give_up`` False leaves ranks
-    still running at ``deadline`` alone (a step into a collective), and returns None."""
+    still running at ``deadline`` alone (a step into a collective), and returns None;
+    ``quitting``: the debugger was told to quit on every stopped rank."""
     args, world = cell.args, cell.world
     live = display.LiveOutput(fold=args.fold and args.group and not args.diff)
     watch = HostWatch.of_cell(world, cell.ranks, cell.job.requests.news)
     try:
-        cell.outcome = _follow(cell, live, deadline, watch)
+        outcome, note = _follow(cell, live, deadline, watch)
     finally:
         watch.stop()
     live.add(cell.new_output(every_rank=True))
-    if cell.outcome is Outcome.PAUSED:
-        return show_paused(cell, live)
-    if cell.outcome is Outcome.TIMEOUT and not give_up:
+    if outcome is Outcome.PAUSED or (outcome is Outcome.TIMEOUT and not give_up):
+        cell.ended(Ending(outcome))
+        if outcome is Outcome.PAUSED:
+            return show_paused(cell, live)
         live.finish({"text/plain": ""})
         return None
-    stacks = stack_snapshot(world, cell.ranks, cell.log_dir) if cell.outcome is Outcome.TIMEOUT else None
-    results = _finish(cell)
-    cell.ended_badly = bool(cell.still_running) or any(r.status != status.OK for r in results)
+    stacks = stack_snapshot(world, cell.ranks, cell.log_dir) if outcome is Outcome.TIMEOUT else None
+    outcome, results, still_running = _finish(cell, outcome)
+    if outcome is Outcome.DIED:
+        note = how_ranks_died(world)
+    badly = bool(still_running) or any(r.status != status.OK for r in results)
+    cell.ended(Ending(outcome, tuple(still_running), note, quitting, badly))
     if cell.job.done():
         world.live.cell_ended(cell.log_dir)
     _after_the_cell(cell, world, results)
     return show(cell, cell.code, results, args, live, stacks)
 
 
-def _follow(cell: Cell, live: display.LiveOutput, deadline: float | None, watch: HostWatch) -> Outcome:
-    """Wait for the cell, streaming output; return how it ended. The wait wakes on events only
-    (ranks/waiting), and when output already in is due on screen (``live.wake_at``); a host
-    that stops answering wakes it too (world/host_watch), and so does a rank stopping at a
-    breakpoint."""
+def _follow(cell: Cell, live: display.LiveOutput, deadline: float | None, watch: HostWatch) -> tuple:
+    """Wait for the cell, streaming output: (how it ended, the lost hosts' note). The wait wakes on
+    events only (ranks/waiting), and when output already in is due on screen (``live.wake_at``);
+    a host that stops answering wakes it too (world/host_watch), and so does a rank stopping at
+    a breakpoint."""
     settled = _QuietWhileStopped(cell.job.requests)
     try:
         while True:
             wake = [t for t in (deadline, live.wake_at(), settled.at()) if t is not None]
             if cell.job.wait(min(wake) if wake else None):
-                return Outcome.DONE
+                return Outcome.DONE, ""
             chunks = cell.new_output()
             live.add(chunks)
             if cell.job.requests.all_paused() or settled.paused(bool(chunks)):
-                return Outcome.PAUSED
+                return Outcome.PAUSED, ""
             if deadline is not None and time.monotonic() >= deadline:
-                return Outcome.TIMEOUT
+                return Outcome.TIMEOUT, ""
             if cell.job.world_ended():
-                return Outcome.DIED
+                return Outcome.DIED, ""
             if watch.lost:
-                return _lost_hosts(cell, watch.lost)
+                return Outcome.HOST_LOST, _lost_hosts(cell, watch.lost)
     except KeyboardInterrupt:
-        return Outcome.INTERRUPTED
+        return Outcome.INTERRUPTED, ""
 
 
 class _QuietWhileStopped:
@@ -122,44 +128,41 @@ class _QuietWhileStopped:
         return bool(self._requests.paused) and now - self._since >= PAUSE_SETTLES_S
 
 
-def _finish(cell: Cell) -> list:
-    """Every rank's result; the ranks still running are interrupted first (timeout, Ctrl-C)
-    and those that had not finished are marked with the outcome."""
-    if cell.outcome is Outcome.DONE:
+def _finish(cell: Cell, outcome: Outcome) -> tuple:
+    """(outcome, every rank's result, the ranks still running): the ranks still running are
+    interrupted first (timeout, Ctrl-C) and those that had not finished are marked with the
+    outcome; a cell whose ranks all ended, one of them dead, died."""
+    if outcome is Outcome.DONE:
         results = cell.results()
-        if any(r.status == status.DIED for r in results):
-            cell.outcome = Outcome.DIED
-        return results
-    if cell.outcome is Outcome.DIED:
+        return (Outcome.DIED if any(r.status == status.DIED for r in results) else outcome), results, []
+    if outcome is Outcome.DIED:
         # the controller reports the other engines' ends a moment later: their requests end then
         cell.job.requests.wait_done(time.monotonic() + 0.3)
     stuck = set(cell.unfinished_ranks())
     lost = {rank for ranks in cell.world.lost_hosts.values() for rank in ranks}
-    if cell.outcome in (Outcome.TIMEOUT, Outcome.INTERRUPTED, Outcome.HOST_LOST):
+    still_running = []
+    if outcome in (Outcome.TIMEOUT, Outcome.INTERRUPTED, Outcome.HOST_LOST):
         cell.job.interrupt(skip=frozenset(lost))
-        cell.still_running = cell.unfinished_ranks()
-    marker = cell.outcome.unfinished_status
+        still_running = cell.unfinished_ranks()
+    marker = outcome.unfinished_status
     results = cell.results(unfinished_status=marker)
     for result in results:
         if result.rank in stuck and result.status != status.QUIT:   # a stopped rank quit at its debugger
             result.status = status.UNREACHABLE if result.rank in lost else marker
             result.error = ""  # the KeyboardInterrupt we sent is not the rank's own error
-    return results
+    return outcome, results, still_running
 
 
-def _lost_hosts(cell: Cell, lost: dict) -> Outcome:
-    """Hosts that stopped answering: their ranks are given up on, the World with them."""
+def _lost_hosts(cell: Cell, lost: dict) -> str:
+    """Hosts that stopped answering: their ranks are given up on, the World with them; the note."""
     world = cell.world
     world.hosts_lost(lost, cell.ranks)
-    cell.death_note = lost_hosts_note(world.lost_hosts, lost)
-    return Outcome.HOST_LOST
+    return lost_hosts_note(world.lost_hosts, lost)
 
 
 def _after_the_cell(cell: Cell, world, results: list) -> None:
-    """Name the rank that died, refresh what the panel shows, keep what ranks could not log."""
-    if cell.outcome is Outcome.DIED:
-        cell.death_note = how_ranks_died(world)
-    if cell.outcome is Outcome.DONE and time.monotonic() - cell.started > LONG_CELL_S:
+    """Refresh what the panel shows, keep what ranks could not log."""
+    if cell.ending.outcome is Outcome.DONE and time.monotonic() - cell.started > LONG_CELL_S:
         # GPU memory and load have moved since the last look: cheap, but not after every cell
         world.refresh_gpus(at_most_every=GPUS_AFTER_LONG_CELL_EVERY_S)
     if any(r.status != status.OK for r in results):

@@ -11,7 +11,7 @@ from mlp_magic.core.ranges import fold_ranks, rank_words
 from mlp_magic.debugging.pure.stops import HINT, stops_text
 from mlp_magic.core.results import MpirunResult
 from mlp_magic.errors import RankFailure
-from mlp_magic.mpirun.cell import Cell, Outcome
+from mlp_magic.mpirun.cell import Cell, Ending, Outcome
 from mlp_magic.output import display, logs
 from mlp_magic.unblock.pure.report import HUNG_HINT
 
@@ -19,9 +19,9 @@ from mlp_magic.unblock.pure.report import HUNG_HINT
 def show(cell: Cell, code: str, results: list, args, live: display.LiveOutput, stacks) -> MpirunResult:
     """Write the summary, replace the live tail with the grouped output; the cell's result.
     After its ranks stopped at a breakpoint, only what followed is shown (the log has it all)."""
-    summary = logs.write_summary(cell.log_dir, code, results, {"outcome": cell.outcome.value})
+    summary = logs.write_summary(cell.log_dir, code, results, {"outcome": cell.ending.outcome.value})
     shown = _since_paused(cell, results)
-    footer = display.footer(shown, cell.log_dir, outcome_note(cell), args.all_outputs)
+    footer = display.footer(shown, cell.log_dir, outcome_note(cell.ending), args.all_outputs)
     bundle = _bundle(cell, shown, footer, live, stacks)
     display.publish_rich_outputs(shown, args.all_outputs)
     return MpirunResult(results, cell.log_dir, summary, bundle["text/plain"], bundle.get("text/html", ""))
@@ -47,8 +47,7 @@ def show_paused(cell: Cell, live: display.LiveOutput) -> MpirunResult:
     said = [r for r in shown if r.stdout or r.stderr or r.status not in (status.PAUSED, status.RUNNING)]
     bundle = _bundle(cell, said, footer, live, None)
     cell.world.live.flush()   # the record says paused when the cell returns, as it says idle at an end
-    cell.mark_shown()
-    cell.finished_shown.update(finished)
+    cell.mark_shown(finished)
     return MpirunResult(results, cell.log_dir, None, bundle["text/plain"], bundle.get("text/html", ""))
 
 
@@ -74,17 +73,17 @@ def _since_paused(cell: Cell, results: list) -> list:
     return shown
 
 
-def outcome_note(cell: Cell) -> str:
+def outcome_note(ending: Ending) -> str:
     """The footer's word on a cell that did not simply end: timed out, interrupted, died."""
-    if cell.quit:
+    if ending.quit:
         return "quit at the debugger: the stopped ranks' cells ended there; the World is still usable"
-    if cell.outcome is Outcome.DONE:
+    if ending.outcome is Outcome.DONE:
         return ""
-    if cell.outcome in (Outcome.DIED, Outcome.HOST_LOST):
-        return cell.death_note or "ranks died during the cell; `%mpirun --restart` starts a new World"
-    what = "timed out" if cell.outcome is Outcome.TIMEOUT else "interrupted"
-    if cell.still_running:
-        return (f"{what}: {rank_words(cell.still_running)} did not stop on SIGINT (blocked in a C "
+    if ending.outcome in (Outcome.DIED, Outcome.HOST_LOST):
+        return ending.death_note or "ranks died during the cell; `%mpirun --restart` starts a new World"
+    what = "timed out" if ending.outcome is Outcome.TIMEOUT else "interrupted"
+    if ending.still_running:
+        return (f"{what}: {rank_words(list(ending.still_running))} did not stop on SIGINT (blocked in a C "
                 f"call?); {HUNG_HINT}")
     return f"{what}: the running ranks were interrupted; the World is still usable"
 

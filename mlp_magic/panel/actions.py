@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Callable, Dict, List, Optional
+from collections.abc import Callable
 
 from mlp_magic.machine.names import is_this_machine, this_machine_names
 from mlp_magic.core.ranges import fold_ranks
@@ -45,7 +45,7 @@ async def interrupt(world: dict) -> dict:
     return {"world": world.get("id"), "signalled": fold_ranks(signalled), "problems": problems}
 
 
-async def unblock(world: dict, current: Optional[Callable[[], Optional[dict]]] = None) -> dict:
+async def unblock(world: dict, current: Callable[[], dict | None] | None = None) -> dict:
     """The unblock signal to the World's busy ranks (unblock/rank/side): their hung
     torch.distributed collectives fail, every process stays; the kernel makes the default process
     group again at its next use of the World (unblock/after). No busy rank: nothing is sent.
@@ -80,16 +80,16 @@ async def _progress_if_still_busy(current, signalled: list, problems: dict) -> l
     return driven
 
 
-def _ranks_by_host(world: dict, state: Optional[str] = None, among=None) -> Dict[str, List[int]]:
+def _ranks_by_host(world: dict, state: str | None = None, among=None) -> dict[str, list[int]]:
     """The World's ranks by host: all, or those in ``state`` (and in ``among``)."""
-    by_host: Dict[str, List[int]] = {}
+    by_host: dict[str, list[int]] = {}
     for row in world.get("ranks") or []:
         if (state is None or row.get("state") == state) and (among is None or row["rank"] in among):
             by_host.setdefault(row["host"], []).append(row["rank"])
     return by_host
 
 
-def _targets(world: dict, by_host: Dict[str, List[int]]) -> Targets:
+def _targets(world: dict, by_host: dict[str, list[int]]) -> Targets:
     names = this_machine_names()
     return Targets(by_host, recorded_ranks(world), world.get("agents") or {},
                    private_part(world).get("agent_key"), here=lambda host: is_this_machine(host, names))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Iterator, Optional
+from collections.abc import Iterator
 from urllib.parse import quote
 
 EXTENSION = "mlp_magic.panel"
@@ -25,7 +25,7 @@ STANDALONE_FILE = re.compile(r"^mlp-magic-dashboard-(\d+)\.json$")
 START_HINT = "no dashboard running: start one with `mlp-magic dashboard`"
 
 
-def dashboard_url() -> Optional[str]:
+def dashboard_url() -> str | None:
     """The URL of this user's dashboard, or None (never raises)."""
     for find in (_server_url, _standalone_url):
         try:
@@ -43,7 +43,7 @@ def dashboard_line() -> str:
     return "dashboard: %s" % url if url else START_HINT
 
 
-def _server_url() -> Optional[str]:
+def _server_url() -> str | None:
     if not _panel_enabled():
         return None
     from jupyter_server.serverapp import list_running_servers
@@ -66,13 +66,13 @@ def _panel_enabled() -> bool:
     return bool(manager.enabled(EXTENSION))
 
 
-def _standalone_url() -> Optional[str]:
+def _standalone_url() -> str | None:
     for record in standalone_records():
         return record["url"]
     return None
 
 
-def standalone_records(runtime_dir: Optional[str] = None) -> Iterator[dict]:
+def standalone_records(runtime_dir: str | None = None) -> Iterator[dict]:
     """The live standalone dashboards' records of this user, newest file first."""
     from jupyter_core.paths import jupyter_runtime_dir
 
@@ -95,7 +95,7 @@ def _mtime(path: str) -> float:
         return 0.0
 
 
-def _read_record(path: str) -> Optional[dict]:
+def _read_record(path: str) -> dict | None:
     """The file's record when it is this user's, private, well formed and its process alive."""
     try:
         info = os.stat(path)

@@ -6,7 +6,7 @@ ssh: other hosts' GPUs come from the Worlds' agents).
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 from mlp_magic import config
 from mlp_magic.cluster.collect import CollectOptions
@@ -18,9 +18,9 @@ DEFAULT_CACHE_SECONDS = 4.0
 DEFAULT_GPU_PROBE_TIMEOUT = 5.0
 
 
-def panel_model(hostfile: Optional[str] = None, probe_timeout: float = DEFAULT_TIMEOUT,
-                gpu_probe_timeout: float = DEFAULT_GPU_PROBE_TIMEOUT, env: Optional[Mapping] = None,
-                state_dir: Optional[str] = None) -> LiveCluster:
+def panel_model(hostfile: str | None = None, probe_timeout: float = DEFAULT_TIMEOUT,
+                gpu_probe_timeout: float = DEFAULT_GPU_PROBE_TIMEOUT, env: Mapping | None = None,
+                state_dir: str | None = None) -> LiveCluster:
     options = CollectOptions(hostfile=hostfile or None, gpus="local", timeout=gpu_probe_timeout,
                              reach_timeout=probe_timeout, env=env, state_dir=state_dir, published_gpus=True)
     return LiveCluster(options, state_dir or config.state_dir(), read_worlds)

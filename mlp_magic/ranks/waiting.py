@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from mlp_magic.ranks.ipp_private import is_engine_death, on_iopub
 
@@ -140,7 +140,7 @@ class Requests:
     def world_ended(self) -> bool:
         return self.world.lifeline_ended()
 
-    def wait(self, until: Optional[float] = None) -> bool:
+    def wait(self, until: float | None = None) -> bool:
         """Block until every request is done (True), or new output (with ``output``), the World's
         end or the monotonic time ``until`` (False). Ctrl-C raises KeyboardInterrupt."""
         while True:
@@ -156,7 +156,7 @@ class Requests:
             self._woken.wait(left)
             self.wakes += 1
 
-    def wait_all(self, until: Optional[float] = None) -> bool:
+    def wait_all(self, until: float | None = None) -> bool:
         """Block until every request is done (True), the World's end or ``until`` (False)."""
         while not self.wait(until):
             self.take_wrote()

@@ -1,7 +1,7 @@
 """``%mpirun --attach``: another kernel of the same user takes up a running World.
 
 A kernel that attaches reads back what the World's start saved (world/facts), connects a new
-client to the same controller, and takes the World over from the keeper (world/keeper): the
+client to the same controller, and takes the World over from the keeper (world/keep/keeper): the
 ranks are the same processes, with everything they held, and the agents (live GPUs, the panel's
 actions) the ranks started are the same too.
 """
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from mlp_magic.machine.process_alive import alive
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import keeping, processes
+from mlp_magic.world import processes
+from mlp_magic.world.keep import ownership
 from mlp_magic.world.facts import FACTS
 
 
@@ -45,7 +46,7 @@ def adopt(world, facts: dict, keeper_pid) -> None:
     """Fill ``world`` (made from the facts' spec) with the facts, connect it and own it."""
     for name in FACTS:
         setattr(world, name, facts[name])
-    world.kept, world.keep_hours = keeping.kept_now(world.workdir)
+    world.kept, world.keep_hours = ownership.kept_now(world.workdir)
     world.processes = [KeptProcess(*entry) for entry in facts["processes"]]
     world.keeper = KeeperRef(keeper_pid) if keeper_pid else None
     gone = [p.name for p in world.processes if not p.running()]
@@ -57,7 +58,7 @@ def adopt(world, facts: dict, keeper_pid) -> None:
     if missing:
         ranks = [r for r, e in world.rank_to_engine.items() if e in missing]
         raise MlpMagicError(f"ranks {ranks} of the World are gone: `mlp-magic stop` it and start again")
-    keeping.own(world)
+    ownership.own(world)
 
 
 def busy_ranks(world) -> list:
@@ -82,6 +83,6 @@ def attach_world(facts: dict, keeper_pid, notice):
         world.live.ready()
         world.publish()
     except BaseException:
-        keeping.detach(world)
+        ownership.detach(world)
         raise
     return world

@@ -12,7 +12,7 @@ import os
 import select
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from mlp_magic.machine.deadline import until
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 from mlp_magic.world.pure.rank_states import RankStates, iso, summary_line
 
@@ -36,8 +36,8 @@ class LiveWorld:
         self._clock = clock
         self._lock = threading.Lock()
         self.states = RankStates(hosts, clock())
-        self.cell: Optional[dict] = None
-        self.log_dir: Optional[str] = None   # the running or last cell's (a rank's log tail)
+        self.cell: dict | None = None
+        self.log_dir: str | None = None   # the running or last cell's (a rank's log tail)
         self._publish = publish
         self._changed = threading.Event()
         self._closed = False

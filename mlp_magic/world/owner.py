@@ -15,7 +15,8 @@ from mlp_magic.debugging.pure.stops import HINT
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure.report import HUNG_HINT
-from mlp_magic.world import attach, keeping, kept, published
+from mlp_magic.world import attach, published
+from mlp_magic.world.keep import found, ownership
 from mlp_magic.world.facts import read_facts
 from mlp_magic.world.deaths import controller_ended, lost_hosts_refusal, unregistered_refusal
 from mlp_magic.world.start.display import StartProgress
@@ -33,11 +34,11 @@ class WorldOwner:
         world = self._world
         if world is None or world.client is None:
             return None
-        taker = keeping.taken_over(world)
+        taker = ownership.taken_over(world)
         if taker is not None:
             self._world = None
-            keeping.detach(world)
-            print(f"mlp_magic: World {world.id} was taken over by kernel {kept.kernel_name(taker)} "
+            ownership.detach(world)
+            print(f"mlp_magic: World {world.id} was taken over by kernel {found.kernel_name(taker)} "
                   "(`%mpirun --attach --force`): this kernel no longer drives it")
             return None
         return world
@@ -66,7 +67,7 @@ class WorldOwner:
         try:
             self._world = World(spec, notice=notice, progress=progress).start()
             if keep:
-                keeping.set_kept(self._world, True)
+                ownership.set_kept(self._world, True)
         except KeyboardInterrupt:   # World.start stopped what it had started: one line, no traceback
             raise MlpMagicError(f"the start of a World of {spec.np} ranks was interrupted after "
                                 f"{time.monotonic() - started:.1f} s: nothing of it is left running; "
@@ -88,7 +89,7 @@ class WorldOwner:
         world = self._world
         if world is not None and world.kept and world.alive():
             self._world = None
-            keeping.detach(world)
+            ownership.detach(world)
         else:
             self.stop()
 
@@ -97,8 +98,8 @@ class WorldOwner:
         world = self.world
         if world is None:
             raise MlpMagicError("no World running: `%%mpirun --keep` starts one kept")
-        keeping.set_kept(world, on)
-        notice(f"mlp_magic: World {world.id} " + (keeping.describe(world).removeprefix("; ") if on else
+        ownership.set_kept(world, on)
+        notice(f"mlp_magic: World {world.id} " + (ownership.describe(world).removeprefix("; ") if on else
                "is no longer kept: it stops with this kernel"))
         return world
 
@@ -107,10 +108,10 @@ class WorldOwner:
         if self.world is not None:
             raise MlpMagicError(f"this kernel drives World {self.world.id} already: `%mpirun --stop` "
                                 "it first, or attach from another kernel")
-        record = kept.find(world_id)
+        record = found.find(world_id)
         if record.get("kernel") == "alive" and record["pid"] != os.getpid() and not force:
             raise MlpMagicError(f"World {record['id']} is driven by kernel "
-                                f"{kept.kernel_name(record['pid'])}: `%mpirun --attach ID --force` "
+                                f"{found.kernel_name(record['pid'])}: `%mpirun --attach ID --force` "
                                 "takes it over (that kernel is told)")
         facts = read_facts(published.private_part(record)["workdir"])
         keeper = published.private_part(record).get("keeper") or [None]

@@ -187,7 +187,7 @@ def start_controller(workdir: str, ip: str, cluster_id: str, patience_s: float, 
         "--nodb",  # results live in the kernel (and our logs), not a second time in the controller
         # One broadcast scheduler, not ipyparallel's default tree of three (depth 1): in one
         # process (--usethreads) the tree spreads nothing, it only handles every request and reply
-        # twice. Measured: the controller's CPU per cell -36% at 4 ranks, -33% at 16.
+        # twice (docs/performance.md).
         "--IPController.broadcast_scheduler_depth=0",
     ] + (["--IPController.enable_curve=True"] if curve else [])
     process = ManagedProcess(argv, os.path.join(workdir, "controller.log"), name="ipcontroller", umask=0o077)
@@ -251,10 +251,10 @@ def relay_when_complete(path: str, process: ManagedProcess, timeout: float) -> s
 def engine_command(url_file: str | None, patience_s: float) -> list:
     """One rank's program (``engine.main``: ipyparallel's engine under the rank's own id).
 
-    No nanny: it is a second Python process per rank (about a third of a rank's start-up CPU and
-    27 MiB) whose jobs we do otherwise: interrupts go to the engine's control thread, and a dead
-    rank is reported by its launcher. The engine waits for the controller's registration reply,
-    and tolerates missed heartbeats, for as long as the start may take.
+    No nanny: it is a second Python process per rank (a large share of a rank's start-up CPU and
+    memory: docs/performance.md) whose jobs we do otherwise: interrupts go to the engine's control
+    thread, and a dead rank is reported by its launcher. The engine waits for the controller's
+    registration reply, and tolerates missed heartbeats, for as long as the start may take.
     """
     argv = [sys.executable, "-m", ENGINE_PROGRAM, "--log-level=WARN",
             "--IPEngine.wait_for_url_file=60", "--IPEngine.enable_nanny=False",

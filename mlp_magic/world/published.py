@@ -91,7 +91,7 @@ def _kernel_alive(state: dict) -> bool:
 
 
 def _kept_alive(state: dict) -> bool:
-    """A kept World whose kernel is gone lives on with its keeper (world/keeper)."""
+    """A kept World whose kernel is gone lives on with its keeper (world/keep/keeper)."""
     keeper = private_part(state).get("keeper")
     return state.get("kept") is True and keeper is not None and alive(keeper)
 

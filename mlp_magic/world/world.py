@@ -1,8 +1,7 @@
 """A World: one ipyparallel engine per MPI rank, started by the job's mpiexec, kept across cells.
 
-Engine ids are not ranks: each engine reports the rank its launcher gave it and we map
-explicitly. Before user code runs, every engine has RANK, WORLD_SIZE, LOCAL_RANK,
-LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, MASTER_ADDR, MASTER_PORT in os.environ and
+Engine ids are not ranks: each engine reports the rank its launcher gave it and we map explicitly.
+Before user code runs, every engine has torch's variables (core/rank_variables.TORCH) set, and
 ``rank``, ``world_size``, ``local_rank``, ``node_rank`` in its namespace.
 """
 from __future__ import annotations
@@ -31,7 +30,8 @@ from mlp_magic.engine.ipykernel_private import with_missing
 from mlp_magic.engine.private_files import narrow_tree, private_dirs
 from mlp_magic.machine.names import is_this_machine
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import facts, guards, keeping, published
+from mlp_magic.world import facts, guards, published
+from mlp_magic.world.keep import ownership
 from mlp_magic.world.start import calls as start_calls
 from mlp_magic.ranks.ipp_private import send_interrupt
 from mlp_magic.world.start.launch import start_processes
@@ -95,7 +95,7 @@ class World:
         self.live = LiveWorld([row.host for row in self.layout], self.publish)   # rank states
         self.waiters = weakref.WeakSet()   # the Requests in flight, woken when a process of ours ends
         self.lifeline: Lifeline | None = None
-        self.keeper, self.kept, self.keep_hours = None, False, None   # world/keeping
+        self.keeper, self.kept, self.keep_hours = None, False, None   # world/keep/ownership
         self.lost_hosts: dict = {}     # host -> ranks: stopped answering during a cell (host_watch)
         self.reach = None                  # the other hosts' ssh, checked while the start runs
         self._gpus_refreshed_at = float("-inf")
@@ -136,7 +136,7 @@ class World:
                                        self.processes, wake=lambda: [w.wake() for w in list(self.waiters)])
             self.mpi, self.controller_ip, self.reach = launched.mpi, launched.controller_ip, launched.reach
             self.client_file, self.encrypted = launched.client_file, launched.encrypted
-            keeping.start_keeping(self)   # from now on, this kernel's death stops the World
+            ownership.start_keeping(self)   # from now on, this kernel's death stops the World
             self.watch_processes()
             self._connect()
             self._map_ranks_and_bootstrap()
@@ -309,8 +309,8 @@ class World:
             "private": {"ranks": {rank: [i.get("pid"), i.get("create_time")]
                                   for rank, i in self.identities.items()},
                         "groups": {r: [i.get("pgid"), i.get("sid")] for r, i in self.identities.items()},
-                        "agent_key": self.agent_key, **keeping.private_fields(self)},
-            **keeping.keep_fields(self),
+                        "agent_key": self.agent_key, **ownership.private_fields(self)},
+            **ownership.keep_fields(self),
         }
 
     def refresh_gpus(self, timeout: float = 3.0, at_most_every: float = 0.0) -> None:
@@ -346,7 +346,7 @@ class World:
         root += "" if self.spec.topology.is_local else (   # across hosts: can the network read it?
             ", encrypted" if self.encrypted else ", traffic readable on the network: MLP_MAGIC_ENCRYPT=0")
         return (f"World of {self.np} ranks ({mpi}, {self.spec.topology.source}{root}), {state}: {where}"
-                + keeping.describe(self))
+                + ownership.describe(self))
 
     # ----------------------------------------------------------------------------- stop
     def stop(self) -> None:
@@ -354,7 +354,7 @@ class World:
         to end on its own, then stop whatever is left, and remove this World's files."""
         client, self.client = self.client, None
         clean = client is not None and self.started_at is not None
-        keeping.begin_stop(self)   # the keeper stays: it ends the stop if this kernel dies midway
+        ownership.begin_stop(self)   # the keeper stays: it ends the stop if this kernel dies midway
         if self.reach is not None:
             self.reach.stop()
         if self.lifeline is not None:
@@ -374,7 +374,7 @@ class World:
         self._stop_orphaned_ranks()
         published.withdraw(directory=self.state_dir)
         self._remove_files(keep_logs=not clean)
-        keeping.end_keeping(self)   # everything has ended, on purpose: the keeper leaves
+        ownership.end_keeping(self)   # everything has ended, on purpose: the keeper leaves
 
     def _stop_orphaned_ranks(self) -> None:
         """The ranks here that outlived their launcher (killed, the OOM killer's pick: in sessions

@@ -54,7 +54,8 @@ def host_table(widget) -> list:
             for i in range(rows.count())]
 
 
-def test_cluster_widget_renders_its_host_table(browser, start_lab):
+def test_cluster_widget_renders_its_host_table(browser, start_lab, state_dir):
+    """state_dir: the Worlds this notebook sees are its own (not a World another test left running)."""
     lab = start_lab()
     page = open_notebook(browser, lab)
     run_all_cells(page)

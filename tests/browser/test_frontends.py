@@ -251,6 +251,16 @@ def test_mlp_magic_dashboard_serves_the_page_alone_and_leaves_nothing_behind(bro
         server.close()
 
 
+def no_dialog_over(page) -> None:
+    """A dialog over the page (a kernel, theme or server message) fails the test with its words
+    and a screenshot, rather than as a click that timed out under it."""
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count():
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "mlp-notebook7-dialog.png"))
+        raise AssertionError(f"a dialog over the notebook: {dialog.first.inner_text()!r}")
+
+
 def live_cells(seen: Path) -> list:
     """The notebook: a World, its widget, a cell with rank 1 busy until the test saw it, the stop."""
     return ["%load_ext mlp_magic", "%%mpirun -np 2\npass", "%mlp_cluster", busy_until(1, seen, 12),
@@ -274,6 +284,7 @@ def test_notebook_7_shows_mlp_cluster_live_while_another_cell_runs(browser, note
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=UI_TIMEOUT_MS)
     widget = page.locator(".widget-vbox.mlp-cluster").first
     for _ in range(10):   # a click before the kernel is connected runs nothing: again until it ran
+        no_dialog_over(page)
         page.get_by_role("menuitem", name="Run").click(timeout=UI_TIMEOUT_MS)
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click(timeout=UI_TIMEOUT_MS)
         try:

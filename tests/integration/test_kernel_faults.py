@@ -17,7 +17,7 @@ def test_a_killed_controller_is_said_in_one_line_at_the_next_cell_and_nothing_is
         controller = kernel.child("ipyparallel.controller")
         controller.kill()
         # the ranks are stopped at once, not at their heartbeat's end; the keeper stays for the kernel
-        keeper = kernel.child("mlp_magic.world.keeper").pid
+        keeper = kernel.child("mlp_magic.world.keep.keeper").pid
         assert wait_until_gone(family - {keeper}, hang_bound(10)) == set()
         out, error = kernel.cell("%%mpirun\nprint(x)")
         assert error is not None and "Traceback" not in out and out.count("\n") <= 3, out

@@ -320,7 +320,7 @@ def _still_running(pids) -> list:
 
 
 def test_a_killed_kernels_world_goes_with_it():
-    """SIGKILL the kernel: the World's keeper (world/keeper) sees it end, and stops the controller,
+    """SIGKILL the kernel: the World's keeper (world/keep/keeper) sees it end, and stops the controller,
     mpiexec and the ranks at once (the World was not kept); nothing is left, the keeper included."""
     kernel, leaders, family = _child_kernel_with_a_world()
     try:

@@ -16,7 +16,7 @@ from tests import worlds
 HOSTS, RANKS_PER_HOST = 8, 8
 NP = HOSTS * RANKS_PER_HOST
 
-pytestmark = [pytest.mark.timeout(400), pytest.mark.slow]
+pytestmark = [pytest.mark.timeout(400), pytest.mark.slow, pytest.mark.alone]   # 64 ranks on 2 cores
 
 
 def _rebuild(bed, count: int) -> None:

@@ -10,10 +10,10 @@ import pytest
 from tests import workers
 
 
-def test_the_bed_and_the_browser_tier_stay_on_one_worker_and_a_file_stays_together():
+def test_the_bed_and_the_browser_tier_share_one_worker_and_a_file_stays_together():
     assert workers.scope_of("tests/notebook/test_platform_notebook.py::test_a_platform") == "testbed"
     assert workers.scope_of("tests/multihost/test_link_down.py::test_a_host[x]") == "testbed"
-    assert workers.scope_of("tests/browser/test_heatmap.py::test_64") == "browser"
+    assert workers.scope_of("tests/browser/test_heatmap.py::test_64") == "testbed"
     assert workers.scope_of("tests/integration/test_unblock.py::test_a_rank") == \
         "tests/integration/test_unblock.py"
 
@@ -80,3 +80,29 @@ def _remove_locks_of_this_process() -> None:
     folder = workers._lock_folder(os.getpid())
     assert os.path.isdir(folder)
     shutil.rmtree(folder)
+
+
+def _two_alone_tests_in_a_row(events) -> None:
+    os.environ["PYTEST_XDIST_WORKER"] = "gw0"
+    with workers.machine_share(alone=True, keep=True):
+        events.put(("gw0", "in", time.monotonic()))
+        time.sleep(0.5)
+    time.sleep(0.3)   # between the two tests: the machine stays this worker's
+    with workers.machine_share(alone=True):
+        time.sleep(0.2)
+        events.put(("gw0", "out", time.monotonic()))
+
+
+def test_a_run_of_alone_tests_keeps_the_machine_from_the_first_to_the_last():
+    context = multiprocessing.get_context("fork")
+    events = context.Queue()
+    first = context.Process(target=_two_alone_tests_in_a_row, args=(events,))
+    first.start()
+    assert events.get(timeout=10)[:2] == ("gw0", "in")
+    second = context.Process(target=_hold, args=(False, 0.0, events, "gw1"))
+    second.start()
+    for process in (first, second):
+        process.join(10)
+    order = [events.get(timeout=10)[:2] for _ in range(3)]
+    _remove_locks_of_this_process()
+    assert order == [("gw0", "out"), ("gw1", "in"), ("gw1", "out")]

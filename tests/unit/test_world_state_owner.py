@@ -1,6 +1,7 @@
 """Only world/ changes a World's state (ARCHITECTURE.md): elsewhere a World is asked
 (``claim``, ``release_busy``, ``hosts_lost``), never written to, so that what a World holds
-(its busy job, its lost hosts) has one owner."""
+(its busy job, its lost hosts) has one owner. Likewise a cell in flight (mpirun/cell.Cell): how
+it ended is told to it once a follow ends (``ended``), never set field by field elsewhere."""
 from __future__ import annotations
 
 import ast
@@ -12,13 +13,17 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "popitem", "remove", 
                       "setdefault", "add", "discard"})
 
 
-def _names_a_world(node: ast.AST) -> bool:
-    """``world``, ``self._world``, ``job.world``... or anything reached through one of them."""
+WORLD = ("world", "_world")
+CELL = ("cell", "_cell")
+
+
+def _names_a(node: ast.AST, names: tuple) -> bool:
+    """``world``, ``self._world``, ``job.world``... (``names``) or anything reached through one."""
     while isinstance(node, (ast.Attribute, ast.Subscript)):
-        if isinstance(node, ast.Attribute) and node.attr in ("world", "_world"):
+        if isinstance(node, ast.Attribute) and node.attr in names:
             return True
         node = node.value
-    return isinstance(node, ast.Name) and node.id in ("world", "_world")
+    return isinstance(node, ast.Name) and node.id in names
 
 
 def _written_part(target: ast.AST) -> ast.AST | None:
@@ -26,9 +31,10 @@ def _written_part(target: ast.AST) -> ast.AST | None:
     return target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
 
 
-def writes_to_a_world(source: str) -> list:
-    """[(line, code)] of each place ``source`` changes a World: an assignment to one of its
-    attributes or items, or a mutating call on one of them (``world.lost_hosts.update(...)``)."""
+def writes_to_a_world(source: str, names: tuple = WORLD) -> list:
+    """[(line, code)] of each place ``source`` changes a World (or what ``names`` name): an
+    assignment to one of its attributes or items, or a mutating call on one of them
+    (``world.lost_hosts.update(...)``)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         targets = []
@@ -42,7 +48,7 @@ def writes_to_a_world(source: str) -> list:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in MUTATORS:
             written.append(_written_part(node.func))   # world.gpus.update(): world.gpus's owner
-        if any(_names_a_world(part) for part in written):
+        if any(_names_a(part, names) for part in written):
             found.append((node.lineno, ast.unparse(node)[:100]))
     return sorted(found)
 
@@ -66,3 +72,12 @@ def test_only_world_changes_a_worlds_state():
     found = {str(path.relative_to(PACKAGE)): writes for path in outside
              if (writes := writes_to_a_world(path.read_text()))}
     assert found == {}, "ask the World (world/world.py) instead of changing it"
+
+
+def test_only_mpirun_cell_changes_a_cells_state():
+    owner = PACKAGE / "mpirun" / "cell.py"
+    assert [line for line, _ in writes_to_a_world("cell.quit = True\ncell.finished_shown.update(r)\n"
+                                                  "cell.ended(ending)\n", CELL)] == [1, 2]
+    found = {str(path.relative_to(PACKAGE)): writes for path in sorted(PACKAGE.rglob("*.py"))
+             if path != owner and (writes := writes_to_a_world(path.read_text(), CELL))}
+    assert found == {}, "tell the cell how it ended (Cell.ended) instead of setting its fields"

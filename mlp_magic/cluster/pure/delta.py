@@ -10,19 +10,19 @@ same (labextension/src/model/ops.ts).
 from __future__ import annotations
 
 import copy
-from typing import Any, List
+from typing import Any
 
 SET, DEL = "set", "del"
 
 
-def diff(old: Any, new: Any) -> List[list]:
+def diff(old: Any, new: Any) -> list[list]:
     """The operations that turn ``old`` into ``new`` (none when they are equal)."""
-    ops: List[list] = []
+    ops: list[list] = []
     _diff(old, new, [], ops)
     return ops
 
 
-def _diff(old: Any, new: Any, path: list, ops: List[list]) -> None:
+def _diff(old: Any, new: Any, path: list, ops: list[list]) -> None:
     if type(old) is not type(new):
         ops.append([SET, path, new])
     elif isinstance(new, dict):
@@ -38,7 +38,7 @@ def _diff(old: Any, new: Any, path: list, ops: List[list]) -> None:
         ops.append([SET, path, new])
 
 
-def _diff_dict(old: dict, new: dict, path: list, ops: List[list]) -> None:
+def _diff_dict(old: dict, new: dict, path: list, ops: list[list]) -> None:
     changed = [key for key in new if key not in old or old[key] != new[key]]
     gone = [key for key in old if key not in new]
     if path and len(changed) + len(gone) > max(1, len(new) // 2):
@@ -54,7 +54,7 @@ def _diff_dict(old: dict, new: dict, path: list, ops: List[list]) -> None:
             ops.append([SET, path + [key], value])
 
 
-def apply(doc: Any, ops: List[list]) -> Any:
+def apply(doc: Any, ops: list[list]) -> Any:
     """``doc`` changed by ``ops`` (a new document: ``doc`` itself is left as it was)."""
     doc = copy.deepcopy(doc)
     for op in ops:

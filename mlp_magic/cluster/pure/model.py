@@ -10,9 +10,10 @@ collector (``collect.py``) and the text/HTML faces follow.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping   # not typing's: isinstance on it is 5x slower, 512 times a rebuild
+from collections.abc import Mapping   # not typing's: isinstance on it is slower (once a rank a rebuild)
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from mlp_magic.core.proc_stat import process_id
 from mlp_magic.gpu.pure.hints import host_hints
@@ -24,12 +25,12 @@ PRIVATE = "private"  # the part of a published World record that is never shown
 
 @dataclass(frozen=True)
 class EngineInfo:
-    rank: Optional[int]
-    engine_id: Optional[int]
-    state: Optional[str]             # "idle" | "busy" | "dead" as the World publishes it
-    world_pid: Optional[int] = None  # the kernel whose World it belongs to
+    rank: int | None
+    engine_id: int | None
+    state: str | None             # "idle" | "busy" | "dead" as the World publishes it
+    world_pid: int | None = None  # the kernel whose World it belongs to
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """Which engines run here; their states are the World's (its "ranks"), said once there,
         so that a rank's change is one change of the document."""
         return {"rank": self.rank, "engine_id": self.engine_id, "world_pid": self.world_pid}
@@ -39,30 +40,30 @@ class EngineInfo:
 class HostView:
     name: str
     slots: int
-    ranks: List[int]                 # the ranks a full job (every slot) places here
-    reachable: Optional[bool]        # None: not checked
-    reach_error: Optional[str] = None
-    engines: List[EngineInfo] = field(default_factory=list)
-    gpus: Optional[HostGpus] = None  # None: not probed
-    hints: List[str] = field(default_factory=list)
-    probe_ms: Optional[float] = None  # how long the reachability probe took
+    ranks: list[int]                 # the ranks a full job (every slot) places here
+    reachable: bool | None        # None: not checked
+    reach_error: str | None = None
+    engines: list[EngineInfo] = field(default_factory=list)
+    gpus: HostGpus | None = None  # None: not probed
+    hints: list[str] = field(default_factory=list)
+    probe_ms: float | None = None  # how long the reachability probe took
     index: int = 0                   # position in the host list (NODE_RANK)
     # the last mlp-magic doctor run (doctor/pure/report.health_by_host)
-    health: Optional[Dict[str, Any]] = None
+    health: dict[str, Any] | None = None
 
     @property
     def engine_summary(self) -> str:
         """"8 engines: 7 idle, 1 busy" or "no engines"."""
         if not self.engines:
             return "no engines"
-        counts: Dict[str, int] = {}
+        counts: dict[str, int] = {}
         for engine in self.engines:
             state = "?" if engine.state is None else engine.state
             counts[state] = counts.get(state, 0) + 1
         states = ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items()))
         return "%d engine%s: %s" % (len(self.engines), "" if len(self.engines) == 1 else "s", states)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """One host row of the JSON document (the first seven keys are ``status --json``'s)."""
         return {
             "name": self.name,
@@ -81,16 +82,16 @@ class HostView:
 
 @dataclass
 class ClusterState:
-    source: Optional[str]            # None with ``error``: no topology could be read
-    master_addr: Optional[str]
+    source: str | None            # None with ``error``: no topology could be read
+    master_addr: str | None
     total_slots: int
-    hosts: List[HostView]
+    hosts: list[HostView]
     updated_at: str = ""             # ISO 8601 (the collector's clock), or any text
-    error: Optional[str] = None
+    error: str | None = None
     is_local: bool = False           # every host is this machine
-    worlds: List[Mapping] = field(default_factory=list)  # the World records shown
+    worlds: list[Mapping] = field(default_factory=list)  # the World records shown
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """The one JSON document of the cluster (its first five keys are ``status --json``'s)."""
         return {
             "source": self.source,
@@ -105,7 +106,7 @@ class ClusterState:
         }
 
 
-def gpus_json(gpus: HostGpus) -> Dict[str, Any]:
+def gpus_json(gpus: HostGpus) -> dict[str, Any]:
     """One host's GPUs as JSON: the HostGpus fields except the host (its row or key names it)."""
     data = gpus.to_dict()
     del data["host"]
@@ -119,17 +120,17 @@ def host_key(name: str, local_names: frozenset) -> str:
     return LOCAL if name.lower() in local_names else name.lower()
 
 
-def _number(value: Any) -> Optional[int]:
+def _number(value: Any) -> int | None:
     """A rank or engine id read from a World record, or None: a record holds what JSON allows
     (Infinity, a string, 10**40), and these are sorted and served to the panel as numbers."""
     ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 31
     return value if ok else None
 
 
-def world_engines_by_key(worlds: Sequence[Mapping], local_names: frozenset) -> Dict[str, List[EngineInfo]]:
+def world_engines_by_key(worlds: Sequence[Mapping], local_names: frozenset) -> dict[str, list[EngineInfo]]:
     """Every engine the Worlds publish, under its host's key, ordered by rank."""
-    found: Dict[str, List[EngineInfo]] = {}
-    keys: Dict[str, str] = {}   # 512 ranks on 64 hosts: each host's key made once
+    found: dict[str, list[EngineInfo]] = {}
+    keys: dict[str, str] = {}   # 512 ranks on 64 hosts: each host's key made once
     for world in worlds:
         ranks = world.get("ranks")
         for rank in ranks if isinstance(ranks, list) else []:
@@ -154,8 +155,8 @@ def _reach(value: Any) -> tuple:
 
 
 def cluster_state(topology: Any, inventories: Iterable[HostGpus] = (), worlds: Sequence[Mapping] = (),
-                  reachability: Optional[Mapping[str, Any]] = None, local_names: Iterable[str] = (),
-                  updated_at: str = "", layout: Optional[Sequence[Any]] = None) -> ClusterState:
+                  reachability: Mapping[str, Any] | None = None, local_names: Iterable[str] = (),
+                  updated_at: str = "", layout: Sequence[Any] | None = None) -> ClusterState:
     """The whole picture, from values only.
 
     ``topology``: a core.topology.Topology; ``inventories``: HostGpus whose ``host`` names a
@@ -168,7 +169,7 @@ def cluster_state(topology: Any, inventories: Iterable[HostGpus] = (), worlds: S
     gpus_by_key = {host_key(g.host, names): g for g in inventories}
     engines = world_engines_by_key(worlds, names)
     ranks = list(layout) if layout is not None else _full_layout(topology)
-    placed_on: Dict[str, list] = {}
+    placed_on: dict[str, list] = {}
     for rank in ranks:
         placed_on.setdefault(rank.host, []).append(rank)
     hosts = []
@@ -199,7 +200,7 @@ def failed_state(error: str, updated_at: str = "", worlds: Sequence[Mapping] = (
                         error=error, worlds=list(worlds))
 
 
-def published_inventories(worlds: Sequence[Mapping]) -> List[HostGpus]:
+def published_inventories(worlds: Sequence[Mapping]) -> list[HostGpus]:
     """The GPU inventories Worlds publish (``"gpus": {host: HostGpus dict}``); bad ones skipped."""
     found = []
     for world in worlds:

@@ -10,12 +10,12 @@ one state, never the number of ranks.
 from __future__ import annotations
 
 import html
-from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
+from collections.abc import Iterable, Mapping, Sequence
 
 from mlp_magic.core.ranges import fold_ranks
 
-RankRow = Tuple[int, str, str]                      # rank, host, state
-HostRanks = Tuple[Tuple[int, str], ...]             # one host's (rank, state), in rank order
+RankRow = tuple[int, str, str]                      # rank, host, state
+HostRanks = tuple[tuple[int, str], ...]             # one host's (rank, state), in rank order
 
 ORDER = ("busy", "paused", "starting", "idle", "dead")   # what needs a look first
 COLOURS = {"busy": "#ef6c00", "paused": "#1565c0", "starting": "#757575", "idle": "#2e7d32",
@@ -23,27 +23,27 @@ COLOURS = {"busy": "#ef6c00", "paused": "#1565c0", "starting": "#757575", "idle"
 STOPPED = "dead"
 
 
-def by_host(rows: Iterable[RankRow]) -> Dict[str, HostRanks]:
+def by_host(rows: Iterable[RankRow]) -> dict[str, HostRanks]:
     """{host: its (rank, state) pairs}, hosts in the order their first rank comes."""
-    grouped: Dict[str, List[Tuple[int, str]]] = {}
+    grouped: dict[str, list[tuple[int, str]]] = {}
     for rank, host, state in rows:
         grouped.setdefault(host, []).append((rank, state))
     return {host: tuple(pairs) for host, pairs in grouped.items()}
 
 
-def changed_hosts(old: Mapping[str, HostRanks], new: Mapping[str, HostRanks]) -> List[str]:
+def changed_hosts(old: Mapping[str, HostRanks], new: Mapping[str, HostRanks]) -> list[str]:
     """The hosts of ``new`` whose ranks or states differ from ``old`` (a new host included)."""
     return [host for host, ranks in new.items() if old.get(host) != ranks]
 
 
-def all_stopped(rows: Iterable[RankRow]) -> Tuple[RankRow, ...]:
+def all_stopped(rows: Iterable[RankRow]) -> tuple[RankRow, ...]:
     """The same ranks, every one dead: what a stopped World shows."""
     return tuple((rank, host, STOPPED) for rank, host, _ in rows)
 
 
-def states_of(ranks: HostRanks) -> List[Tuple[str, List[int]]]:
+def states_of(ranks: HostRanks) -> list[tuple[str, list[int]]]:
     """[(state, its ranks)], the states in ``ORDER`` (unknown ones last), empty ones left out."""
-    found: Dict[str, List[int]] = {}
+    found: dict[str, list[int]] = {}
     for rank, state in ranks:
         found.setdefault(state, []).append(rank)
     known = [s for s in ORDER if s in found] + sorted(s for s in found if s not in ORDER)
@@ -65,14 +65,14 @@ def host_line_html(host: str, ranks: HostRanks) -> str:
         html.escape(host), ", ".join(parts) if parts else "no ranks")
 
 
-def ranks_text(rows: Sequence[RankRow]) -> List[str]:
+def ranks_text(rows: Sequence[RankRow]) -> list[str]:
     """The text face: a heading and one line per host, or nothing when there is no World."""
     if not rows:
         return []
     return ["ranks (live):"] + ["  " + host_line(host, ranks) for host, ranks in by_host(rows).items()]
 
 
-def chunked(hosts: Sequence[str], chunks: int) -> List[List[str]]:
+def chunked(hosts: Sequence[str], chunks: int) -> list[list[str]]:
     """``hosts`` in at most ``chunks`` consecutive groups of near equal size, in order."""
     if not hosts:
         return []

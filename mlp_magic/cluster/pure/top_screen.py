@@ -8,7 +8,7 @@ GPU while the hosts are few, one row per host (a mark per GPU, by utilisation) a
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Dict, List, Optional, Sequence
+from collections.abc import Sequence
 
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.world.pure.rank_states import RankState, age_text, by_host, stragglers, summary_line
@@ -21,20 +21,20 @@ THROTTLE_NAMES = {0x4: "SW power cap", 0x8: "HW slowdown", 0x40: "SW thermal", 0
                   0x100: "HW power brake"}   # the reasons worth a flag (not idle, app clocks, ...)
 
 
-def epoch(text: Optional[str]) -> Optional[float]:
+def epoch(text: str | None) -> float | None:
     try:
         return datetime.fromisoformat(text).timestamp() if text else None
     except (TypeError, ValueError):
         return None
 
 
-def rank_rows(world: dict) -> List[RankState]:
+def rank_rows(world: dict) -> list[RankState]:
     """The World record's ranks as RankState rows (ISO times back to epoch seconds)."""
     return [RankState(r["rank"], r.get("host", "?"), r.get("state", "?"), epoch(r.get("since")) or 0.0,
                       epoch(r.get("last_output"))) for r in world.get("ranks") or [] if isinstance(r, dict)]
 
 
-def world_lines(world: dict, now: float) -> List[str]:
+def world_lines(world: dict, now: float) -> list[str]:
     rows = rank_rows(world)
     mpi = f", {world['mpi']}" if world.get("mpi") else ""
     lines = [f"World {world.get('id', world.get('pid'))}: {world.get('np', len(rows))} ranks{mpi}, "
@@ -95,7 +95,7 @@ def heat_row(host: str, samples: Sequence[Sequence], width: int) -> str:
     return f"  {host.ljust(width)}  [{marks}]" + (f"  ! {'; '.join(flagged)}" if flagged else "")
 
 
-def gpu_lines(hosts: Sequence[dict], latest: Dict[str, Sequence]) -> List[str]:
+def gpu_lines(hosts: Sequence[dict], latest: dict[str, Sequence]) -> list[str]:
     """The GPUs of every host: their static part from the document, the latest samples given."""
     shown = [h for h in hosts if h.get("live_gpus")]
     if not shown:
@@ -117,8 +117,8 @@ def gpu_lines(hosts: Sequence[dict], latest: Dict[str, Sequence]) -> List[str]:
     return lines
 
 
-def top_lines(doc: Optional[dict], latest: Dict[str, Sequence], now: float, width: int = 120,
-              height: int = 0) -> List[str]:
+def top_lines(doc: dict | None, latest: dict[str, Sequence], now: float, width: int = 120,
+              height: int = 0) -> list[str]:
     """The whole screen; ``height`` > 0 cuts it, saying how much was left out."""
     if doc is None:
         return ["mlp-magic top: waiting for the first look at the cluster..."]

@@ -11,7 +11,8 @@ words alone in prose (``--unblock``) are not checked: nothing says whose they ar
 from __future__ import annotations
 
 import re
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
+from collections.abc import Iterator
 
 from mlp_magic.commands.pure.parse import family
 from mlp_magic.commands.pure.table import ALLRUN, COMMANDS, command_verb, verbs_of_magic

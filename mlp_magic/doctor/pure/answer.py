@@ -9,7 +9,7 @@ is then one "bad answer" (``doctor/collect``), never a traceback from inside a c
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 STR = "a string"
 TEXT = "a string or null"
@@ -61,7 +61,7 @@ def _leaf(value: Any, kind: str) -> bool:
     return not isinstance(value, (list, dict))
 
 
-def _mismatch(value: Any, shape: Any, where: str) -> Optional[str]:
+def _mismatch(value: Any, shape: Any, where: str) -> str | None:
     """Where ``value`` is not of ``shape``, and what it is instead; None when it is."""
     if isinstance(shape, (Obj, ListOf)):
         if value is None and shape.null:
@@ -79,7 +79,7 @@ def _mismatch(value: Any, shape: Any, where: str) -> Optional[str]:
     return None if _leaf(value, shape) else f"{where} is {value!r:.40}, not {shape}"
 
 
-def _odd_number(value: Any, where: str) -> Optional[str]:
+def _odd_number(value: Any, where: str) -> str | None:
     """The first number no probe writes: not finite, or past 2**63 either way."""
     if isinstance(value, (list, dict)):
         steps = value.items() if isinstance(value, dict) else enumerate(value)
@@ -90,7 +90,7 @@ def _odd_number(value: Any, where: str) -> Optional[str]:
     return None
 
 
-def answer_problem(answer: dict) -> Optional[str]:
+def answer_problem(answer: dict) -> str | None:
     """What in a probe's answer the checks cannot read ("gpus.gpus[0].mig is [], not ..."), or None."""
     try:
         return _odd_number(answer, "") or _mismatch(answer, SHAPE, "")

@@ -11,7 +11,8 @@ holds them equal).
 from __future__ import annotations
 
 import re
-from typing import Dict, Mapping, NamedTuple, Optional, Sequence
+from typing import NamedTuple
+from collections.abc import Mapping, Sequence
 
 MARK = "mlp_magic cannot run in this Python:"
 # a reason ends at the line's end or where another rank's line begins: ranks share the launcher's
@@ -24,7 +25,7 @@ class Needed(NamedTuple):
     ``required``: missing is a problem too (else only a present one is checked)."""
     name: str
     floor: str
-    below: Optional[str] = None
+    below: str | None = None
     required: bool = True
 
     def text(self) -> str:
@@ -49,7 +50,7 @@ def release(version: str) -> tuple:
     return tuple(numbers)
 
 
-def problem(need: Needed, found: Optional[str]) -> Optional[str]:
+def problem(need: Needed, found: str | None) -> str | None:
     """``"ipyparallel 8.8.0 (needs >=9.0.0,<10)"``, or None when ``found`` is within bounds."""
     if found is None:
         return f"{need.name} not installed (needs {need.text()})" if need.required else None
@@ -59,7 +60,7 @@ def problem(need: Needed, found: Optional[str]) -> Optional[str]:
     return None
 
 
-def problems(found: Mapping[str, Optional[str]], needs: Sequence[Needed] = (PYTHON, *ENGINE_NEEDS)) -> list:
+def problems(found: Mapping[str, str | None], needs: Sequence[Needed] = (PYTHON, *ENGINE_NEEDS)) -> list:
     """Every need ``found`` ({name: version or None}) falls short of, in ``needs``' order."""
     return [text for need in needs if (text := problem(need, found.get(need.name))) is not None]
 
@@ -70,9 +71,9 @@ def refusal_line(rank: int, found_problems: Sequence[str]) -> str:
     return f"[rank {rank}] {MARK} {'; '.join(found_problems)}"
 
 
-def refusals(log_text: str, hosts_by_rank: Sequence[str]) -> Dict[str, str]:
+def refusals(log_text: str, hosts_by_rank: Sequence[str]) -> dict[str, str]:
     """{host: its problems} from the refusal lines in a launcher's log (a host's first line)."""
-    found: Dict[str, str] = {}
+    found: dict[str, str] = {}
     for line in log_text.splitlines():
         for match in _REFUSAL.finditer(line.strip()):
             if int(match.group(1)) < len(hosts_by_rank):
@@ -80,12 +81,12 @@ def refusals(log_text: str, hosts_by_rank: Sequence[str]) -> Dict[str, str]:
     return found
 
 
-def refusal_error(log_text: str, hosts_by_rank: Sequence[str]) -> Optional[str]:
+def refusal_error(log_text: str, hosts_by_rank: Sequence[str]) -> str | None:
     """One line for a start the hosts' Pythons refused, hosts with the same reason folded
     (``worker[1-2]: ipyparallel 8.8.0 (needs >=9.0.0,<10)``); None when no engine refused."""
     from mlp_magic.core.ranges import fold_hosts   # here, not at the top: every engine imports this module
 
-    by_reason: Dict[str, list] = {}
+    by_reason: dict[str, list] = {}
     for host, reason in refusals(log_text, hosts_by_rank).items():
         by_reason.setdefault(reason, []).append(host)
     if not by_reason:

@@ -4,19 +4,20 @@ Convention (as torchrun and the magics use it): local rank i drives GPU i.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any
+from collections.abc import Iterable
 
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.gpu.pure.model import HostGpus, link_distance
 
 
-def numa_span_hint(gpus: HostGpus, ranks: Iterable[Any]) -> Optional[str]:
+def numa_span_hint(gpus: HostGpus, ranks: Iterable[Any]) -> str | None:
     """A hint when the ranks on this host drive GPUs on more than one NUMA node.
 
     ``ranks``: objects with ``.rank`` and ``.local_rank`` (topology.Rank) placed on this host.
     """
     numa_of_gpu = {g.index: g.numa_node for g in gpus.gpus if g.numa_node is not None}
-    by_node: Dict[int, List[int]] = {}
+    by_node: dict[int, list[int]] = {}
     for rank in ranks:
         node = numa_of_gpu.get(rank.local_rank)
         if node is not None:
@@ -30,7 +31,7 @@ def numa_span_hint(gpus: HostGpus, ranks: Iterable[Any]) -> Optional[str]:
                ",".join(str(n) for n in sorted(by_node)), placed))
 
 
-def nearest_nic(gpus: HostGpus, device: str) -> Optional[str]:
+def nearest_nic(gpus: HostGpus, device: str) -> str | None:
     """The NIC with the closest link to ``device`` (first in NIC order on ties), or None."""
     known = [nic for nic in gpus.nics if gpus.link(device, nic) is not None]
     if not known:
@@ -38,7 +39,7 @@ def nearest_nic(gpus: HostGpus, device: str) -> Optional[str]:
     return min(known, key=lambda nic: link_distance(gpus.link(device, nic)))
 
 
-def far_nic_hint(gpus: HostGpus) -> Optional[str]:
+def far_nic_hint(gpus: HostGpus) -> str | None:
     """A hint naming the GPUs whose nearest NIC is across the socket (SYS)."""
     far = [g.index for g in gpus.gpus
            if (nic := nearest_nic(gpus, g.device)) is not None and gpus.link(g.device, nic) == "SYS"]
@@ -48,7 +49,7 @@ def far_nic_hint(gpus: HostGpus) -> Optional[str]:
             "inter-node traffic from them crosses the CPU interconnect" % (gpus.host, fold_ranks(far)))
 
 
-def host_hints(gpus: HostGpus, ranks: Iterable[Any] = ()) -> List[str]:
+def host_hints(gpus: HostGpus, ranks: Iterable[Any] = ()) -> list[str]:
     """Every hint for one host, one line each."""
     hints = [numa_span_hint(gpus, ranks), far_nic_hint(gpus)]
     return [hint for hint in hints if hint]

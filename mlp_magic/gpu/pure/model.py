@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from mlp_magic.core.numbers import number
 from mlp_magic.errors import MlpMagicError
@@ -22,7 +22,7 @@ LINK_ORDER = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS")
 _LINK_RE = re.compile(r"^(X|NV[1-9][0-9]*|PIX|PXB|PHB|NODE|SYS)$")
 
 
-def normalize_link(cell: str) -> Optional[str]:
+def normalize_link(cell: str) -> str | None:
     """The canonical link type for a matrix cell, or None when it is not one."""
     cell = cell.strip().upper()
     if cell == "SOC":  # old name of SYS
@@ -38,13 +38,13 @@ def link_distance(link: str) -> int:
 @dataclass
 class GpuInfo:
     index: int
-    name: Optional[str] = None
-    pci_bus_id: Optional[str] = None
-    memory_total_mib: Optional[int] = None
-    memory_used_mib: Optional[int] = None
-    utilization_pct: Optional[int] = None
-    numa_node: Optional[int] = None
-    cpu_affinity: Optional[str] = None  # CPU list as nvidia-smi prints it: "0-23,48-71"
+    name: str | None = None
+    pci_bus_id: str | None = None
+    memory_total_mib: int | None = None
+    memory_used_mib: int | None = None
+    utilization_pct: int | None = None
+    numa_node: int | None = None
+    cpu_affinity: str | None = None  # CPU list as nvidia-smi prints it: "0-23,48-71"
 
     @property
     def device(self) -> str:
@@ -56,19 +56,19 @@ class GpuInfo:
 class HostGpus:
     host: str
     source: str = "none"
-    gpus: List[GpuInfo] = field(default_factory=list)
-    nics: List[str] = field(default_factory=list)
+    gpus: list[GpuInfo] = field(default_factory=list)
+    nics: list[str] = field(default_factory=list)
     # links[a][b] is the link type between devices a and b ("X" on the diagonal).
-    links: Dict[str, Dict[str, str]] = field(default_factory=dict)
-    error: Optional[str] = None
+    links: dict[str, dict[str, str]] = field(default_factory=dict)
+    error: str | None = None
 
-    def devices(self) -> List[str]:
+    def devices(self) -> list[str]:
         return [g.device for g in self.gpus] + list(self.nics)
 
-    def link(self, a: str, b: str) -> Optional[str]:
+    def link(self, a: str, b: str) -> str | None:
         return self.links.get(a, {}).get(b)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "host": self.host,
             "source": self.source,
@@ -82,7 +82,7 @@ class HostGpus:
         return json.dumps(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "HostGpus":
+    def from_dict(cls, data: dict[str, Any]) -> HostGpus:
         try:
             error = data.get("error")
             if not isinstance(error, (str, type(None))) or not isinstance(data.get("nics", []), list):
@@ -104,7 +104,7 @@ class HostGpus:
         return host
 
     @classmethod
-    def from_json(cls, text: str) -> "HostGpus":
+    def from_json(cls, text: str) -> HostGpus:
         try:
             data = json.loads(text)
         except (ValueError, RecursionError) as exc:   # RecursionError: nested too deeply

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.pure.model import GpuInfo, HostGpus, normalize_bus_id, normalize_link
@@ -39,14 +39,14 @@ def _fail(source: str, lineno: int, what: str, line: str) -> MlpMagicError:
     return MlpMagicError("%s, line %d: %s: %r" % (source, lineno, _short(what, 160), _short(line, 80)))
 
 
-def _split_cells(line: str) -> List[str]:
+def _split_cells(line: str) -> list[str]:
     """Cells of one matrix line: tab-separated fields (keeping empty ones) or space-separated words."""
     if "\t" in line:
         return [cell.strip() for cell in line.split("\t")]
     return line.split()
 
 
-def _find_matrix(lines: Sequence[str], source: str) -> Tuple[int, int]:
+def _find_matrix(lines: Sequence[str], source: str) -> tuple[int, int]:
     """Index of the header line and one past the last matrix row."""
     header = next((i for i, line in enumerate(lines) if line.strip()), None)
     if header is None:
@@ -59,7 +59,7 @@ def _find_matrix(lines: Sequence[str], source: str) -> Tuple[int, int]:
     return header, end
 
 
-def _header_columns(header: str, labels: List[str], source: str, lineno: int) -> List[str]:
+def _header_columns(header: str, labels: list[str], source: str, lineno: int) -> list[str]:
     """Check the header names the row devices in order; return the extra column names after them."""
     words = list(re.finditer(r"\S+", header))
     named = [w.group() for w in words[:len(labels)]]
@@ -70,7 +70,7 @@ def _header_columns(header: str, labels: List[str], source: str, lineno: int) ->
     return [name.strip() for name in _COLUMN_GAP.split(tail) if name.strip()]
 
 
-def _parse_row(line: str, lineno: int, devices: List[str], extra: List[str], source: str):
+def _parse_row(line: str, lineno: int, devices: list[str], extra: list[str], source: str):
     """Link cells and the extra-column values of one matrix row."""
     cells = _split_cells(line)
     label, links, rest = cells[0], cells[1:1 + len(devices)], cells[1 + len(devices):]
@@ -95,7 +95,7 @@ def _parse_row(line: str, lineno: int, devices: List[str], extra: List[str], sou
     return row, dict(zip(extra, values))
 
 
-def _gpu_from_row(label: str, values: Dict[str, str], lineno: int, line: str, source: str) -> GpuInfo:
+def _gpu_from_row(label: str, values: dict[str, str], lineno: int, line: str, source: str) -> GpuInfo:
     index = int(_GPU_LABEL.match(label).group(1))
     cpus = values.get(CPU_AFFINITY, "N/A")
     if cpus not in _MISSING and not _CPU_LIST.match(cpus):
@@ -110,9 +110,9 @@ def _gpu_from_row(label: str, values: Dict[str, str], lineno: int, line: str, so
     )
 
 
-def _nic_legend(lines: Sequence[str]) -> Dict[str, str]:
+def _nic_legend(lines: Sequence[str]) -> dict[str, str]:
     """NIC# -> real name, from the "NIC Legend:" section after the matrix."""
-    names: Dict[str, str] = {}
+    names: dict[str, str] = {}
     in_legend = False
     for line in lines:
         if line.strip().startswith("NIC Legend"):
@@ -143,8 +143,8 @@ def parse_topo_matrix(text: str, host: str = "localhost", source: str = DEFAULT_
                         lines[header + 1 + i])
     extra = _header_columns(lines[header], labels, source, header + 1)
 
-    links: Dict[str, Dict[str, str]] = {}
-    gpus: List[GpuInfo] = []
+    links: dict[str, dict[str, str]] = {}
+    gpus: list[GpuInfo] = []
     for offset, label in enumerate(labels):
         lineno, line = header + 2 + offset, lines[header + 1 + offset]
         links[label], values = _parse_row(line, lineno, labels, extra, source)
@@ -155,7 +155,7 @@ def parse_topo_matrix(text: str, host: str = "localhost", source: str = DEFAULT_
                         _nic_legend(lines[end:]), source)
 
 
-def _rename_nics(gpus: HostGpus, names: Dict[str, str], source: str) -> HostGpus:
+def _rename_nics(gpus: HostGpus, names: dict[str, str], source: str) -> HostGpus:
     """Replace NIC# by the NIC legend's real names (mlx5_0...) everywhere."""
     if not names:
         return gpus
@@ -204,7 +204,7 @@ def format_topo_matrix(gpus: HostGpus) -> str:
 QUERY_GPU_FIELDS = ("index", "name", "pci.bus_id", "memory.total", "memory.used", "utilization.gpu")
 
 
-def _optional_int(value: str, what: str, source: str, lineno: int, line: str) -> Optional[int]:
+def _optional_int(value: str, what: str, source: str, lineno: int, line: str) -> int | None:
     if value in _MISSING:
         return None
     try:
@@ -213,7 +213,7 @@ def _optional_int(value: str, what: str, source: str, lineno: int, line: str) ->
         raise _fail(source, lineno, "%s %r is not a number" % (what, value), line) from None
 
 
-def parse_query_gpu(text: str, source: str = "nvidia-smi --query-gpu output") -> List[GpuInfo]:
+def parse_query_gpu(text: str, source: str = "nvidia-smi --query-gpu output") -> list[GpuInfo]:
     """GpuInfo per line of the CSV that QUERY_GPU_FIELDS asks for (no header, no units)."""
     gpus = []
     for lineno, line in enumerate(text.split("\n"), start=1):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import difflib
 import re
 from functools import cached_property
-from typing import Sequence, Union
+from typing import Union
+from collections.abc import Sequence
 
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.core.records import Record

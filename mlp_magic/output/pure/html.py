@@ -6,7 +6,7 @@ light and dark Lab themes and in nbconvert's static HTML. Every piece of text is
 from __future__ import annotations
 
 from html import escape
-from typing import Sequence
+from collections.abc import Sequence
 
 from mlp_magic.output.pure.fold.groups import FoldedGroup
 from mlp_magic.output.pure.grouping import OutputGroup

@@ -6,7 +6,7 @@ into the final result, and not along the way.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from mlp_magic.output.pure.fold.groups import FoldedGroup
 from mlp_magic.output.pure.grouping import OutputGroup, diff_against_majority, majority

@@ -16,7 +16,7 @@ and many ranks on few cores answer late but together.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from mlp_magic.core.records import Record
 

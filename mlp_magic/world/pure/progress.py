@@ -7,7 +7,7 @@ ranks, their hosts and their own last log lines (each engine tags its lines ``[r
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from mlp_magic.core.ranges import fold_hosts, fold_ranks
 

@@ -11,7 +11,7 @@ same rows (``to_json``); ``summary_line`` and ``stragglers`` say what matters fi
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Dict, List, Optional, Sequence
+from collections.abc import Sequence
 
 from mlp_magic.core.ranges import fold_ranks
 from mlp_magic.core.records import Record
@@ -25,7 +25,7 @@ SILENT_FACTOR = 10.0     # silent this many times longer than the others' median
 SILENT_AT_LEAST_S = 30.0
 
 
-def iso(seconds: Optional[float]) -> Optional[str]:
+def iso(seconds: float | None) -> str | None:
     """Epoch seconds as ISO 8601 UTC with milliseconds (None stays None)."""
     if seconds is None:
         return None
@@ -37,7 +37,7 @@ class RankState(Record):
     host: str
     state: str = STARTING
     since: float = 0.0
-    last_output: Optional[float] = None
+    last_output: float | None = None
     requests: int = 0        # requests of ours running on the rank now
 
     def to_json(self) -> dict:
@@ -104,7 +104,7 @@ class RankStates:
     def all_died(self, now: float) -> None:
         self.died(range(len(self.rows)), now)
 
-    def to_json(self) -> List[dict]:
+    def to_json(self) -> list[dict]:
         return [row.to_json() for row in self.rows]
 
 
@@ -119,20 +119,20 @@ def age_text(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
-def _median(values: List[float]) -> float:
+def _median(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[len(ordered) // 2]
 
 
-def _by_state(rows: Sequence[RankState]) -> Dict[str, List[RankState]]:
-    groups: Dict[str, List[RankState]] = {}
+def _by_state(rows: Sequence[RankState]) -> dict[str, list[RankState]]:
+    groups: dict[str, list[RankState]] = {}
     for row in rows:
         groups.setdefault(row.state, []).append(row)
     # the largest group first; ties in the order of STATES
     return dict(sorted(groups.items(), key=lambda item: (-len(item[1]), STATES.index(item[0]))))
 
 
-def _named(rows: List[RankState], total: int) -> str:
+def _named(rows: list[RankState], total: int) -> str:
     ranks = fold_ranks(row.rank for row in rows)
     if len(rows) == total or (len(rows) > NAMED_AT_MOST and len(ranks) > NAMED_TEXT_AT_MOST):
         return ""
@@ -155,13 +155,13 @@ def summary_line(rows: Sequence[RankState], now: float) -> str:
     return f"{len(rows)} {noun}: " + ", ".join(parts)
 
 
-def stragglers(rows: Sequence[RankState], now: float) -> Dict[int, str]:
+def stragglers(rows: Sequence[RankState], now: float) -> dict[int, str]:
     """{rank: why} for the ranks worth a look: still busy well after most ranks finished, or
     silent far longer than the others while all of them run."""
     alive = [row for row in rows if row.state in (IDLE, BUSY)]
     busy = [row for row in alive if row.state == BUSY]
     idle = [row for row in alive if row.state == IDLE]
-    found: Dict[int, str] = {}
+    found: dict[int, str] = {}
     if busy and len(idle) > len(alive) / 2:
         finished = _median([row.since for row in idle])
         if now - finished >= LATE_AFTER_S:
@@ -179,9 +179,9 @@ def stragglers(rows: Sequence[RankState], now: float) -> Dict[int, str]:
     return found
 
 
-def by_host(rows: Sequence[RankState]) -> Dict[str, List[RankState]]:
+def by_host(rows: Sequence[RankState]) -> dict[str, list[RankState]]:
     """The rows grouped by host, hosts in order of their first rank."""
-    hosts: Dict[str, List[RankState]] = {}
+    hosts: dict[str, list[RankState]] = {}
     for row in rows:
         hosts.setdefault(row.host, []).append(row)
     return hosts

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from mlp_magic.world.pure.budget import StartBudget
 from mlp_magic.world.pure.progress import missing_report, progress_line

@@ -110,7 +110,7 @@ def test_no_record_makes_a_reader_raise_or_aim_beyond_the_worlds_processes(child
 def test_the_keepers_reading_of_a_damaged_keep_file(tmp_path, children):
     """A keeper that cannot read its keep file leaves, saying so, and stops nothing."""
     from mlp_magic.machine.process_alive import alive
-    from mlp_magic.world import keeper
+    from mlp_magic.world.keep import keeper
 
     own, started = next(iter(children.items()))
     assert alive([own, started]) and alive([own, None])

@@ -18,7 +18,8 @@ assert not dist.is_initialized() and side.unblocked() and side.kept_group()["wor
 made = regroup.recreate_default_group("mlp_magic_unblock/test")
 t = torch.ones(2)
 dist.all_reduce(t)
-print(made["backend"], made["world_size"], t.tolist(), side.unblocked(), side.kept_group())
+print(made["backend"], made["world_size"], t.tolist(), side.unblocked(), side.kept_group(), flush=True)
+dist.destroy_process_group()   # as a program ends one: a live group's threads at exit can abort it
 """
 
 

@@ -1,5 +1,5 @@
-"""Finding a World to attach to or stop (world/kept.find), and the keeper's decisions
-(world/keeper.keep_watch) on real processes standing for a kernel and a World's controller."""
+"""Finding a World to attach to or stop (world/keep/found.find), and the keeper's decisions
+(world/keep/keeper.keep_watch) on real processes standing for a kernel and a World's controller."""
 import os
 import subprocess
 import threading
@@ -10,7 +10,8 @@ import pytest
 
 from mlp_magic.machine.deadline import until
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import keeper, kept, published
+from mlp_magic.world import published
+from mlp_magic.world.keep import found, keeper
 
 
 @pytest.fixture
@@ -36,16 +37,16 @@ def publish(folder, pid: int, world_id: str, workdir: str = "/nowhere", **fields
 def test_found_by_id_by_its_start_or_as_the_only_one(tmp_path, sleeper):
     first, second = sleeper(), sleeper()
     publish(tmp_path, first.pid, "vm-1-0")
-    assert kept.find("vm-1-0", str(tmp_path))["pid"] == first.pid
-    assert kept.find("vm-1", str(tmp_path))["pid"] == first.pid
-    assert kept.find(None, str(tmp_path))["pid"] == first.pid
+    assert found.find("vm-1-0", str(tmp_path))["pid"] == first.pid
+    assert found.find("vm-1", str(tmp_path))["pid"] == first.pid
+    assert found.find(None, str(tmp_path))["pid"] == first.pid
     publish(tmp_path, second.pid, "vm-12-0")
     with pytest.raises(MlpMagicError, match=r"^'vm-1' is the start of 2 Worlds' ids: give more of it$"):
-        kept.find("vm-1", str(tmp_path))
+        found.find("vm-1", str(tmp_path))
     with pytest.raises(MlpMagicError, match=r"^2 Worlds on this machine: give the id of one\nID +KERNEL"):
-        kept.find(None, str(tmp_path))
+        found.find(None, str(tmp_path))
     with pytest.raises(MlpMagicError, match=r"^no World 'nope' on this machine: `mlp-magic worlds` lists"):
-        kept.find("nope", str(tmp_path))
+        found.find("nope", str(tmp_path))
 
 
 def test_a_world_of_a_dead_kernel_is_not_found(tmp_path, sleeper):
@@ -54,7 +55,7 @@ def test_a_world_of_a_dead_kernel_is_not_found(tmp_path, sleeper):
     gone.kill()
     gone.wait()
     with pytest.raises(MlpMagicError, match="^no World to attach to on this machine"):
-        kept.find(None, str(tmp_path))
+        found.find(None, str(tmp_path))
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
@@ -62,7 +63,7 @@ def test_another_users_world_is_named_and_left_alone(tmp_path, sleeper):
     path = publish(tmp_path, sleeper().pid, "vm-3-0")
     os.chown(path, 65534, 65534)
     with pytest.raises(MlpMagicError, match=r"^World vm-3-0 belongs to user (nobody|id 65534): only they"):
-        kept.find("vm-3-0", str(tmp_path))
+        found.find("vm-3-0", str(tmp_path))
 
 
 def watch(workdir) -> threading.Thread:

@@ -7,7 +7,8 @@ import psutil
 import pytest
 
 from mlp_magic.machine.process_alive import alive
-from mlp_magic.world import keeper, kept, published
+from mlp_magic.world import published
+from mlp_magic.world.keep import found, keeper
 from tests.timing import hang_bound
 
 
@@ -65,7 +66,7 @@ def test_a_world_whose_kernel_is_a_zombie_is_a_dead_kernels(tmp_path, zombie):
                        "private": {"workdir": "/nowhere", "keeper": keeper_pair}}, str(tmp_path))
     [world] = published.read_worlds(str(tmp_path))
     assert world["kernel"] == "gone" and published.orphaned_worlds(str(tmp_path)) == []
-    assert kept.find(None, str(tmp_path))["kernel"] == "gone"
+    assert found.find(None, str(tmp_path))["kernel"] == "gone"
 
 
 def test_a_kept_world_whose_keeper_is_a_zombie_is_not_held(tmp_path, zombie):

@@ -10,7 +10,8 @@ import psutil
 
 from mlp_magic import config
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import keeper, published
+from mlp_magic.world import published
+from mlp_magic.world.keep import keeper
 from mlp_magic.world.pure.worlds_table import worlds_table
 
 LISTED = "`mlp-magic worlds` lists them"

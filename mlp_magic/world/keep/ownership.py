@@ -1,4 +1,4 @@
-"""The kernel's side of a World's keeper (world/keeper): who owns the World, and whether it is kept.
+"""The kernel's side of a World's keeper (world/keep/keeper): who owns the World, and whether it is kept.
 
 Every World has a keeper from its start, so that ``%mpirun --keep`` can mark a running World
 kept: the kernel's processes carry no parent-death signal any more (it could not be taken back),
@@ -13,7 +13,8 @@ import os
 import psutil
 
 from mlp_magic import config
-from mlp_magic.world import keeper, published
+from mlp_magic.world import published
+from mlp_magic.world.keep import keeper
 
 
 def this_kernel() -> tuple:

@@ -72,7 +72,7 @@ def start_keeper(workdir: str) -> subprocess.Popen:
     from mlp_magic.engine.private_files import open_private
 
     with open_private(os.path.join(workdir, "keeper.log"), "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "mlp_magic.world.keeper", workdir],
+        return subprocess.Popen([sys.executable, "-m", "mlp_magic.world.keep.keeper", workdir],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True)
 
