@@ -3,7 +3,7 @@ is busy, against ipyparallel by hand, in one run: ``python benchmarks/gpu_collec
 
 A World of 2 local ranks; rank 0's engine is kept busy (a cell that waits for a file) for the
 whole run, rank 1's is idle: two "hosts" asked at once, as the panel asks a World's hosts. Ours:
-``gpu/engines.collect_from_engines(world, targets, timeout=T)`` (one wait on ranks/waiting.Requests
+``gpu/engines.collect_from_engines(world, targets, timeout=T)`` (one wait on client/waiting.Requests
 against one deadline; the busy host's queued probe aborted). The peer, what a user of ipyparallel
 writes: ``apply_async`` of the same probe to each engine, ``Client.wait(jobs, timeout=T)``, then
 ``Client.abort`` of the unanswered. For T = 0.5 and 1.0 s, rounds interleaved: the medians and

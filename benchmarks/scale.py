@@ -230,7 +230,7 @@ def measure_started(shell, world, peer: Peer, cells: int, n: int) -> dict:
         # run on our engines, through our controller and a Client of their own. That flatters the
         # peer (our engines' quiet replies, our one-level broadcast scheduler), so the ratios
         # taken against it are upper bounds of ours.
-        from mlp_magic.ranks.quiet_replies import complete_quiet_outputs
+        from mlp_magic.client.quiet_replies import complete_quiet_outputs
 
         client = ipyparallel.Client(world.client_file)
         complete_quiet_outputs(client)   # our engines' replies say when they printed nothing

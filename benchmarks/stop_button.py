@@ -78,7 +78,7 @@ def peer_wait(shell) -> float:
 
 
 def measure(shell, np: int) -> dict:
-    from mlp_magic.ranks import job
+    from mlp_magic.client import job
     from mlp_magic.world.pure import budget
 
     shell.run_cell("%mpirun --stop")

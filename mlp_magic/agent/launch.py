@@ -20,8 +20,8 @@ from mlp_magic.agent.tls import make_certificate
 from mlp_magic.core.placement import first_rank_per_host
 from mlp_magic.engine.bootstrap import AGENT_CHORE, run_chore
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ranks.job import CHORE, call_each
-from mlp_magic.ranks.remote_errors import Failed
+from mlp_magic.client.job import CHORE, call_each
+from mlp_magic.client.remote_errors import Failed
 
 START_TIMEOUT_S = 15.0
 AGENT_START_S = 10.0   # each agent's own start, within the chore

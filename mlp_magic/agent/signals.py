@@ -1,6 +1,6 @@
 """Signals to a World's ranks as processes, not through ipyparallel: SIGINT for the panel's
 Interrupt (panel/actions, from the World's record, while the kernel may be stuck) and the World's
-own interrupt where the client cannot send ipykernel's interrupt_request (ranks/ipp_private);
+own interrupt where the client cannot send ipykernel's interrupt_request (client/ipp_private);
 the unblock signal for ``%mpirun --unblock`` (unblock/verbs) and the panel's Unblock, to busy
 ranks; the progress signal for the panel's Unblock, to idle ranks (unblock/rank/mpi_world).
 

@@ -70,7 +70,7 @@ class _Worker:
         return deferred.asked
 
     def _enqueue(self, host: str, stream: str, line: str) -> None:
-        # A flood must not grow memory when the display falls behind: the live view is
+        # A flood must not grow memory when the display falls behind: the streaming view is
         # best-effort; the results (and --outdir) keep the output.
         if self.lines.qsize() < LIVE_BACKLOG:
             self.lines.put((host, stream, line))

@@ -24,7 +24,7 @@ def use_color(stream) -> bool:
     return not config.no_color() and hasattr(stream, "isatty") and stream.isatty()
 
 
-class LivePrinter:
+class StreamPrinter:
     """``host: line`` as lines arrive; stdout lines to stdout, stderr lines to stderr."""
 
     def __init__(self, host_names: list, color: bool):
@@ -74,7 +74,7 @@ def _run(plan, options, early, deferred) -> int:
 
     live = None
     if not options.json and sys.stdout.isatty():
-        live = LivePrinter([t.name for t in plan.targets], use_color(sys.stdout))
+        live = StreamPrinter([t.name for t in plan.targets], use_color(sys.stdout))
     try:
         results = run_plan(plan, live, early, interrupted=deferred.asked)
     except MlpMagicError as error:

@@ -8,7 +8,7 @@ from mlp_magic.allrun.plan import Plan, run_plan, select_hosts
 from mlp_magic.core.ranges import fold_hosts
 from mlp_magic.core.results import OK, AllrunResult
 from mlp_magic.errors import HostFailure
-from mlp_magic.output.display import LiveOutput, footnote_html
+from mlp_magic.output.display import StreamingOutput, footnote_html
 
 
 def allrun_verb(context, options) -> None:
@@ -44,7 +44,7 @@ def allrun_in_notebook(options, user_ns: dict | None = None, *, env: Mapping | N
     """Live lines tagged by host, replaced at the end by the grouped summary (HTML in a
     notebook, text in a terminal); ``-o NAME`` stores the AllrunResult in the notebook; raises
     HostFailure when a host did not succeed."""
-    live = LiveOutput()
+    live = StreamingOutput()
 
     def show_line(host: str, stream: str, text: str) -> None:
         live.add([(host, stream, text + "\n")])

@@ -13,8 +13,8 @@ from mlp_magic.core.host_command import caller_folder, host_variables
 from mlp_magic.core.placement import first_rank_per_host
 from mlp_magic.core.results import FAILED, INTERRUPTED, OK, TIMEOUT, HostResult
 from mlp_magic.allrun.rank.shell import run_shell
-from mlp_magic.ranks.ipp_private import children
-from mlp_magic.ranks.job import SHELL, RankJob
+from mlp_magic.client.ipp_private import children
+from mlp_magic.client.job import SHELL, RankJob
 
 INTERRUPT_GRACE = 2.0
 # Beyond the command's own timeout (which the engine enforces), for the round trip: an engine

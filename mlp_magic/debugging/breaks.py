@@ -6,8 +6,8 @@ from __future__ import annotations
 from mlp_magic.core.ranges import parse_ranks, quote, rank_words
 from mlp_magic.debugging.rank import breakpoints as on_rank
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ranks.job import call
-from mlp_magic.ranks.remote_errors import Failed
+from mlp_magic.client.job import call
+from mlp_magic.client.remote_errors import Failed
 
 WHAT = "%mpirun --break"
 

@@ -14,8 +14,8 @@ from mlp_magic.engine.bootstrap import GENERATED_TAG, INSPECT_TAG
 from mlp_magic.debugging.rank.script import script_problem
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.mpirun.plan import chosen_ranks, wanted_spec
-from mlp_magic.ranks.job import call
-from mlp_magic.ranks.remote_errors import Failed
+from mlp_magic.client.job import call
+from mlp_magic.client.remote_errors import Failed
 
 ASK_SECONDS = 10.0            # for a quick question to idle ranks...
 ASK_SECONDS_PER_RANK = 0.05   # ... plus this per rank sharing the busiest host

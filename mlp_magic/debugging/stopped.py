@@ -22,8 +22,8 @@ from mlp_magic.mpirun.run import follow
 from mlp_magic.mpirun.show import raise_for_failures
 from mlp_magic.mpirun.whole_output import keep_whole_output
 from mlp_magic.output import display
-from mlp_magic.ranks.ipp_private import send_control
-from mlp_magic.ranks.remote_errors import Failed
+from mlp_magic.client.ipp_private import send_control
+from mlp_magic.client.remote_errors import Failed
 
 REQUEST = "mlp_pdb_request"   # debugging/rank/breakpoints.REQUEST (rank code is not loaded here)
 # A command that leaves the rank where it is (p, where, list): its answer within this. The rank's

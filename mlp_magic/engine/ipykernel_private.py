@@ -1,5 +1,5 @@
 """What the engine uses of ipykernel beyond its public API, in one place, each use with its fallback
-(the engine's twin of ranks/ipp_private; tests/unit/engine/test_ipykernel_private.py holds the
+(the engine's twin of client/ipp_private; tests/unit/engine/test_ipykernel_private.py holds the
 contract against the installed ipykernel).
 
 - ``KERNEL_HOOKS``, for engine/quiet: the kernel's ``_publish_status(status, channel, parent)``,

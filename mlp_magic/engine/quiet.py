@@ -97,6 +97,6 @@ def quieten(kernel) -> bool:
 
 def unquieten() -> bool:
     """Back to ipykernel's own hooks (a 'busy', the code and an 'idle' per request): for a
-    client that cannot complete a quiet request's output (ranks/ipp_private.reply_hooks). Sent
+    client that cannot complete a quiet request's output (client/ipp_private.reply_hooks). Sent
     as a request itself, before any that waits on its output: its own reply is plain already."""
     return ipykernel_private.restore_all()

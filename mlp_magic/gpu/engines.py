@@ -2,7 +2,7 @@
 
 The kernel sends ``gpu/probe.probe_on_engine`` to one engine on each host (its first rank), as a
 host chore (engine/bootstrap.run_chore: its modules do not stay in the rank), all at once, then
-waits for the answers as one RankJob (ranks/job, of the CHORE kind: woken by the replies
+waits for the answers as one RankJob (client/job, of the CHORE kind: woken by the replies
 and the World's end, never by a clock) against one shared deadline: a host whose engine is busy
 with a cell, wedged or gone is reported as "no answer within N s", never waited on past
 ``timeout``, and its queued probe is aborted. The ranks' states are not touched: a probe for
@@ -18,8 +18,8 @@ from mlp_magic.core.placement import first_rank_per_host
 from mlp_magic.engine.bootstrap import GPU_PROBE_CHORE, run_chore
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.pure.model import HostGpus, failed
-from mlp_magic.ranks.job import CHORE, RankJob
-from mlp_magic.ranks.remote_errors import one_line
+from mlp_magic.client.job import CHORE, RankJob
+from mlp_magic.client.remote_errors import one_line
 
 # The engine gets this share of the timeout for its own probe, so that a slow driver on a
 # host comes back as that host's own error message, before the kernel stops waiting.

@@ -14,9 +14,9 @@ from mlp_magic.core import results as status
 from mlp_magic.core.records import Record
 from mlp_magic.core.results import RankResult
 from mlp_magic.engine.capture import CELL_TAG
-from mlp_magic.ranks.job import RankJob
-from mlp_magic.ranks.quiet_replies import run_seconds
-from mlp_magic.ranks.remote_errors import traceback_text
+from mlp_magic.client.job import RankJob
+from mlp_magic.client.quiet_replies import run_seconds
+from mlp_magic.client.remote_errors import traceback_text
 from mlp_magic.world.guards import KEPT_RESULTS, say_once
 
 

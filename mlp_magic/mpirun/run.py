@@ -58,7 +58,7 @@ def follow(cell: Cell, deadline: float | None, give_up: bool = True,
     still running at ``deadline`` alone (a step into a collective), and returns None;
     ``quitting``: the debugger was told to quit on every stopped rank."""
     args, world = cell.args, cell.world
-    live = display.LiveOutput(fold=args.fold and args.group and not args.diff)
+    live = display.StreamingOutput(fold=args.fold and args.group and not args.diff)
     watch = HostWatch.of_cell(world, cell.ranks, cell.job.requests.news)
     try:
         outcome, note = _follow(cell, live, deadline, watch)
@@ -83,9 +83,9 @@ def follow(cell: Cell, deadline: float | None, give_up: bool = True,
     return show(cell, cell.code, results, args, live, stacks)
 
 
-def _follow(cell: Cell, live: display.LiveOutput, deadline: float | None, watch: HostWatch) -> tuple:
+def _follow(cell: Cell, live: display.StreamingOutput, deadline: float | None, watch: HostWatch) -> tuple:
     """Wait for the cell, streaming output: (how it ended, the lost hosts' note). The wait wakes on
-    events only (ranks/waiting), and when output already in is due on screen (``live.wake_at``);
+    events only (client/waiting), and when output already in is due on screen (``live.wake_at``);
     a host that stops answering wakes it too (world/host_watch), and so does a rank stopping at
     a breakpoint."""
     settled = _QuietWhileStopped(cell.job.requests)

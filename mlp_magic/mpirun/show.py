@@ -1,6 +1,6 @@
 """The end of a ``%%mpirun`` cell: its logs' summary, the grouped and folded output, -o's result.
 
-The live tail the cell showed while it ran is replaced by the summary (output/display); the
+The streaming tail the cell showed while it ran is replaced by the summary (output/display); the
 footer says how the cell ended; a rank that did not succeed raises RankFailure after the summary
 is on screen, carrying the same result ``-o NAME`` keeps.
 """
@@ -16,8 +16,8 @@ from mlp_magic.output import display, logs
 from mlp_magic.unblock.pure.report import HUNG_HINT
 
 
-def show(cell: Cell, code: str, results: list, args, live: display.LiveOutput, stacks) -> MpirunResult:
-    """Write the summary, replace the live tail with the grouped output; the cell's result.
+def show(cell: Cell, code: str, results: list, args, live: display.StreamingOutput, stacks) -> MpirunResult:
+    """Write the summary, replace the streaming tail with the grouped output; the cell's result.
     After its ranks stopped at a breakpoint, only what followed is shown (the log has it all)."""
     summary = logs.write_summary(cell.log_dir, code, results, {"outcome": cell.ending.outcome.value})
     shown = _since_paused(cell, results)
@@ -27,7 +27,7 @@ def show(cell: Cell, code: str, results: list, args, live: display.LiveOutput, s
     return MpirunResult(results, cell.log_dir, summary, bundle["text/plain"], bundle.get("text/html", ""))
 
 
-def show_paused(cell: Cell, live: display.LiveOutput) -> MpirunResult:
+def show_paused(cell: Cell, live: display.StreamingOutput) -> MpirunResult:
     """Every rank still running stopped at a breakpoint: the output so far, where they stopped,
     how to go on. The cell is not over: the World stays busy with it."""
     stopped = cell.paused_ranks()
@@ -51,7 +51,7 @@ def show_paused(cell: Cell, live: display.LiveOutput) -> MpirunResult:
     return MpirunResult(results, cell.log_dir, None, bundle["text/plain"], bundle.get("text/html", ""))
 
 
-def _bundle(cell: Cell, results: list, footer: str, live: display.LiveOutput, stacks) -> dict:
+def _bundle(cell: Cell, results: list, footer: str, live: display.StreamingOutput, stacks) -> dict:
     args = cell.args
     bundle = display.summary(results, group=args.group, diff=args.diff, footer=footer,
                              html_too=live.notebook, stack_report=stacks, fold=args.fold,

@@ -10,8 +10,8 @@ from mlp_magic import config
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.output.pure.capped import capped_stream
 from mlp_magic.output.rank.whole_log import Unread, whole_logs
-from mlp_magic.ranks.job import call_each
-from mlp_magic.ranks.remote_errors import Failed, grouped_causes
+from mlp_magic.client.job import call_each
+from mlp_magic.client.remote_errors import Failed, grouped_causes
 from mlp_magic.values.pure.compare import size_text
 from mlp_magic.values.transfer import memory_budget
 

@@ -1,9 +1,9 @@
-"""Show a running cell's output live, then replace it with the grouped summary.
+"""Show a running cell's output as it streams, then replace it with the grouped summary.
 
-In a notebook the live tail (the last lines, tagged by rank) sits in one display area that
+In a notebook the streaming tail (the last lines, tagged by rank) sits in one display area that
 is updated at most every ``interval`` seconds and finally replaced by the grouped output (text,
 and HTML). In a terminal, lines are printed as they come and the summary follows. With ``fold``
-(``%%mpirun``'s default) lines are folded by template as they come (output/pure/fold/live): the
+(``%%mpirun``'s default) lines are folded by template as they come (output/pure/fold/streaming): the
 notebook shows one line per template, a terminal the first line of each template and then its
 repeats at most every 2 s, so 512 ranks stream a bounded number of lines. The summary folds
 outputs that differ only in numbers (output/pure/fold/groups). The rich outputs of the ranks (``display()``,
@@ -20,7 +20,7 @@ from IPython import get_ipython
 from IPython.display import display, publish_display_data
 
 from mlp_magic.output.pure.fold.groups import fold_groups
-from mlp_magic.output.pure.fold.live import LiveFold
+from mlp_magic.output.pure.fold.streaming import StreamingFold
 from mlp_magic.output.pure.grouping import fold_hosts_shown, group_results, ranks_label
 from mlp_magic.output.pure.html import render_groups_html
 from mlp_magic.stacks.pure.render import collectives_html, merged_html, merged_text
@@ -36,7 +36,7 @@ def in_notebook() -> bool:
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
-class LiveOutput:
+class StreamingOutput:
     def __init__(self, max_lines: int = 40, interval: float = 0.25, fold: bool = False):
         self.notebook = in_notebook()
         self.lines: deque = deque(maxlen=max_lines)
@@ -45,7 +45,7 @@ class LiveOutput:
         self._last_update = 0.0
         self._dirty = False
         self._partial: dict = {}
-        self.folded = LiveFold() if fold else None
+        self.folded = StreamingFold() if fold else None
 
     def add(self, chunks: list) -> None:
         for rank, stream, text in chunks:
@@ -105,7 +105,7 @@ class LiveOutput:
         self._last_update, self._dirty = now, False
 
     def finish(self, bundle: dict) -> None:
-        """Replace the live area (if any) with the final bundle."""
+        """Replace the streaming area (if any) with the final bundle."""
         if self.handle is not None:
             self.handle.update(bundle, raw=True)
         elif self.notebook:

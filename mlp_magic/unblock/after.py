@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import secrets
 
-from mlp_magic.ranks.job import call
+from mlp_magic.client.job import call
 from mlp_magic.unblock.pure import report
 from mlp_magic.unblock.rank import mpi_world, side
 from mlp_magic.unblock.rank.regroup import recreate_default_group

@@ -15,7 +15,7 @@ from mlp_magic.agent import signals as rank_signals
 from mlp_magic.core.ranges import parse_ranks
 from mlp_magic.debugging.pure.stops import HINT
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ranks.job import CHORE, RankJob
+from mlp_magic.client.job import CHORE, RankJob
 from mlp_magic.unblock.after import regroup
 from mlp_magic.unblock.pure import report
 from mlp_magic.unblock.pure.timing import AGAIN_AFTER_S

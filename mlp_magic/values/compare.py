@@ -22,8 +22,8 @@ import secrets
 from mlp_magic.values.pure.compare import Comparison, LeafDiff, group_summaries, number_difference, unravel
 from mlp_magic.values.rank import compare as on_rank
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ranks.job import call, call_each
-from mlp_magic.ranks.remote_errors import Failed
+from mlp_magic.client.job import call, call_each
+from mlp_magic.client.remote_errors import Failed
 
 DETAIL_TIMEOUT = 120.0       # each follow-up round (digests, relay) on one rank per group
 GROUP_RELAY = 16 << 20       # bytes of chunks relayed to one minority group
@@ -44,7 +44,7 @@ def check_expression(expr: str) -> None:
 
 
 class ByShell:
-    """The ranks reached as ever, by requests on their shell channel (ranks/job). Ranks stopped
+    """The ranks reached as ever, by requests on their shell channel (client/job). Ranks stopped
     at a breakpoint are reached on their control channel instead (debugging/stopped.ByControl),
     and evaluate in their frames."""
 

@@ -18,8 +18,8 @@ from mlp_magic.values.pure.compare import size_text
 from mlp_magic.core.ranges import fold_ranks, rank_words
 from mlp_magic.values.rank import transfer as on_rank
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ranks.job import call
-from mlp_magic.ranks.remote_errors import Failed
+from mlp_magic.client.job import call
+from mlp_magic.client.remote_errors import Failed
 
 
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")   # where each rank's object lives: differs for no reason

@@ -1,5 +1,5 @@
 """What a World does when ipyparallel's or ipykernel's internals are not where we look for them
-(ranks/ipp_private, engine/ipykernel_private): it falls back to plain ipyparallel behaviour, more
+(client/ipp_private, engine/ipykernel_private): it falls back to plain ipyparallel behaviour, more
 messages for the same output, and says so once per kernel, not once per World or cell.
 
 - The client's reply hooks missing (its half of the quiet replies): the engines are asked to

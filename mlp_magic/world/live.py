@@ -1,6 +1,6 @@
 """A World's live record: its ranks' states, kept by the rank-waiting loop, published for the panel.
 
-The callbacks of ``ranks/waiting`` (on ipyparallel's IO thread) and the kernel's own thread
+The callbacks of ``client/waiting`` (on ipyparallel's IO thread) and the kernel's own thread
 change the rank states here, under one lock, and mark the record changed; a publisher thread of
 its own writes the World's file (``world/published``) at most every ``STATE_EVERY_S`` after a
 change of state, or ``OUTPUT_EVERY_S`` when only output times moved, so the server's panel sees

@@ -33,7 +33,7 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.world import facts, guards, published
 from mlp_magic.world.keep import ownership
 from mlp_magic.world.start import calls as start_calls
-from mlp_magic.ranks.ipp_private import send_interrupt
+from mlp_magic.client.ipp_private import send_interrupt
 from mlp_magic.world.start.launch import start_processes
 from mlp_magic.world.deaths import controller_lost, launcher_log
 from mlp_magic.world.lifeline import Lifeline, wait_for_ends
@@ -41,7 +41,7 @@ from mlp_magic.agent.launch import start_agents
 from mlp_magic.world.live import LiveWorld
 from mlp_magic.world.start.mpi import MpiInfo
 from mlp_magic.world.processes import reap_orphans, stop_ranks, wait_for_file
-from mlp_magic.ranks.quiet_replies import complete_quiet_outputs
+from mlp_magic.client.quiet_replies import complete_quiet_outputs
 from mlp_magic.world.start.registration import Waiting, start_advice, wait_for_engines
 
 DISPLAY_CAP = 1_000_000  # characters per rank and stream shown in the notebook; the log has all
@@ -172,7 +172,7 @@ class World:
 
     def connect_client(self, info) -> bool:
         """The kernel's client of the controller (``info``: its connection file or dict); True
-        when its replies can be quiet (ranks/quiet_replies)."""
+        when its replies can be quiet (client/quiet_replies)."""
         import ipyparallel
 
         self.client = ipyparallel.Client(info, timeout=self.budget.stall_s)

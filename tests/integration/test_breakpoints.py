@@ -61,7 +61,7 @@ _MISSED: set = set()   # in the kernel: the (requests, rank index) whose first P
 
 
 def _hard_of_hearing(self, index, msg):
-    from mlp_magic.ranks.waiting import PAUSED
+    from mlp_magic.client.waiting import PAUSED
 
     if msg.get("header", {}).get("msg_type") == PAUSED and (id(self), index) not in _MISSED:
         _MISSED.add((id(self), index))
@@ -71,7 +71,7 @@ def _hard_of_hearing(self, index, msg):
 
 def _miss_every_first_stop() -> None:
     """In the kernel: its mlp_magic misses every rank's first word that it stopped."""
-    from mlp_magic.ranks.waiting import Requests
+    from mlp_magic.client.waiting import Requests
 
     _MISSED.clear()
     _hard_of_hearing.heard = Requests._on_iopub
@@ -80,7 +80,7 @@ def _miss_every_first_stop() -> None:
 
 def _hearing_again() -> int:
     """In the kernel: it hears again; how many first words it missed."""
-    from mlp_magic.ranks.waiting import Requests
+    from mlp_magic.client.waiting import Requests
 
     Requests._on_iopub = getattr(_hard_of_hearing, "heard", Requests._on_iopub)
     return len(_MISSED)

@@ -16,8 +16,8 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.gpu.nvml_probe import nvml_library_loads
 from mlp_magic.gpu.engines import collect_from_engines, collect_from_world, probe_targets
 from tests import worlds
-from mlp_magic.ranks import job as rank_job
-from mlp_magic.ranks.waiting import Requests
+from mlp_magic.client import job as rank_job
+from mlp_magic.client.waiting import Requests
 from tests.timing import hang_bound
 from tests.unit.gpu.test_probe import install_smi
 
@@ -128,7 +128,7 @@ def _a_busy_engine(tmp_path: Path) -> None:
             patch.setattr(rank_job, "Requests", CountedRequests)
             found = collect_from_engines(world, targets, timeout=1.0)
         took = time.monotonic() - started
-        # one RankJob waiting on ranks/waiting.Requests, woken by the idle engine's answer and the deadline,
+        # one RankJob waiting on client/waiting.Requests, woken by the idle engine's answer and the deadline,
         # not by a clock (a 0.1 s poll would wake ten times)
         [requests] = CountedRequests.made
         assert requests.wakes <= 3, requests.wakes

@@ -166,7 +166,7 @@ def test_stacks_of_an_idle_world_say_idle_and_a_scripts_tree_starts_at_the_scrip
 def _record_second_rounds() -> None:
     """In the kernel: each second round of an interrupt recorded as (ranks running before the
     first, before the second, the grace, the wait)."""
-    from mlp_magic.ranks import job
+    from mlp_magic.client import job
     from mlp_magic.world.pure import budget
 
     seen = []
@@ -179,7 +179,7 @@ def _record_second_rounds() -> None:
 
 
 def _second_rounds() -> list:
-    from mlp_magic.ranks import job
+    from mlp_magic.client import job
     from mlp_magic.world.pure import budget
 
     job.second_round_grace = budget.second_round_grace

@@ -35,19 +35,20 @@ def _watch_live() -> None:
     """In the kernel: keep what the live area holds (its lines, as it draws them) at the end."""
     from mlp_magic.output import display
 
-    original = display.LiveOutput.finish
+    original = display.StreamingOutput.finish
 
     def finish(self, bundle):
         _LIVE.append(self.folded.view(self.lines.maxlen) if self.folded is not None else list(self.lines))
         original(self, bundle)
     finish.original = original
-    display.LiveOutput.finish = finish
+    display.StreamingOutput.finish = finish
 
 
 def _live_held() -> list:
     from mlp_magic.output import display
 
-    display.LiveOutput.finish = getattr(display.LiveOutput.finish, "original", display.LiveOutput.finish)
+    finish = display.StreamingOutput.finish
+    display.StreamingOutput.finish = getattr(finish, "original", finish)
     held = list(_LIVE)
     _LIVE.clear()
     return held

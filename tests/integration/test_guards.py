@@ -1,7 +1,7 @@
 """When an internal we reach into is gone (an upgrade moved it), a real World falls back to plain
 ipyparallel behaviour, says so once, and loses no output (issue 24, "internals behind a guard").
 
-The upgrade is played by renaming what our guard looks for (ranks/ipp_private.REPLY_HOOKS,
+The upgrade is played by renaming what our guard looks for (client/ipp_private.REPLY_HOOKS,
 engine/ipykernel_private's names, through a sitecustomize in the engines), so the real check
 runs and finds nothing, on real engines under real mpiexec. The renaming is done in the session's
 kernel, where the World is started (``in_kernel.setattr``), and undone after the test.
@@ -15,7 +15,7 @@ import pytest
 from mlp_magic.errors import RankFailure
 from tests import worlds
 from mlp_magic.world import guards
-from mlp_magic.ranks import ipp_private
+from mlp_magic.client import ipp_private
 
 from tests.integration.conftest import run
 

@@ -1,7 +1,7 @@
 """The contract with ipyparallel on a real World (what only exists once connected): a request's
 per-engine futures with their output futures and iopub callbacks, its targets, the client's
 reply handlers and tables, a remote error resolved as a value, our key kept in the metadata, a
-finished request forgotten. Each is a name ranks/ipp_private reaches; an upgrade that moves one
+finished request forgotten. Each is a name client/ipp_private reaches; an upgrade that moves one
 fails here before any cell loses output.
 
 The client is the kernel's (it cannot be pickled): each check runs there, through ``ip.call``."""
@@ -11,8 +11,8 @@ import os
 
 from mlp_magic.engine.quiet import SECONDS_KEY
 from tests import worlds
-from mlp_magic.ranks.ipp_private import (children, forget_results, on_iopub, remote_error, reply_hooks,
-                                         request_futures, targets)
+from mlp_magic.client.ipp_private import (children, forget_results, on_iopub, remote_error, reply_hooks,
+                                          request_futures, targets)
 
 from tests.integration.conftest import run
 

@@ -221,7 +221,7 @@ LAYERS = (
     (),                                                                     # 1 pure: core/, */pure/
     ("mlp_magic.machine",),                                                 # 2 this machine, asked
     (),                                                                     # 3 in a rank: engine/, */rank/
-    ("mlp_magic.ssh", "mlp_magic.fanout", "mlp_magic.ranks", "mlp_magic.output"),   # 4 reaching hosts, ranks
+    ("mlp_magic.ssh", "mlp_magic.fanout", "mlp_magic.client", "mlp_magic.output"),   # 4 reaching hosts, ranks
     ("mlp_magic.gpu", "mlp_magic.agent", "mlp_magic.stacks"),               # 5 probes, agents, stacks
     ("mlp_magic.world", "mlp_magic.unblock"),                               # 6 the World
     ("mlp_magic.mpirun", "mlp_magic.values", "mlp_magic.debugging",         # 7 what runs on it

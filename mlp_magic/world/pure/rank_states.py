@@ -1,6 +1,6 @@
 """Every rank's state in a World, and what the faces say of it. Pure: times are given, never read.
 
-``RankStates`` is changed by the kernel's one rank-waiting loop (``ranks/waiting``): a rank is
+``RankStates`` is changed by the kernel's one rank-waiting loop (``client/waiting``): a rank is
 ``busy`` from the moment a request of ours is sent to it until its answer and its output are in,
 ``paused`` while it is stopped at a breakpoint inside one, ``idle`` otherwise, ``starting`` until
 the World's start has set it up, ``dead`` once its engine or the World is gone. Each rank also

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from mlp_magic.core.ranges import fold_hosts, fold_ranks
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ranks.job import START, RankJob
-from mlp_magic.ranks.remote_errors import grouped_causes, one_line
+from mlp_magic.client.job import START, RankJob
+from mlp_magic.client.remote_errors import grouped_causes, one_line
 
 
 def gather(world, pending: dict, what: str, deadline: float, step: str = "") -> dict:

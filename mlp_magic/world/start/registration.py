@@ -4,7 +4,7 @@ that names who is missing (ranks, hosts, their last log lines, what to try).
 The deadlines come from the World's size (``core.start_budget``) and from progress: a start
 fails when no new rank has registered for ``stall_s``, or when it has run for ``total_s``.
 
-The wait is woken by events, not by a clock: the client's registration events (ranks/ipp_private
+The wait is woken by events, not by a clock: the client's registration events (client/ipp_private
 ``on_registration``), the World's lifeline when one of its processes ends (``Waiting.wake``), the
 progress display's next due time and the deadlines. Only a client without registration events
 is asked again every ``FALLBACK_S``.
@@ -21,8 +21,8 @@ from mlp_magic.world.pure.progress import missing_report, progress_line
 from mlp_magic.engine.identity import usable_cpus
 from mlp_magic.engine.pure.versions import refusal_error
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ranks.ipp_private import on_registration
-from mlp_magic.ranks.remote_errors import grouped_causes
+from mlp_magic.client.ipp_private import on_registration
+from mlp_magic.client.remote_errors import grouped_causes
 from mlp_magic.world.start.reach import unreachable_error
 
 FALLBACK_S = 0.05   # only where the client tells no registrations: ask its ids this often

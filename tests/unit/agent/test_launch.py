@@ -3,7 +3,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mlp_magic.agent.launch import _why, agents_note
-from mlp_magic.ranks.remote_errors import Failed
+from mlp_magic.client.remote_errors import Failed
 
 HOSTS = st.text("abcw0123-.", min_size=1, max_size=8)
 ONE_LINE = st.text(min_size=1, max_size=40).filter(lambda text: "\n" not in text)

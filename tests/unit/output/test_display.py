@@ -11,7 +11,7 @@ def chunks(ranks: int, step: int) -> list:
 
 
 def test_live_lines_fold_by_template_in_a_terminal(capsys):
-    live = display.LiveOutput(fold=True)
+    live = display.StreamingOutput(fold=True)
     assert not live.notebook
     live.add(chunks(64, 1))
     live.add([(3, "stderr", "warn"), (3, "stderr", "ing 7\n")])   # a line in two pieces
@@ -19,7 +19,7 @@ def test_live_lines_fold_by_template_in_a_terminal(capsys):
 
 
 def test_without_fold_every_live_line_is_shown(capsys):
-    live = display.LiveOutput()
+    live = display.StreamingOutput()
     live.add(chunks(64, 1))
     assert len(capsys.readouterr().out.splitlines()) == 64
 

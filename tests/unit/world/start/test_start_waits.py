@@ -12,7 +12,7 @@ import pytest
 
 from mlp_magic.world.pure.budget import StartBudget
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ranks.ipp_private import on_registration
+from mlp_magic.client.ipp_private import on_registration
 from mlp_magic.world.lifeline import wait_for_ends
 from mlp_magic.world.start.registration import Waiting, wait_for_engines
 

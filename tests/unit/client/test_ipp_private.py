@@ -1,12 +1,12 @@
-"""ranks/ipp_private: each use of ipyparallel's client internals has its fallback or one clear
+"""client/ipp_private: each use of ipyparallel's client internals has its fallback or one clear
 error, checked against a real (unconnected) ipyparallel Client's attributes where it matters."""
 from concurrent.futures import Future
 from types import SimpleNamespace
 
 import pytest
 
-from mlp_magic.ranks.ipp_private import REPLY_KINDS, reply_hooks, send_interrupt
-from mlp_magic.ranks.quiet_replies import complete_quiet_outputs
+from mlp_magic.client.ipp_private import REPLY_KINDS, reply_hooks, send_interrupt
+from mlp_magic.client.quiet_replies import complete_quiet_outputs
 
 
 def a_client(**overrides):
@@ -83,7 +83,7 @@ def test_an_interrupt_without_the_control_request_sends_nothing_and_says_so():
 def test_a_ranks_run_time_is_its_own_count_else_ipyparallels_dates():
     from datetime import datetime, timezone
 
-    from mlp_magic.ranks.quiet_replies import run_seconds
+    from mlp_magic.client.quiet_replies import run_seconds
 
     assert run_seconds({"mlp_seconds": 0.25, "started": None}) == 0.25
     started = datetime(2026, 11, 25, 9, 42, 48, 525275, tzinfo=timezone.utc)
@@ -92,7 +92,7 @@ def test_a_ranks_run_time_is_its_own_count_else_ipyparallels_dates():
 
 
 def test_forgetting_a_request_says_whether_the_client_let_it():
-    from mlp_magic.ranks.ipp_private import forget_results
+    from mlp_magic.client.ipp_private import forget_results
 
     kid = SimpleNamespace(header={"msg_id": "m1"})
     request = SimpleNamespace(_children=[kid])
@@ -106,7 +106,7 @@ def test_forgetting_a_request_says_whether_the_client_let_it():
 
 def test_a_request_without_per_engine_futures_or_targets_is_one_clear_error():
     from mlp_magic.errors import MlpMagicError
-    from mlp_magic.ranks.ipp_private import children, targets
+    from mlp_magic.client.ipp_private import children, targets
 
     for missing in (children, targets):
         with pytest.raises(MlpMagicError, match=r"needs ipyparallel>=9.0,<10"):

@@ -17,7 +17,7 @@
   rank's pdb command: debugging/stopped), one engine at a time so that each answer is its own
   future; missing, breakpoints' commands cannot be sent, said in one line.
 - ``reply_hooks``: the client's reply handlers by message type (``_queue_handlers``) and its
-  output futures by request (``_output_futures``), for ranks/quiet_replies. The engines leave out
+  output futures by request (``_output_futures``), for client/quiet_replies. The engines leave out
   a quiet request's 'idle', which only these let the client do without; missing, the World asks
   its engines to publish as plain ipykernel does (engine/quiet.unquieten: more messages, the same
   output) and says so once (world/guards).

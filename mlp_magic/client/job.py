@@ -1,7 +1,7 @@
 """A RankJob: requests of ours in flight on some ranks of a World, the one way the kernel reaches them.
 
 A job is sent once (an ``execute`` for a cell, an ``apply`` of one of our functions), followed
-by the one waiting loop (ranks/waiting: woken by events, never by a clock), stopped by an
+by the one waiting loop (client/waiting: woken by events, never by a clock), stopped by an
 interrupt, and released when done. Its ``Kind`` says what the ranks' states show and when the
 wait may give up:
 
@@ -27,9 +27,9 @@ from concurrent.futures import Future
 from mlp_magic.core.ranges import fold_ranks, rank_words
 from mlp_magic.core.records import Record
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.ranks.ipp_private import children, forget_results, remote_error
-from mlp_magic.ranks.remote_errors import Failed, one_line
-from mlp_magic.ranks.waiting import Requests
+from mlp_magic.client.ipp_private import children, forget_results, remote_error
+from mlp_magic.client.remote_errors import Failed, one_line
+from mlp_magic.client.waiting import Requests
 from mlp_magic.unblock.pure.report import HUNG_HINT
 from mlp_magic.world.pure.budget import interrupt_grace, second_round_grace
 

@@ -1,10 +1,10 @@
-"""ranks/remote_errors: a rank's error as the user reads it. A failed call of the World's start
+"""client/remote_errors: a rank's error as the user reads it. A failed call of the World's start
 is one line, each cause once with its ranks and hosts (the real thing:
 tests/integration/test_start_failures.py); a cell's traceback reads the same on every rank."""
 from ipyparallel.error import EngineError, RemoteError
 
 from mlp_magic.engine.capture import CELL_TAG
-from mlp_magic.ranks.remote_errors import one_line, traceback_text
+from mlp_magic.client.remote_errors import one_line, traceback_text
 from mlp_magic.world.start.calls import failure_line
 
 

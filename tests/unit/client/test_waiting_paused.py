@@ -1,8 +1,8 @@
-"""ranks/waiting: a cell's ranks stopped at breakpoints, as their iopub messages and the debugger's
+"""client/waiting: a cell's ranks stopped at breakpoints, as their iopub messages and the debugger's
 replies tell it; the wait wakes on a stop, and a stale stop never counts."""
 from concurrent.futures import Future
 
-from mlp_magic.ranks.waiting import PAUSED, Requests
+from mlp_magic.client.waiting import PAUSED, Requests
 
 
 class World:

@@ -4,11 +4,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlp_magic.output.pure.fold.live import LiveFold
+from mlp_magic.output.pure.fold.streaming import StreamingFold
 
 
 def test_512_ranks_printing_a_loop_stream_a_bounded_number_of_lines():
-    live = LiveFold(interval=2.0)
+    live = StreamingFold(interval=2.0)
     printed = []
     now = 0.0
     for step in range(20):
@@ -23,7 +23,7 @@ def test_512_ranks_printing_a_loop_stream_a_bounded_number_of_lines():
 
 
 def test_streams_and_templates_are_separate_entries_in_order_of_first_appearance():
-    live = LiveFold()
+    live = StreamingFold()
     assert live.add(1, "stderr", "warning 3", 0.0) == ["[1:err] warning 3"]
     assert live.add(0, "stdout", "hello 1", 0.0) == ["[0] hello 1"]
     assert live.add(2, "stdout", "warning 3", 0.0) == ["[2] warning 3"]   # same text, other stream
@@ -35,7 +35,7 @@ def test_streams_and_templates_are_separate_entries_in_order_of_first_appearance
 
 
 def test_the_view_keeps_the_most_recently_active_templates():
-    live = LiveFold()
+    live = StreamingFold()
     live.add(0, "stdout", "loop 1", 0.0)
     for i in range(50):
         live.add(0, "stdout", f"one-off line {'x' * i}", 0.0)
@@ -45,7 +45,7 @@ def test_the_view_keeps_the_most_recently_active_templates():
 
 
 def test_templates_beyond_the_cap_are_counted_not_kept():
-    live = LiveFold(max_templates=5)
+    live = StreamingFold(max_templates=5)
     for i in range(20):
         live.add(0, "stdout", "word" + "x" * i, 0.0)
     assert len(live.entries) == 5 and live.others == 15
@@ -57,7 +57,7 @@ def test_templates_beyond_the_cap_are_counted_not_kept():
                 max_size=200))
 @settings(max_examples=200)
 def test_every_line_is_counted_once(lines):
-    live = LiveFold(max_templates=3)
+    live = StreamingFold(max_templates=3)
     for rank, stream, template, number in lines:
         live.add(rank, stream, template.format(number, number), 0.0)
     assert sum(e.count for e in live.entries.values()) + live.others == len(lines) == live.lines_seen

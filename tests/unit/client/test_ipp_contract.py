@@ -1,4 +1,4 @@
-"""The contract with the installed ipyparallel, class by class (ranks/ipp_private, and the
+"""The contract with the installed ipyparallel, class by class (client/ipp_private, and the
 command lines of world/processes): every private name we reach and every setting we pass exists
 with the shape we use. An upgrade that moves one fails here, loudly; what only exists on a
 connected client is held on a real World (tests/integration/test_ipp_contract.py)."""
@@ -9,7 +9,7 @@ import inspect
 import pytest
 
 from mlp_magic.world import processes
-from mlp_magic.ranks.ipp_private import REPLY_HOOKS, REPLY_KINDS, keep_in_metadata
+from mlp_magic.client.ipp_private import REPLY_HOOKS, REPLY_KINDS, keep_in_metadata
 
 
 def test_the_client_keeps_the_tables_we_read_and_the_handlers_we_wrap():
@@ -81,7 +81,7 @@ def test_the_client_calls_its_registration_callbacks_on_each_engine_event():
     """world/start/registration's start wakes on them (ipp_private.on_registration)."""
     from ipyparallel import Client
 
-    from mlp_magic.ranks.ipp_private import REGISTRATION_CALLBACKS, on_registration
+    from mlp_magic.client.ipp_private import REGISTRATION_CALLBACKS, on_registration
 
     assert REGISTRATION_CALLBACKS in Client.class_trait_names()
     for handler in (Client._register_engine, Client._unregister_engine):

@@ -27,7 +27,7 @@ class _Entry:
         self.printed_at, self.changed, self.touched, self.tag = now, False, order, None
 
 
-class LiveFold:
+class StreamingFold:
     def __init__(self, interval: float = 2.0, max_templates: int = MAX_TEMPLATES):
         self.interval = interval
         self.max_templates = max_templates

@@ -2,7 +2,7 @@
 that request's output at once (no 'idle' will come for it); the rank's run time is kept in the
 request's metadata under ``SECONDS_KEY`` (ipyparallel's own extraction keeps known keys only).
 
-Where the client keeps its reply handlers elsewhere (ranks/ipp_private.reply_hooks), nothing is
+Where the client keeps its reply handlers elsewhere (client/ipp_private.reply_hooks), nothing is
 wrapped: the World then has its engines publish plain ipykernel messages instead (world/guards).
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ from concurrent.futures import InvalidStateError
 from datetime import datetime
 
 from mlp_magic.engine.quiet import QUIET_KEY, SECONDS_KEY
-from mlp_magic.ranks import ipp_private
-from mlp_magic.ranks.ipp_private import REPLY_KINDS, keep_in_metadata
+from mlp_magic.client import ipp_private
+from mlp_magic.client.ipp_private import REPLY_KINDS, keep_in_metadata
 
 
 def complete_quiet_outputs(client) -> bool:

@@ -1,7 +1,7 @@
 """The one loop that waits on ranks: requests of ours in flight, woken by events, never by a clock.
 
 Every wait of the kernel on its ranks goes through ``Requests``, held by the RankJob that sent the
-requests (ranks/job: a cell, a call, ``%allrun`` through the engines, the World's start, its
+requests (client/job: a cell, a call, ``%allrun`` through the engines, the World's start, its
 chores). A request on a rank is one or more
 futures of ipyparallel's client (its reply, and for cells its output, complete on the rank's
 'idle'). Their callbacks run on the client's IO thread: they count the request down, note that a
@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from mlp_magic.ranks.ipp_private import is_engine_death, on_iopub
+from mlp_magic.client.ipp_private import is_engine_death, on_iopub
 
 OUTPUT_MESSAGES = frozenset({"stream", "display_data", "execute_result", "error"})
 PAUSED = "mlp_paused"   # a rank stopped at a breakpoint (debugging/rank/breakpoints.PAUSED)
