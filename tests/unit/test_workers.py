@@ -46,12 +46,14 @@ def _hold(alone: bool, seconds: float, events, name: str) -> None:
         events.put((name, "out", time.monotonic()))
 
 
-def _two_workers(first_alone: bool, second_alone: bool, first_holds_s: float) -> list:
+def _two_workers(first_alone: bool, second_alone: bool, first_holds_s: float, first=None) -> list:
     """Two workers of one run (children of this process, as xdist's are of its controller), the
-    second starting while the first holds the machine: the order they went in and out."""
+    second starting while the first holds the machine: the order they went in and out.
+    ``first(events)``: what the first worker does, if not one test held ``first_holds_s``."""
     context = multiprocessing.get_context("fork")
     events = context.Queue()
-    first = context.Process(target=_hold, args=(first_alone, first_holds_s, events, "gw0"))
+    first = context.Process(target=first or _hold, args=(events,) if first else
+                            (first_alone, first_holds_s, events, "gw0"))
     first.start()
     assert events.get(timeout=10)[:2] == ("gw0", "in")
     second = context.Process(target=_hold, args=(second_alone, 0.0, events, "gw1"))
@@ -94,15 +96,5 @@ def _two_alone_tests_in_a_row(events) -> None:
 
 
 def test_a_run_of_alone_tests_keeps_the_machine_from_the_first_to_the_last():
-    context = multiprocessing.get_context("fork")
-    events = context.Queue()
-    first = context.Process(target=_two_alone_tests_in_a_row, args=(events,))
-    first.start()
-    assert events.get(timeout=10)[:2] == ("gw0", "in")
-    second = context.Process(target=_hold, args=(False, 0.0, events, "gw1"))
-    second.start()
-    for process in (first, second):
-        process.join(10)
-    order = [events.get(timeout=10)[:2] for _ in range(3)]
-    _remove_locks_of_this_process()
+    order = _two_workers(True, False, 0.0, first=_two_alone_tests_in_a_row)
     assert order == [("gw0", "out"), ("gw1", "in"), ("gw1", "out")]
