@@ -65,10 +65,11 @@ def follow(cell: Cell, deadline: float | None, give_up: bool = True,
     finally:
         watch.stop()
     live.add(cell.new_output(every_rank=True))
-    if outcome is Outcome.PAUSED or (outcome is Outcome.TIMEOUT and not give_up):
+    if outcome is Outcome.PAUSED:
         cell.ended(Ending(outcome))
-        if outcome is Outcome.PAUSED:
-            return show_paused(cell, live)
+        return show_paused(cell, live)
+    if outcome is Outcome.TIMEOUT and not give_up:   # the cell is not over: its ranks run on
+        cell.ended(Ending(outcome))
         live.finish({"text/plain": ""})
         return None
     stacks = stack_snapshot(world, cell.ranks, cell.log_dir) if outcome is Outcome.TIMEOUT else None
