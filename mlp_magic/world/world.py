@@ -41,6 +41,7 @@ from mlp_magic.agent.launch import start_agents
 from mlp_magic.world.live import LiveWorld
 from mlp_magic.world.start.mpi import MpiInfo
 from mlp_magic.world.processes import reap_orphans, stop_ranks, wait_for_file
+from mlp_magic.client.connect import connect
 from mlp_magic.client.quiet_replies import complete_quiet_outputs
 from mlp_magic.world.start.registration import Waiting, start_advice, wait_for_engines
 
@@ -173,9 +174,7 @@ class World:
     def connect_client(self, info) -> bool:
         """The kernel's client of the controller (``info``: its connection file or dict); True
         when its replies can be quiet (client/quiet_replies)."""
-        import ipyparallel
-
-        self.client = ipyparallel.Client(info, timeout=self.budget.stall_s)
+        self.client = connect(info, self.processes[0], self.budget.total_s)
         logging.getLogger("ipyparallel").setLevel(logging.ERROR)   # (un)registrations: ours to say
         return complete_quiet_outputs(self.client)
 
