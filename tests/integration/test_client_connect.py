@@ -48,7 +48,8 @@ def test_a_controller_that_answers_late_is_waited_for(controller):
 def test_a_controller_that_never_answers_is_one_line_naming_its_log(controller):
     process, info = controller
     os.kill(process.pid, signal.SIGSTOP)
-    with pytest.raises(MlpMagicError, match=r"ipcontroller did not answer the kernel within 2 s; log: .*controller.log"):
+    with pytest.raises(MlpMagicError,
+                       match=r"ipcontroller did not answer the kernel within 2 s; log: .*controller.log"):
         connect(info, process, 2)
 
 
