@@ -4,7 +4,9 @@ The World the tests start (real mpiexec, real ipyparallel engines) is reused acr
 as a user's notebook would, and stopped at the end of the session.
 """
 import os
+import re
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -15,8 +17,20 @@ def child_pids() -> set:
 
 
 def run(ip, cell: str):
-    """Run a cell; return the exception raised in it, or None."""
-    return ip.run_cell(cell).error_in_exec
+    """Run a cell; return the exception raised in it, or None. An error naming a World's logs
+    prints their tails, which pytest shows with a failing test (the session's home is removed
+    at its end, so CI's report is the only place they survive)."""
+    error = ip.run_cell(cell).error_in_exec
+    named = re.search(r"logs in (/\S+?);?(?:\s|$)", str(error or ""))
+    if named:
+        print_log_tails(Path(named.group(1)))
+    return error
+
+
+def print_log_tails(folder: Path, lines: int = 15) -> None:
+    for log in sorted(folder.glob("*.log")) if folder.is_dir() else ():
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+        print(f"--- the last {len(tail)} lines of {log}", *tail, sep="\n")
 
 
 def timed_run(ip, cell: str):
