@@ -83,14 +83,15 @@ class RankJob:
 
     @classmethod
     def apply(cls, world, kind: Kind, ranks: list, function, *args) -> "RankJob":
-        """``function(*args)`` on every rank of ``ranks``: one broadcast request."""
+        """``function(*args)`` on every rank of ``ranks`` that lives: one broadcast request."""
+        ranks = [rank for rank in ranks if rank not in world.dead_ranks]
         view = world.client.broadcast_view(targets=[world.rank_to_engine[r] for r in ranks])
         return cls(world, kind, ranks, [view.apply_async(function, *args)])
 
     @classmethod
     def apply_each(cls, world, kind: Kind, arguments: dict, function) -> "RankJob":
-        """``function(*arguments[rank])`` on each rank: one request per rank."""
-        ranks = list(arguments)
+        """``function(*arguments[rank])`` on each rank that lives: one request per rank."""
+        ranks = [rank for rank in arguments if rank not in world.dead_ranks]
         sent = [world.client[world.rank_to_engine[r]].apply_async(function, *arguments[r]) for r in ranks]
         return cls(world, kind, ranks, sent)
 

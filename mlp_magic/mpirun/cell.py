@@ -32,6 +32,7 @@ class Outcome(enum.Enum):
     INTERRUPTED = "interrupted"  # Ctrl-C / the stop button: the running ranks were interrupted
     DIED = "died"                # an engine or the launcher went away during the cell
     HOST_LOST = "host lost"      # a host stopped answering (world/host_watch): the others interrupted
+    RANK_DIED = "rank died"      # ranks died, the others live on (ULFM): those still running interrupted
     PAUSED = "paused"            # every rank still running stopped at a breakpoint: it goes on later
 
     @property
@@ -39,6 +40,7 @@ class Outcome(enum.Enum):
         """The status of a rank that had not finished when the cell ended this way."""
         return {Outcome.TIMEOUT: status.TIMEOUT, Outcome.INTERRUPTED: status.INTERRUPTED,
                 Outcome.DIED: status.DIED, Outcome.HOST_LOST: status.INTERRUPTED,
+                Outcome.RANK_DIED: status.INTERRUPTED,
                 Outcome.PAUSED: status.PAUSED}.get(self, status.TIMEOUT)
 
 
@@ -114,7 +116,8 @@ class Cell:
     def release(self) -> None:
         """Let the client forget the finished cell (else memory grows cell after cell: 64 ranks
         printing a line each, ~1 MiB a cell); the panel's record says it ended."""
-        if not self.job.release():
+        # a dead rank's request stays outstanding (ipyparallel keeps it): not a moved table
+        if not self.job.release() and not self.world.dead_ranks.keys() & set(self.ranks):
             say_once(self.world.notice, KEPT_RESULTS)
         self.world.live.cell_ended(self.log_dir)
 

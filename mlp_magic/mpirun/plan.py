@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from mlp_magic.core.ranges import parse_ranks
+from mlp_magic.core.ranges import fold_ranks, parse_ranks, rank_words
 from mlp_magic.machine.topology import topology_from_environment
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.world.world import WorldSpec
@@ -31,6 +31,21 @@ def wanted_spec(args, env, running=None) -> WorldSpec:
 def chosen_ranks(spec: str | None, np: int) -> list:
     """``--ranks SPEC`` of a World of ``np`` ranks (every rank without it)."""
     return parse_ranks(spec, np) if spec else list(range(np))
+
+
+def live_ranks(world, ranks: list, chosen: bool, notice) -> list:
+    """``ranks`` of ``world`` without those that died (the World survived them: ULFM); naming a
+    dead rank (``chosen``: --ranks) is one error, changing nothing."""
+    dead = sorted(set(ranks) & world.dead_ranks.keys())
+    if not dead:
+        return ranks
+    if chosen:
+        living = fold_ranks(r for r in range(world.np) if r not in world.dead_ranks)
+        raise MlpMagicError(f"--ranks: {rank_words(dead)} died in an earlier cell; the World runs on "
+                            f"ranks {living} (`%mpirun --restart` starts all again)")
+    notice(f"mlp_magic: {rank_words(dead)} died in an earlier cell: "
+           f"running on the other {len(ranks) - len(dead)}")
+    return [rank for rank in ranks if rank not in dead]
 
 
 def _refuse_ssh_details(topology) -> None:

@@ -13,16 +13,19 @@ from mlp_magic.core import results as status
 from mlp_magic.core.results import MpirunResult
 from mlp_magic.mpirun import collector
 from mlp_magic.mpirun.cell import Cell, Ending, Outcome
-from mlp_magic.mpirun.plan import chosen_ranks, wanted_spec
+from mlp_magic.mpirun.plan import chosen_ranks, live_ranks, wanted_spec
 from mlp_magic.mpirun.show import raise_for_failures, show, show_paused
 from mlp_magic.output import display, logs
 from mlp_magic.stacks.snapshot import stack_snapshot
-from mlp_magic.world.deaths import how_ranks_died, lost_hosts_note
+from mlp_magic.world.deaths import how_ranks_died, lost_hosts_note, survivors_died_note
 from mlp_magic.world.host_watch import HostWatch
 
 # Ranks stopped at a breakpoint while the others neither finish, stop nor write for this long
 # (waiting in a collective for the stopped ones?): the cell shows the stopped ones.
 PAUSE_SETTLES_S = 2.0
+# After a rank's death (the World survives it: ULFM), the survivors get this long to end the cell
+# on their own (one blocked in a collective with the dead rank does not), then are interrupted.
+SURVIVORS_GRACE_S = 2.0
 # A long cell's GPU inventory (memory, load) is taken again after it, at most this often.
 GPUS_AFTER_LONG_CELL_EVERY_S = 60.0
 LONG_CELL_S = 1.0
@@ -38,6 +41,7 @@ def run_cell(owner, args, code: str, env, notice=print, world=None) -> MpirunRes
         world = owner.ensure(spec, restart=args.restart, notice=notice, keep=getattr(args, "keep", False))
     else:
         ranks = chosen_ranks(args.ranks, world.np)
+    ranks = live_ranks(world, ranks, bool(args.ranks), notice)
     world = owner.idle_world(world, notice)
     with collector.cell_objects_only():
         result = _run_on(world, ranks, args, code)
@@ -76,6 +80,8 @@ def follow(cell: Cell, deadline: float | None, give_up: bool = True,
     outcome, results, still_running = _finish(cell, outcome)
     if outcome is Outcome.DIED:
         note = how_ranks_died(world)
+    elif outcome is Outcome.RANK_DIED:
+        note = survivors_died_note(world, cell.ranks)
     badly = bool(still_running) or any(r.status != status.OK for r in results)
     cell.ended(Ending(outcome, tuple(still_running), note, quitting, badly))
     if cell.job.done():
@@ -90,9 +96,10 @@ def _follow(cell: Cell, live: display.StreamingOutput, deadline: float | None, w
     a host that stops answering wakes it too (world/host_watch), and so does a rank stopping at
     a breakpoint."""
     settled = _QuietWhileStopped(cell.job.requests)
+    survivors_until = None   # once a rank of the cell died: when the others are interrupted
     try:
         while True:
-            wake = [t for t in (deadline, live.wake_at(), settled.at()) if t is not None]
+            wake = [t for t in (deadline, live.wake_at(), settled.at(), survivors_until) if t is not None]
             if cell.job.wait(min(wake) if wake else None):
                 return Outcome.DONE, ""
             chunks = cell.new_output()
@@ -103,6 +110,11 @@ def _follow(cell: Cell, live: display.StreamingOutput, deadline: float | None, w
                 return Outcome.TIMEOUT, ""
             if cell.job.world_ended():
                 return Outcome.DIED, ""
+            dead = cell.world.dead_ranks.keys() & set(cell.ranks)
+            if dead:
+                survivors_until = survivors_until or time.monotonic() + SURVIVORS_GRACE_S
+                if not set(cell.unfinished_ranks()) - dead or time.monotonic() >= survivors_until:
+                    return Outcome.RANK_DIED, ""
             if watch.lost:
                 return Outcome.HOST_LOST, _lost_hosts(cell, watch.lost)
     except KeyboardInterrupt:
@@ -141,15 +153,17 @@ def _finish(cell: Cell, outcome: Outcome) -> tuple:
         cell.job.requests.wait_done(time.monotonic() + 0.3)
     stuck = set(cell.unfinished_ranks())
     lost = {rank for ranks in cell.world.lost_hosts.values() for rank in ranks}
+    dead = set(cell.world.dead_ranks)
     still_running = []
-    if outcome in (Outcome.TIMEOUT, Outcome.INTERRUPTED, Outcome.HOST_LOST):
-        cell.job.interrupt(skip=frozenset(lost))
-        still_running = cell.unfinished_ranks()
+    if outcome in (Outcome.TIMEOUT, Outcome.INTERRUPTED, Outcome.HOST_LOST, Outcome.RANK_DIED):
+        cell.job.interrupt(skip=frozenset(lost | dead))
+        still_running = [rank for rank in cell.unfinished_ranks() if rank not in dead]
     marker = outcome.unfinished_status
     results = cell.results(unfinished_status=marker)
     for result in results:
         if result.rank in stuck and result.status != status.QUIT:   # a stopped rank quit at its debugger
-            result.status = status.UNREACHABLE if result.rank in lost else marker
+            result.status = status.UNREACHABLE if result.rank in lost else \
+                status.DIED if result.rank in dead else marker
             result.error = ""  # the KeyboardInterrupt we sent is not the rank's own error
     return outcome, results, still_running
 

@@ -79,7 +79,7 @@ def outcome_note(ending: Ending) -> str:
         return "quit at the debugger: the stopped ranks' cells ended there; the World is still usable"
     if ending.outcome is Outcome.DONE:
         return ""
-    if ending.outcome in (Outcome.DIED, Outcome.HOST_LOST):
+    if ending.outcome in (Outcome.DIED, Outcome.HOST_LOST, Outcome.RANK_DIED):
         return ending.death_note or "ranks died during the cell; `%mpirun --restart` starts a new World"
     what = "timed out" if ending.outcome is Outcome.TIMEOUT else "interrupted"
     if ending.still_running:

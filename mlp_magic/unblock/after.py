@@ -19,7 +19,7 @@ def regroup(world) -> list[str]:
     """A new MPI communicator where an unblock revoked COMM_WORLD, and the default group made
     again where an unblock cut it, on every rank (the group under a store prefix the kernel
     chooses, the same on every rank whatever each one did before); the lines saying so."""
-    everyone = [row.rank for row in world.layout]
+    everyone = [row.rank for row in world.layout if row.rank not in world.dead_ranks]
     lines = _shrink_if_revoked(world, everyone)
     flags = call(world, everyone, side.unblocked, timeout=ASK_TIMEOUT_S,
                  what="asking the ranks whether they were unblocked")

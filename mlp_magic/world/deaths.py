@@ -12,7 +12,7 @@ import signal
 import time
 
 from mlp_magic.machine.deadline import until
-from mlp_magic.world.pure.deaths import death_note, launcher_named_rank
+from mlp_magic.world.pure.deaths import death_note, launcher_named_rank, survivors_note
 
 LAUNCHER_PATIENCE_S = 2.0   # mpiexec reports a death once the job ended
 PLAIN_PATIENCE_S = 0.3      # plain engines are processes of their own: their end is known at once
@@ -31,6 +31,13 @@ def how_ranks_died(world) -> str:
     until(complete, deadline, longest_s=0.1)
     pid_of_rank = {rank: identity["pid"] for rank, identity in world.identities.items()}
     return death_note(read[0], exited_ranks(world), pid_of_rank, world.host_of)
+
+
+def survivors_died_note(world, ranks) -> str:
+    """One sentence naming the cell's ranks that died, and how, the others living on (ULFM)."""
+    dead = {rank: how for rank, how in world.dead_ranks.items() if rank in ranks}
+    pid_of_rank = {rank: identity["pid"] for rank, identity in world.identities.items()}
+    return survivors_note(dead, world.np - len(world.dead_ranks), pid_of_rank, world.host_of)
 
 
 def launcher_log(world, limit: int = 200_000) -> str:
@@ -115,7 +122,8 @@ def unregistered_refusal(world) -> str:
         registered = set(world.client.ids)
     except Exception:  # noqa: BLE001 - a client that cannot say: the cell itself will
         return ""
-    gone = sorted(rank for rank, engine in world.rank_to_engine.items() if engine not in registered)
+    gone = sorted(rank for rank, engine in world.rank_to_engine.items()
+                  if engine not in registered and rank not in world.dead_ranks)
     if not gone:
         return ""
     from mlp_magic.core.ranges import fold_hosts, fold_ranks

@@ -130,7 +130,7 @@ class WorldOwner:
         if job is None:
             return world
         job.settle()
-        busy = job.unfinished_ranks()
+        busy = [rank for rank in job.unfinished_ranks() if rank not in world.dead_ranks]
         if not busy:
             world.release_busy()
             if job.ended_badly:   # ranks stuck or failed: unblocked (the panel's Unblock)?

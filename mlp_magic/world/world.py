@@ -22,7 +22,7 @@ import psutil
 from mlp_magic import config
 from mlp_magic.core.hostfile import LOOPBACK
 from mlp_magic.core.placement import check_placement
-from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.core.ranges import fold_ranks, rank_words
 from mlp_magic.world.pure.budget import busiest_ranks_per_cpu, memory_shortfall, start_budget
 from mlp_magic.core.topology import Topology
 from mlp_magic.engine import bootstrap as engine_bootstrap, identity as engine_identity
@@ -30,13 +30,14 @@ from mlp_magic.engine.ipykernel_private import with_missing
 from mlp_magic.engine.private_files import narrow_tree, private_dirs
 from mlp_magic.machine.names import is_this_machine
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import facts, guards, published
+from mlp_magic.world import facts, guards, panel_record, published
 from mlp_magic.world.keep import ownership
 from mlp_magic.world.start import calls as start_calls
 from mlp_magic.client.ipp_private import send_interrupt
 from mlp_magic.world.start.launch import start_processes
 from mlp_magic.world.deaths import controller_lost, launcher_log
 from mlp_magic.world.lifeline import Lifeline, wait_for_ends
+from mlp_magic.world.rank_deaths import RankDeathWatch
 from mlp_magic.agent.launch import start_agents
 from mlp_magic.world.live import LiveWorld
 from mlp_magic.world.start.mpi import MpiInfo
@@ -98,6 +99,9 @@ class World:
         self.lifeline: Lifeline | None = None
         self.keeper, self.kept, self.keep_hours = None, False, None   # world/keep/ownership
         self.lost_hosts: dict = {}     # host -> ranks: stopped answering during a cell (host_watch)
+        self.survives_deaths = False   # ULFM: a rank's death ends that rank only (world/rank_deaths)
+        self.dead_ranks: dict = {}     # rank -> how it ended; the others run on
+        self.death_watch: RankDeathWatch | None = None
         self.reach = None                  # the other hosts' ssh, checked while the start runs
         self._gpus_refreshed_at = float("-inf")
         self._start_deadline = float("inf")
@@ -137,6 +141,7 @@ class World:
                                        self.processes, wake=lambda: [w.wake() for w in list(self.waiters)])
             self.mpi, self.controller_ip, self.reach = launched.mpi, launched.controller_ip, launched.reach
             self.client_file, self.encrypted = launched.client_file, launched.encrypted
+            self.survives_deaths = launched.survives_deaths
             ownership.start_keeping(self)   # from now on, this kernel's death stops the World
             self.watch_processes()
             self._connect()
@@ -180,6 +185,19 @@ class World:
 
     def watch_processes(self) -> None:
         self.lifeline = Lifeline(self.processes, self._lost_process)
+        if self.survives_deaths:
+            self.death_watch = RankDeathWatch(self.processes[1].log_path, self._ranks_died)
+
+    def _ranks_died(self, deaths: dict) -> None:
+        """From the death watch's thread: ranks died, the others live on. During the start the
+        launcher is stopped (the start then fails naming the rank, as without ULFM)."""
+        if self.started_at is None:
+            self.processes[1].stop()
+            return
+        self.dead_ranks.update(deaths)
+        self.live.died(sorted(deaths))
+        for requests in list(self.waiters):
+            requests.news()
 
     def _map_ranks_and_bootstrap(self) -> None:
         identify, ip = engine_identity.identify, self.controller_ip
@@ -290,27 +308,8 @@ class World:
             requests.wake()
 
     def state(self) -> dict:
-        """The World's record for the panel (``mlp-magic/cluster``'s "worlds"; README's contract)."""
-        live = self.live.record()
-        engines = self.rank_to_engine
-        for row in live["ranks"]:
-            row["engine_id"] = engines.get(row["rank"])
-        return {
-            "id": self.id, "pid": os.getpid(), "host": socket.gethostname(),
-            "state": "starting" if self.started_at is None else ("running" if self.alive() else "stopped"),
-            "started_at": self.started_at, "np": self.np,
-            "mpi": self.mpi.flavour if self.mpi else None, "source": self.spec.topology.source,
-            "cell": live["cell"], "log_dir": live["log_dir"], "ranks": live["ranks"], "gpus": self.gpus,
-            # What a later kernel needs to clean up after this one if it dies without stopping.
-            "processes": [{"pid": p.pid, "create_time": p.create_time} for p in self.processes],
-            # For the server's actions only (never served): which process each rank is.
-            "agents": self.agents,
-            "private": {"ranks": {rank: [i.get("pid"), i.get("create_time")]
-                                  for rank, i in self.identities.items()},
-                        "groups": {r: [i.get("pgid"), i.get("sid")] for r, i in self.identities.items()},
-                        "agent_key": self.agent_key, **ownership.private_fields(self)},
-            **ownership.keep_fields(self),
-        }
+        """The World's record for the panel (world/panel_record)."""
+        return panel_record.world_record(self)
 
     def refresh_gpus(self, timeout: float = 3.0, at_most_every: float = 0.0) -> None:
         """Each host's GPUs through its engines, for the lab panel (remote hosts included).
@@ -341,6 +340,7 @@ class World:
         where = "; ".join(f"{h}: ranks {fold_ranks(r)}" for h, r in hosts.items())
         mpi = f"{self.mpi.flavour} {self.mpi.version}" if self.mpi else "no MPI"
         state = "running" if self.alive() else "stopped"
+        state += f", {rank_words(sorted(self.dead_ranks))} dead" if self.dead_ranks and self.alive() else ""
         root = ", as root" if self.as_root else ""
         root += "" if self.spec.topology.is_local else (   # across hosts: can the network read it?
             ", encrypted" if self.encrypted else ", traffic readable on the network: MLP_MAGIC_ENCRYPT=0")
@@ -358,6 +358,8 @@ class World:
             self.reach.stop()
         if self.lifeline is not None:
             self.lifeline.close()
+        if self.death_watch is not None:
+            self.death_watch.close()   # the stop's own ends are no deaths
         self.live.close()
         if client is not None:
             try:
@@ -370,16 +372,12 @@ class World:
         for process in reversed(self.processes):
             process.stop()
         self.processes = []
-        self._stop_orphaned_ranks()
+        # The ranks here that outlived their launcher (killed, the OOM killer's pick: in sessions
+        # of their own), and what they left in their groups (os.fork); by pid and start time.
+        stop_ranks([i for i in self.identities.values() if i.get("host") == socket.gethostname()])
         published.withdraw(directory=self.state_dir)
         self._remove_files(keep_logs=not clean)
         ownership.end_keeping(self)   # everything has ended, on purpose: the keeper leaves
-
-    def _stop_orphaned_ranks(self) -> None:
-        """The ranks here that outlived their launcher (killed, the OOM killer's pick: in sessions
-        of their own), and what they left in their groups (``os.fork``); by pid and start time."""
-        here = socket.gethostname()
-        stop_ranks([i for i in self.identities.values() if i.get("host") == here])
 
     def _remove_files(self, keep_logs: bool) -> None:
         """The workdir holds the HMAC-keyed connection files; a failed start keeps its logs

@@ -57,3 +57,17 @@ def no_world(ip):
     before = child_pids()
     yield before
     assert wait_for_no_strays(before) == set(), "processes left behind"
+
+
+@pytest.fixture
+def fresh_world(ip):
+    """A healthy 4-rank World before the test; after it, nothing of ours may linger."""
+    run(ip, "%mpirun --stop")
+    before = child_pids()  # whatever else this test process runs is not ours to judge
+    assert run(ip, "%%mpirun -np 4\npass") is None
+    yield ip
+    run(ip, "%mpirun --stop")
+    deadline = time.monotonic() + 10
+    while child_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert child_pids() - before == set(), "processes left behind"

@@ -129,6 +129,8 @@ export interface IWorld {
   np?: number;
   mpi?: string | null;
   source?: string;
+  /** Ranks that died while the others ran on (Open MPI's ULFM); their rows say "dead". */
+  dead_ranks?: number[];
   /** Null while the World starts. */
   started_at?: string | null;
   updated_at?: string;

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from mlp_magic.core.ranges import fold_ranks
+
 # What the launchers say about the first process to fail, most authoritative first. Each names the
 # MPI rank (our rank) directly, whatever host it ran on and however late its host's lines arrived.
 _LAUNCHER_NAMES_RANK = (
@@ -12,11 +14,13 @@ _LAUNCHER_NAMES_RANK = (
     re.compile(r"first process to do so was:\s*Process name:\s*\[[^\]]*?,(\d+)\]", re.IGNORECASE),
     # MPICH's hydra: "=   RANK 2 PID 77 RUNNING AT worker1"
     re.compile(r"RANK\s+(\d+)\s+PID\s+\d+\s+RUNNING AT"),
+    # Open MPI 5 under ULFM's recovery (see ulfm_deaths): "errmgr:dvm: proc [prterun-x@1,2] aborted"
+    re.compile(r"errmgr:\w+: proc \[[^\]]*?,(\d+)\] (?:aborted|exited)"),
 )
 # What the MPI launchers themselves say when a rank ends badly.
 _LAUNCHER_LINES = re.compile(
     r"(exited on signal|non-zero status|Exit code:|Process name:|killed|Segmentation fault"
-    r"|EXIT CODE|BAD TERMINATION)",
+    r"|EXIT CODE|BAD TERMINATION|aborted by signal)",
     re.IGNORECASE,
 )
 
@@ -50,3 +54,33 @@ def death_note(log_text: str, exited_ranks, pid_of_rank: dict, host_of_rank) -> 
     detail = "; ".join(launcher_report(log_text))
     return (f"{who} during the cell" + (f" [{detail}]" if detail else "")
             + "; an MPI world cannot be partly restarted: `%mpirun --restart` starts all ranks again")
+
+
+# Open MPI 5's launcher under ULFM recovery, with errmgr_base_verbose 5 (world/start/mpi): each
+# failed rank, the job going on: "errmgr:dvm: proc [prterun-vm-3865@1,2] aborted by signal",
+# "... proc [prterun-vm-3865@1,2] exited with non-zero status 3". The rank is the vpid after ','.
+_ULFM_DEATH = re.compile(r"errmgr:\w+: proc \[[^\]@]*@\d+,(\d+)\] "
+                         r"(aborted by signal|exited with non-zero status (-?\d+))")
+
+
+def ulfm_deaths(log_text: str) -> dict:
+    """{rank: how it ended} for each rank the launcher says failed (first word wins)."""
+    found: dict = {}
+    for match in _ULFM_DEATH.finditer(log_text):
+        rank, how, code = int(match.group(1)), match.group(2), match.group(3)
+        if how == "aborted by signal":
+            how = "was killed by a signal"
+        else:
+            how = f"exited with status {code}"
+        found.setdefault(rank, how)
+    return found
+
+
+def survivors_note(dead: dict, living: int, pid_of_rank: dict, host_of_rank) -> str:
+    """The cell's note when ranks died ({rank: how}) and ``living`` ranks live on."""
+    who = "; ".join(f"rank {rank} (pid {pid_of_rank.get(rank, '?')} on {host_of_rank(rank)}) {how}"
+                    for rank, how in sorted(dead.items()))
+    ranks = fold_ranks(sorted(dead))
+    return (f"{who} during the cell; the other {living} ranks kept their state and run the next "
+            f"cells without rank{'s' if len(dead) > 1 else ''} {ranks} "
+            "(`%mpirun --restart` starts all ranks again)")

@@ -21,7 +21,7 @@ from mlp_magic.world.start.addresses import controller_ip
 from mlp_magic.world.start.reach import ReachCheck, refuse_unknown_names
 from mlp_magic.world.start.mpi import (FAST_LOCAL_OMPI, OPENMPI, LaunchPlan, MpiInfo, detect_flavour,
                                        find_mpiexec, hostfile_text, launch_settings, mpiexec_argv,
-                                       names_to_forward)
+                                       names_to_forward, no_survival_reason, survives_a_rank_death)
 from mlp_magic.world.processes import (ManagedProcess, engine_command, relay_when_complete, start_controller,
                                        wait_for_file)
 
@@ -34,6 +34,7 @@ class Launched:
                  encrypted: bool = False):
         self.mpi, self.controller_ip, self.client_file, self.reach = mpi, controller_ip, client_file, reach
         self.encrypted = encrypted
+        self.survives_deaths = False   # a rank's death ends that rank only (ULFM's recovery)
 
 
 def start_processes(spec, workdir: str, budget, notice, processes: list, wake=lambda: None) -> Launched:
@@ -63,13 +64,19 @@ def start_processes(spec, workdir: str, budget, notice, processes: list, wake=la
                "(mpi4py unavailable in cells; `pip install mlp_magic[mpi]` adds it)")
         processes.extend(_plain_engines(spec, workdir, engine_command(engine_file, budget.total_s)))
     elif local:
-        processes.append(_mpiexec(spec, mpi, workdir, engine_command(engine_file, budget.total_s),
-                                  _engine_env(spec, None)))
+        env = _engine_env(spec, None)
+        processes.append(_mpiexec(spec, mpi, workdir, engine_command(engine_file, budget.total_s), env))
     else:
         info = wait_for_file(engine_file, controller, budget.stall_s)
-        processes.append(_mpiexec(spec, mpi, workdir, engine_command(None, budget.total_s),
-                                  _engine_env(spec, info)))
-    return Launched(mpi, ip, client_file, ReachCheck([] if local else topology.host_names(), wake), encrypted)
+        env = _engine_env(spec, info)
+        processes.append(_mpiexec(spec, mpi, workdir, engine_command(None, budget.total_s), env))
+    reach = ReachCheck([] if local else topology.host_names(), wake)
+    launched = Launched(mpi, ip, client_file, reach, encrypted)
+    if mpi is not None:
+        launched.survives_deaths = survives_a_rank_death(mpi, env)
+        if not launched.survives_deaths:
+            notice(f"mlp_magic: a rank's death ends every rank of this World: {no_survival_reason(mpi, env)}")
+    return launched
 
 
 def _engine_env(spec, connection_info: dict | None) -> dict:
@@ -92,6 +99,7 @@ def _mpiexec(spec, mpi: MpiInfo, workdir: str, command: list, env: dict) -> Mana
               zip(topology.hosts, topology.ranks_per_host(spec.np, spec.oversubscribe))]
     plan = LaunchPlan(
         counts=counts, command=command, forward=names_to_forward(env),
+        recover=survives_a_rank_death(mpi, env),
         ssh_agent=_ssh_agent(mpi, workdir), local=topology.is_local,
         as_root=os.geteuid() == 0, hostfile_path=os.path.join(workdir, "hostfile"),
         session_base=workdir,

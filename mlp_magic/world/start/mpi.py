@@ -37,9 +37,31 @@ ULFM_OMPI = {"OMPI_MCA_mpi_ft_enable": "1"}
 
 def launch_settings(mpi: "MpiInfo", env) -> dict:
     """The variables this MPI's ranks get unless the user set them (``env``: theirs so far)."""
-    if mpi.flavour == OPENMPI and mpi.major >= 5 and env.get("OMPI_MCA_pml") == "ob1":
+    if _has_ulfm(mpi, env):
         return dict(ULFM_OMPI)
     return {}
+
+
+def _has_ulfm(mpi: "MpiInfo", env) -> bool:
+    return mpi.flavour == OPENMPI and mpi.major >= 5 and env.get("OMPI_MCA_pml") == "ob1"
+
+
+def survives_a_rank_death(mpi: "MpiInfo", env) -> bool:
+    """Whether the launcher keeps the other ranks when one dies (ULFM's recovery, ``--with-ft
+    ulfm``): Open MPI 5 over ob1, fault tolerance not turned off by the user (``env``: the ranks'
+    variables, launch_settings applied)."""
+    return _has_ulfm(mpi, env) and env.get("OMPI_MCA_mpi_ft_enable", "1").lower() not in ("0", "false", "no")
+
+
+def no_survival_reason(mpi: "MpiInfo", env) -> str:
+    """Why a rank's death ends this World's every rank (said once when it starts)."""
+    if mpi.flavour != OPENMPI:
+        return "MPICH has no ULFM recovery"
+    if mpi.major < 5:
+        return f"Open MPI {mpi.version or '< 5'} has no ULFM recovery (Open MPI 5 has)"
+    if env.get("OMPI_MCA_pml") != "ob1":
+        return f"ULFM needs OMPI_MCA_pml=ob1 (it is {env.get('OMPI_MCA_pml') or 'unset'})"
+    return f"OMPI_MCA_mpi_ft_enable={env.get('OMPI_MCA_mpi_ft_enable')} turns ULFM off"
 
 
 @dataclass(frozen=True)
@@ -124,6 +146,7 @@ class LaunchPlan:
     as_root: bool = False
     hostfile_path: str = ""
     session_base: str = ""  # where a local launcher keeps its session files (the World's folder)
+    recover: bool = False   # ULFM's recovery: a rank's death ends that rank only
 
 
 def hostfile_text(flavour: str, counts: list) -> str:
@@ -159,6 +182,10 @@ def _openmpi_argv(info: MpiInfo, plan: LaunchPlan, np: int) -> list:
         # and a later launcher given the same pid then cannot start ("The PMIx server's listener
         # thread failed to start"). Local only: other hosts may not have this folder.
         argv += ["--prtemca", "prte_tmpdir_base", plan.session_base]
+    if plan.recover:
+        # The job goes on without a dead rank, and the launcher says which one, with how it
+        # ended, in a line world/rank_deaths reads ("errmgr:dvm: proc [...@1,2] aborted by signal").
+        argv += ["--with-ft", "ulfm", "--prtemca", "errmgr_base_verbose", "5"]
     for name in plan.forward:
         argv += ["-x", name]
     if plan.ssh_agent:
