@@ -14,22 +14,25 @@ from tests.timing import hang_bound, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
-DIE_IN_A_CELL = ("%%mpirun -o died\nimport os, time\nprint('alive', rank, flush=True)\n"
-                 "time.sleep(0.5)\nif rank == 2:\n    os._exit(3)\ntime.sleep(60)")
+DIE_IN_A_CELL = ("%%mpirun -o died\nimport os, signal, time\nprint('alive', rank, flush=True)\n"
+                 "time.sleep(0.5)\nif rank == 2:\n    {death}\ntime.sleep(60)")
+KILLED = DIE_IN_A_CELL.format(death="os.kill(os.getpid(), signal.SIGKILL)")   # as the OOM killer does
+EXITED = DIE_IN_A_CELL.format(death="os._exit(3)")
 
 
 def test_a_dying_rank_costs_only_that_rank(fresh_world, capsys):
     ip = fresh_world
     assert run(ip, "%%mpirun\nkept = rank * 10") is None
     capsys.readouterr()
-    error, elapsed = timed_run(ip, DIE_IN_A_CELL)
+    error, elapsed = timed_run(ip, KILLED)
     # the death seen soon, the others given their grace, not their 60 s
     assert elapsed < hang_bound(0.5 + SURVIVORS_GRACE_S + 1), elapsed
     assert "died" in str(error)
     assert [r.stdout for r in ip.user_ns["died"]] == [f"alive {r}\n" for r in range(4)]
     out = capsys.readouterr().out
-    assert "rank 2 (pid" in out and "exited with status 3 during the cell" in out
+    assert "rank 2 (pid" in out and "was killed by a signal during the cell" in out
     assert "the other 3 ranks kept their state and run the next cells without rank 2" in out
+    assert "would hang" not in out   # the others' MPI heard of it (the Barrier below)
 
     assert run(ip, "%%mpirun -o after\nprint(kept)") is None
     after = ip.user_ns["after"]
@@ -67,12 +70,26 @@ def test_a_rank_killed_between_cells_is_left_out_of_the_next(fresh_world, capsys
     assert "rank 1 died in an earlier cell: running on the other 3" in capsys.readouterr().out
 
 
+def test_a_rank_exiting_with_a_status_is_left_out_and_the_note_says_mpi_did_not_hear(fresh_world, capsys):
+    ip = fresh_world
+    assert run(ip, "%%mpirun\nkept = rank") is None
+    error, elapsed = timed_run(ip, EXITED)
+    assert "died" in str(error) and elapsed < hang_bound(0.5 + SURVIVORS_GRACE_S + 1), elapsed
+    out = capsys.readouterr().out
+    assert "exited with status 3 during the cell" in out
+    assert ("Open MPI does not tell the other ranks of a non-zero exit, "
+            "so an MPI call with rank 2 would hang") in out
+    assert run(ip, "%%mpirun -o after\nprint(kept)") is None
+    assert [(r.rank, r.stdout) for r in ip.user_ns["after"]] == [(0, "0\n"), (1, "1\n"), (3, "3\n")]
+
+
 def test_with_ulfm_turned_off_a_death_ends_every_rank_as_the_world_said(ip, no_world, monkeypatch, capsys):
     monkeypatch.setenv("OMPI_MCA_mpi_ft_enable", "0")
     assert run(ip, "%%mpirun -np 4\npass") is None
     out = capsys.readouterr().out
-    assert "mlp_magic: a rank's death ends every rank of this World: OMPI_MCA_mpi_ft_enable=0 turns ULFM off" in out
-    error, elapsed = timed_run(ip, DIE_IN_A_CELL)
+    assert ("mlp_magic: a rank's death ends every rank of this World: "
+            "OMPI_MCA_mpi_ft_enable=0 turns ULFM off") in out
+    error, elapsed = timed_run(ip, EXITED)
     assert elapsed < hang_bound(0.5 + 2), elapsed
     assert "died" in str(error)
     assert [r.stdout for r in ip.user_ns["died"]] == [f"alive {r}\n" for r in range(4)]

@@ -58,9 +58,13 @@ def death_note(log_text: str, exited_ranks, pid_of_rank: dict, host_of_rank) -> 
 
 # Open MPI 5's launcher under ULFM recovery, with errmgr_base_verbose 5 (world/start/mpi): each
 # failed rank, the job going on: "errmgr:dvm: proc [prterun-vm-3865@1,2] aborted by signal",
-# "... proc [prterun-vm-3865@1,2] exited with non-zero status 3". The rank is the vpid after ','.
+# "... exited with non-zero status 3", "... terminated without sync" (status 0 before
+# MPI_Finalize). The rank is the vpid after ','.
 _ULFM_DEATH = re.compile(r"errmgr:\w+: proc \[[^\]@]*@\d+,(\d+)\] "
-                         r"(aborted by signal|exited with non-zero status (-?\d+))")
+                         r"(aborted by signal|terminated without sync|exited with non-zero status (-?\d+))")
+_HOW = {"aborted by signal": "was killed by a signal",
+        "terminated without sync": "ended (status 0) without finishing MPI"}
+EXITED_WITH_STATUS = "exited with status"   # non-zero: the one end the others' MPI never hears of
 
 
 def ulfm_deaths(log_text: str) -> dict:
@@ -68,11 +72,7 @@ def ulfm_deaths(log_text: str) -> dict:
     found: dict = {}
     for match in _ULFM_DEATH.finditer(log_text):
         rank, how, code = int(match.group(1)), match.group(2), match.group(3)
-        if how == "aborted by signal":
-            how = "was killed by a signal"
-        else:
-            how = f"exited with status {code}"
-        found.setdefault(rank, how)
+        found.setdefault(rank, _HOW.get(how) or f"{EXITED_WITH_STATUS} {code}")
     return found
 
 
@@ -81,6 +81,13 @@ def survivors_note(dead: dict, living: int, pid_of_rank: dict, host_of_rank) -> 
     who = "; ".join(f"rank {rank} (pid {pid_of_rank.get(rank, '?')} on {host_of_rank(rank)}) {how}"
                     for rank, how in sorted(dead.items()))
     ranks = fold_ranks(sorted(dead))
-    return (f"{who} during the cell; the other {living} ranks kept their state and run the next "
+    note = (f"{who} during the cell; the other {living} ranks kept their state and run the next "
             f"cells without rank{'s' if len(dead) > 1 else ''} {ranks} "
             "(`%mpirun --restart` starts all ranks again)")
+    unheard = [rank for rank, how in dead.items() if how.startswith(EXITED_WITH_STATUS)]
+    if unheard:
+        # measured with Open MPI 5.0.11: the others' MPI hears of a rank killed by a signal or
+        # ended with status 0, never of a non-zero exit, and a collective with it then waits
+        note += (f"; Open MPI does not tell the other ranks of a non-zero exit, so an MPI call "
+                 f"with rank{'s' if len(unheard) > 1 else ''} {fold_ranks(sorted(unheard))} would hang")
+    return note

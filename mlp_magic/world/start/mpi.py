@@ -26,30 +26,32 @@ FORWARD_PREFIXES = ("IPP_", "MLP_", "NCCL_", "GLOO_")  # MLP_ covers MLP_MAGIC_
 
 # CPU-only local worlds: skip the fabric probe that costs OpenMPI ~1 s at MPI_Init.
 FAST_LOCAL_OMPI = {"OMPI_MCA_btl": "self,sm,tcp", "OMPI_MCA_pml": "ob1"}
-# Open MPI 5's fault tolerance (ULFM) on, unless the user set it: %mpirun --unblock can then end
-# a blocked MPI call by revoking COMM_WORLD (unblock/rank/mpi_world); without it a revoke would
-# abort the job, and it is never tried. Only over the ob1 PML (set for a local CPU World, or by
-# the user across hosts): UCX's and cm's PMLs do not carry the revocation. Across hosts (ob1 over
-# TCP) a stuck rank's message to an idle one waits for that rank's MPI progress, which the unblock
-# drives (unblock/verbs). A user who sets the variable chooses for themselves.
+# Open MPI 5's fault tolerance (ULFM) on, unless the user set it: a rank's death ends that rank
+# only (world/rank_deaths), and %mpirun --unblock can end a blocked MPI call by revoking
+# COMM_WORLD (unblock/rank/mpi_world). Only over the ob1 PML: UCX's and cm's PMLs do not carry
+# failures (Open MPI's ULFM docs), so a World whose user did not choose a PML gets ob1, and one
+# who chose another keeps it, told at the start that a death ends every rank. Across hosts (ob1
+# over TCP) a stuck rank's message to an idle one waits for that rank's MPI progress, which the
+# unblock drives (unblock/verbs). A user who sets the variable chooses for themselves.
 ULFM_OMPI = {"OMPI_MCA_mpi_ft_enable": "1"}
+ULFM_PML = {"OMPI_MCA_pml": "ob1"}
 
 
 def launch_settings(mpi: "MpiInfo", env) -> dict:
     """The variables this MPI's ranks get unless the user set them (``env``: theirs so far)."""
     if _has_ulfm(mpi, env):
-        return dict(ULFM_OMPI)
+        return {**ULFM_OMPI, **ULFM_PML}
     return {}
 
 
 def _has_ulfm(mpi: "MpiInfo", env) -> bool:
-    return mpi.flavour == OPENMPI and mpi.major >= 5 and env.get("OMPI_MCA_pml") == "ob1"
+    return mpi.flavour == OPENMPI and mpi.major >= 5 and env.get("OMPI_MCA_pml", "ob1") == "ob1"
 
 
 def survives_a_rank_death(mpi: "MpiInfo", env) -> bool:
     """Whether the launcher keeps the other ranks when one dies (ULFM's recovery, ``--with-ft
-    ulfm``): Open MPI 5 over ob1, fault tolerance not turned off by the user (``env``: the ranks'
-    variables, launch_settings applied)."""
+    ulfm``): Open MPI 5 over ob1 (or no PML chosen), fault tolerance not turned off by the user
+    (``env``: the ranks' variables, launch_settings applied)."""
     return _has_ulfm(mpi, env) and env.get("OMPI_MCA_mpi_ft_enable", "1").lower() not in ("0", "false", "no")
 
 
@@ -59,8 +61,8 @@ def no_survival_reason(mpi: "MpiInfo", env) -> str:
         return "MPICH has no ULFM recovery"
     if mpi.major < 5:
         return f"Open MPI {mpi.version or '< 5'} has no ULFM recovery (Open MPI 5 has)"
-    if env.get("OMPI_MCA_pml") != "ob1":
-        return f"ULFM needs OMPI_MCA_pml=ob1 (it is {env.get('OMPI_MCA_pml') or 'unset'})"
+    if env.get("OMPI_MCA_pml", "ob1") != "ob1":
+        return f"ULFM needs Open MPI's ob1 PML (OMPI_MCA_pml={env.get('OMPI_MCA_pml')})"
     return f"OMPI_MCA_mpi_ft_enable={env.get('OMPI_MCA_mpi_ft_enable')} turns ULFM off"
 
 

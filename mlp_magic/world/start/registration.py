@@ -106,8 +106,10 @@ def _check_processes(waiting: Waiting, ids: set) -> None:
         return
     if dead is waiting.processes[0]:   # the controller: its own log says why
         raise MlpMagicError("the World did not start: " + dead.failure())
-    _fail(waiting, ids, f"{dead.name} exited with status {dead.popen.returncode}",
-          "the engines did not start: ")
+    status = dead.popen.returncode
+    # a launcher that keeps going past a rank's death (ULFM) ends with 0 after the last one
+    ended = f"exited with status {status}" if status else "ended with its ranks"
+    _fail(waiting, ids, f"{dead.name} {ended}", "the engines did not start: ")
 
 
 def _fail(waiting: Waiting, registered: set, why: str, prefix: str) -> None:

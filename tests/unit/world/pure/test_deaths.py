@@ -50,3 +50,43 @@ def test_the_note_names_rank_pid_host_and_the_launcher_lines():
     assert "Exit code:    3" in note and "%mpirun --restart" in note
     assert death_note("", (), PID_OF_RANK, str).startswith("a rank's process exited")
     assert death_note("", [1], PID_OF_RANK, str).startswith("rank 1 (pid 5461 on 1) died first")
+
+
+# Open MPI 5.0.11's launcher under `--with-ft ulfm --prtemca errmgr_base_verbose 5`: the job goes
+# on and says how each rank ended (captured here: SIGKILL, os._exit(3), os._exit(0)).
+ULFM_LOG = """\
+[vm:06464] [prterun-vm-6464@0,0] errmgr:dvm: for proc [prterun-vm-6464@1,2] state ABORTED BY SIGNAL
+[vm:06464] [prterun-vm-6464@0,0] errmgr:dvm: proc [prterun-vm-6464@1,2] aborted by signal
+[vm:06258] [prterun-vm-6258@0,0] errmgr:dvm: for proc [prterun-vm-6258@1,12] state EXITED WITH NON-ZERO STATUS
+[vm:06258] [prterun-vm-6258@0,0] errmgr:dvm: proc [prterun-vm-6258@1,12] exited with non-zero status 3
+[vm:06569] [prterun-vm-6569@0,0] errmgr:dvm: for proc [prterun-vm-6569@1,0] state TERMINATED WITHOUT SYNC
+[vm:06569] [prterun-vm-6569@0,0] errmgr:dvm: proc [prterun-vm-6569@1,0] terminated without sync
+[vm:06569] [prterun-vm-6569@0,0] errmgr:dvm: proc [prterun-vm-6569@1,2] exited with non-zero status 1
+"""
+
+
+def test_ulfm_deaths_names_each_failed_rank_once_with_how_it_ended():
+    from mlp_magic.world.pure.deaths import ulfm_deaths
+
+    assert ulfm_deaths(ULFM_LOG) == {2: "was killed by a signal", 12: "exited with status 3",
+                                     0: "ended (status 0) without finishing MPI"}
+    assert ulfm_deaths(OPENMPI_EXIT + OPENMPI_SIGNAL + MPICH_SIGNAL) == {}   # no job goes on there
+
+
+def test_the_survivors_note_warns_only_where_the_others_mpi_never_heard():
+    from mlp_magic.world.pure.deaths import survivors_note
+
+    def host(rank):
+        return "vm"
+
+    killed = survivors_note({2: "was killed by a signal"}, 3, PID_OF_RANK, host)
+    assert killed == ("rank 2 (pid 5459 on vm) was killed by a signal during the cell; the other 3 "
+                      "ranks kept their state and run the next cells without rank 2 "
+                      "(`%mpirun --restart` starts all ranks again)")
+    both = survivors_note({1: "exited with status 3", 3: "ended (status 0) without finishing MPI",
+                           0: "exited with status 1"}, 1, PID_OF_RANK, host)
+    assert both.startswith("rank 0 (pid 5460 on vm) exited with status 1; rank 1 (pid 5461 on vm) "
+                           "exited with status 3; rank 3 (pid 5462 on vm) ended (status 0) without "
+                           "finishing MPI during the cell; the other 1 ranks")
+    assert both.endswith("; Open MPI does not tell the other ranks of a non-zero exit, so an MPI "
+                         "call with ranks 0-1 would hang")

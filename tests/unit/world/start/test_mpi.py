@@ -251,8 +251,24 @@ def test_an_open_mpi_5_world_over_ob1_runs_with_ulfm_and_the_others_get_nothing(
     from mlp_magic.world.start.mpi import launch_settings
 
     ob1, ulfm = {"OMPI_MCA_pml": "ob1"}, {"OMPI_MCA_mpi_ft_enable": "1"}
-    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "5.0.11"), ob1) == ulfm   # local, or across hosts
-    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "5.0.11"), {}) == {}     # UCX's PML, maybe
+    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "5.0.11"), ob1) == {**ulfm, **ob1}   # local
+    assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "5.0.11"), {}) == {**ulfm, **ob1}    # no PML chosen
     assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "5.0.11"), {"OMPI_MCA_pml": "ucx"}) == {}
     assert launch_settings(MpiInfo("/x/mpiexec", OPENMPI, "4.1.2"), ob1) == {}
     assert launch_settings(MpiInfo("/x/mpiexec", MPICH, "4.1.2"), ob1) == {}
+
+
+def test_a_world_survives_a_death_where_ulfm_can_and_else_says_why_in_one_line():
+    from mlp_magic.world.start.mpi import no_survival_reason, survives_a_rank_death
+
+    five = MpiInfo("/x/mpiexec", OPENMPI, "5.0.11")
+    for env in ({}, {"OMPI_MCA_pml": "ob1"}, {"OMPI_MCA_mpi_ft_enable": "1"}):
+        assert survives_a_rank_death(five, env), env
+    refused = [
+        (MpiInfo("/x/mpiexec", MPICH, "4.1.2"), {}, "MPICH has no ULFM recovery"),
+        (MpiInfo("/x/mpiexec", OPENMPI, "4.1.2"), {}, "Open MPI 4.1.2 has no ULFM recovery (Open MPI 5 has)"),
+        (five, {"OMPI_MCA_pml": "ucx"}, "ULFM needs Open MPI's ob1 PML (OMPI_MCA_pml=ucx)"),
+        (five, {"OMPI_MCA_mpi_ft_enable": "false"}, "OMPI_MCA_mpi_ft_enable=false turns ULFM off"),
+    ]
+    for mpi, env, why in refused:
+        assert not survives_a_rank_death(mpi, env) and no_survival_reason(mpi, env) == why
