@@ -97,3 +97,20 @@ def test_with_ulfm_turned_off_a_death_ends_every_rank_as_the_world_said(ip, no_w
     assert "rank 2 (pid" in out and "died first" in out and "Exit code:    3" in out
     assert run(ip, "%mpirun --restart") is None
     assert run(ip, "%mpirun --stop") is None
+
+
+def test_two_deaths_at_once_rank_0_among_them_leave_the_other_two_running(fresh_world, capsys):
+    ip = fresh_world
+    assert run(ip, "%%mpirun\nkept = rank * 10") is None
+    capsys.readouterr()
+    cell = DIE_IN_A_CELL.replace("if rank == 2:", "if rank in (0, 3):").format(
+        death="os.kill(os.getpid(), signal.SIGKILL)")
+    error, elapsed = timed_run(ip, cell)
+    assert "died" in str(error) and elapsed < hang_bound(0.5 + SURVIVORS_GRACE_S + 1), elapsed
+    out = capsys.readouterr().out
+    assert "rank 0 (pid" in out and "rank 3 (pid" in out, out
+    assert "the other 2 ranks kept their state and run the next cells without ranks 0,3" in out, out
+    assert run(ip, "%%mpirun -o after\nprint(kept)") is None
+    assert [(r.rank, r.stdout) for r in ip.user_ns["after"]] == [(1, "10\n"), (2, "20\n")]
+    assert run(ip, "%mpirun --status") is None
+    assert "running, ranks 0,3 dead" in capsys.readouterr().out

@@ -193,19 +193,26 @@ def test_a_hang_across_hosts_shows_every_ranks_stack_over_ssh(two_hosts, capsys)
     assert "`-- rank 3 on worker1  [odd]" in report and "idle: not running a cell" in report
 
 
-def test_a_rank_dying_on_another_host_is_named(two_hosts, capsys):
+def test_a_rank_dying_on_another_host_is_named_and_the_others_on_both_hosts_live_on(two_hosts, capsys):
     import time
 
+    from mlp_magic.mpirun.run import SURVIVORS_GRACE_S
+
     ip, hostfile, _ = two_hosts
-    assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\npass").success
+    assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\nkept = rank * 10").success
     started = time.monotonic()
     result = ip.run_cell("%%mpirun -o gone\nimport os, time\nprint('up', rank, flush=True)\n"
                          "time.sleep(0.5)\nif rank == 2:\n    os._exit(3)\ntime.sleep(60)")
-    assert time.monotonic() - started < hang_bound(0.5 + 2)   # the death seen soon, not after 60 s
+    # the death seen soon, not after 60 s
+    assert time.monotonic() - started < hang_bound(0.5 + SURVIVORS_GRACE_S + 1)
     assert "died" in str(result.error_in_exec)
     assert [r.stdout for r in ip.user_ns["gone"]] == [f"up {r}\n" for r in range(4)]
     out = capsys.readouterr().out
-    assert "rank 2 (pid" in out and "on worker1) died first" in out
+    assert "rank 2 (pid" in out and "on worker1) exited with status 3 during the cell" in out, out
+    assert "the other 3 ranks kept their state" in out, out
+    assert ip.run_cell("%%mpirun -o after\nimport socket\nprint(kept, socket.gethostname())").success
+    assert [(r.rank, r.stdout) for r in ip.user_ns["after"]] == [
+        (0, "0 worker0\n"), (1, "10 worker0\n"), (3, "30 worker1\n")]
 
 
 def test_allrun_through_the_engines_of_a_world_across_hosts(two_hosts, monkeypatch):
