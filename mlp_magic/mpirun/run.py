@@ -17,6 +17,7 @@ from mlp_magic.mpirun.plan import chosen_ranks, live_ranks, wanted_spec
 from mlp_magic.mpirun.show import raise_for_failures, show, show_paused
 from mlp_magic.output import display, logs
 from mlp_magic.stacks.snapshot import stack_snapshot
+from mlp_magic.unblock.verbs import free_survivors
 from mlp_magic.world.deaths import how_ranks_died, lost_hosts_note, survivors_died_note
 from mlp_magic.world.host_watch import HostWatch
 
@@ -158,6 +159,8 @@ def _finish(cell: Cell, outcome: Outcome) -> tuple:
     if outcome in (Outcome.TIMEOUT, Outcome.INTERRUPTED, Outcome.HOST_LOST, Outcome.RANK_DIED):
         cell.job.interrupt(skip=frozenset(lost | dead))
         still_running = [rank for rank in cell.unfinished_ranks() if rank not in dead]
+        if outcome is Outcome.RANK_DIED and still_running:   # in a collective with the dead rank?
+            still_running = free_survivors(cell.world, cell.job, still_running)
     marker = outcome.unfinished_status
     results = cell.results(unfinished_status=marker)
     for result in results:

@@ -25,6 +25,8 @@ def regroup(world) -> list[str]:
                  what="asking the ranks whether they were unblocked")
     if not any(flag is True for flag in flags.values()):
         return lines
+    if world.dead_ranks:   # a group needs every rank: made again, it would wait for the dead
+        return lines + [report.not_regrouped_without(sorted(world.dead_ranks))]
     prefix = f"mlp_magic_unblock/{secrets.token_hex(6)}"
     answers = call(world, everyone, recreate_default_group, prefix, timeout=REGROUP_TIMEOUT_S,
                    what="making the default process group again")

@@ -59,6 +59,16 @@ def unblock(context, options) -> None:
     print("\n".join(lines))
 
 
+def free_survivors(world, job, ranks: list) -> list:
+    """After a rank's death the World survived (ULFM): the ``ranks`` of ``job`` still running
+    after the interrupt (blocked in a collective with the dead rank) get the unblock, as
+    ``--unblock`` gives it; those still blocked after its bound."""
+    signalled, _ = rank_signals.send(world, ranks, "unblock")
+    if signalled:
+        _wait_asking_again(world, job, sorted(signalled), report.bound_s(world.ranks_per_cpu))
+    return [rank for rank in ranks if rank in job.unfinished_ranks()]
+
+
 def _wait_asking_again(world, job, ranks: list, bound: float) -> None:
     """Until the ranks are free (or the bound), signalling once more those that show no sign
     after ``AGAIN_AFTER_S``: faulthandler skips a handler that starts while another of the

@@ -142,8 +142,9 @@ class WorldOwner:
             raise MlpMagicError(f"{rank_words(sorted(stopped))} stopped at a breakpoint in an earlier "
                                 f"cell: {HINT}")
         raise MlpMagicError(
-            f"ranks {fold_ranks(busy)} are still running an earlier cell that timed out or was "
-            f"interrupted (blocked in a C call?): `%mpirun --stacks` shows where; {HUNG_HINT}"
+            f"{rank_words(busy)} {'is' if len(busy) == 1 else 'are'} still running an earlier cell "
+            "that timed out or was interrupted (blocked in a C call?): `%mpirun --stacks` shows where; "
+            f"{HUNG_HINT}"
         )
 
 

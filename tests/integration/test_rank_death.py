@@ -114,3 +114,24 @@ def test_two_deaths_at_once_rank_0_among_them_leave_the_other_two_running(fresh_
     assert [(r.rank, r.stdout) for r in ip.user_ns["after"]] == [(1, "10\n"), (2, "20\n")]
     assert run(ip, "%mpirun --status") is None
     assert "running, ranks 0,3 dead" in capsys.readouterr().out
+
+
+def test_survivors_blocked_in_a_gloo_collective_with_the_dead_rank_are_freed(fresh_world, capsys):
+    from mlp_magic.unblock.pure.timing import BOUND_S
+
+    ip = fresh_world
+    assert run(ip, "%%mpirun\nimport torch, torch.distributed as dist\ndist.init_process_group('gloo')\n"
+                   "t = torch.ones(1)\nkept = rank") is None
+    capsys.readouterr()
+    cell = ("%%mpirun -o reduced\nimport os, signal, time\ntime.sleep(0.5)\nif rank == 2:\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\ndist.all_reduce(t)")
+    error, elapsed = timed_run(ip, cell)
+    assert "died" in str(error) and elapsed < hang_bound(0.5 + SURVIVORS_GRACE_S + BOUND_S + 1), elapsed
+    assert "the other 3 ranks kept their state" in capsys.readouterr().out
+    # no survivor left blocked: the next cell runs, and says the group cannot be made again
+    assert run(ip, "%%mpirun -o after\nprint(kept)") is None
+    assert [r.stdout for r in ip.user_ns["after"]] == ["0\n", "1\n", "3\n"]
+    assert "the default process group was not made again: rank 2 died" in capsys.readouterr().out
+    error, elapsed = timed_run(ip, "%%mpirun -o again\ndist.all_reduce(t)")
+    assert error is not None and elapsed < hang_bound(2), elapsed   # fails at once, never hangs
+    assert [(r.rank, r.status) for r in ip.user_ns["again"]] == [(0, "error"), (1, "error"), (3, "error")]

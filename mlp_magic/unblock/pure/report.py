@@ -91,3 +91,8 @@ def backend_name(config: str) -> str:
     if ":" not in config:
         return config
     return "/".join(dict.fromkeys(part.partition(":")[2] for part in config.split(",")))
+
+
+def not_regrouped_without(dead: list) -> str:
+    return (f"the default process group was not made again: {rank_words(dead)} died, and a group "
+            "needs every rank (`%mpirun --restart` starts all ranks again)")
