@@ -5,6 +5,8 @@ death ends every rank, as before, and the World said so when it started. In the 
 kernel, real mpiexec, real engines."""
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -68,6 +70,13 @@ def test_a_rank_killed_between_cells_is_left_out_of_the_next(fresh_world, capsys
     assert run(ip, "%%mpirun -o after\nprint(kept)") is None
     assert [(r.rank, r.stdout) for r in ip.user_ns["after"]] == [(0, "0\n"), (2, "2\n"), (3, "3\n")]
     assert "rank 1 died in an earlier cell: running on the other 3" in capsys.readouterr().out
+    # the live picture says so too: mlp-magic top's one frame marks rank 1 dead ("x")
+    top = [sys.executable, "-m", "mlp_magic.cli", "top", "-H", "localhost:4", "--once"]
+
+    def frame() -> list:
+        shown = subprocess.run(top, capture_output=True, text=True, timeout=60).stdout
+        return [line.split() for line in shown.splitlines()]
+    assert wait_until(lambda: ["localhost", "0-3", ".x.."] in frame(), hang_bound(5))
 
 
 def test_a_rank_exiting_with_a_status_is_left_out_and_the_note_says_mpi_did_not_hear(fresh_world, capsys):
