@@ -39,6 +39,7 @@ COLLECTIVES_WAIT_S = 1.5
 PARALLEL = 16            # py-spy processes at a time (each pauses its target for a few ms)
 _CMD_CHARS = 300
 _PF_KTHREAD = 0x00200000   # /proc/PID/stat flags: a kernel thread
+_PF_EXITING = 0x00000004   # and a task in exit(): its memory, its environment with it, is going
 
 
 def _read(path: str) -> bytes | None:
@@ -114,6 +115,8 @@ def _why_not_there(pid: int) -> dict:
     fields = stat.rpartition(b")")[2].split()
     if fields[:1] == [b"Z"]:
         return {"fault": GONE, "error": "it exited (a zombie: its parent has not reaped it)"}
+    if len(fields) > 6 and fields[6].isdigit() and int(fields[6]) & _PF_EXITING:
+        return {"fault": GONE, "error": "it is exiting"}   # its memory, environment with it, is gone
     if len(fields) > 6 and fields[6].isdigit() and int(fields[6]) & _PF_KTHREAD:
         return {"fault": NOT_PYTHON, "error": "a kernel thread"}
     return {"fault": NOT_PYTHON, "error": "it has no command line"}

@@ -23,5 +23,6 @@ def test_an_unreadable_environment_is_another_users_only_while_the_process_lives
     fake_proc(tmp_path, 101, b"101 (python3) S 1 101 101 0 -1 4194560 0 0")   # alive
     fake_proc(tmp_path, 102, None)                                             # ended meanwhile
     fake_proc(tmp_path, 103, b"103 (python3) Z 1 103 103 0 -1 4194564 0 0")   # a zombie
+    fake_proc(tmp_path, 104, b"104 (python3) R 1 104 104 0 -1 4194564 0 0")   # in exit(): PF_EXITING
     assert scan._process(101)["unreadable"] is True
-    assert scan._process(102) is None and scan._process(103) is None
+    assert scan._process(102) is None and scan._process(103) is None and scan._process(104) is None
