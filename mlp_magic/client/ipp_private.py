@@ -111,6 +111,10 @@ def forget_results(client, async_result) -> bool:
 CONTROL_REQUEST = "_send_control_request"   # the client's method for control-channel requests
 
 
+def has_control_request(client) -> bool:
+    return getattr(client, CONTROL_REQUEST, None) is not None
+
+
 def send_interrupt(client, engines: list) -> bool:
     """ipykernel's interrupt_request to ``engines`` through the controller, not waiting for
     their replies (a vanished host never answers); False, sending nothing, where the client has

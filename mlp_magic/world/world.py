@@ -33,7 +33,7 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.world import facts, guards, panel_record, published
 from mlp_magic.world.keep import ownership
 from mlp_magic.world.start import calls as start_calls
-from mlp_magic.client.ipp_private import send_interrupt
+from mlp_magic.client.ipp_private import has_control_request, send_interrupt
 from mlp_magic.world.start.launch import start_processes
 from mlp_magic.world.deaths import controller_lost, launcher_log
 from mlp_magic.world.lifeline import Lifeline, wait_for_ends
@@ -274,19 +274,23 @@ class World:
         """Stop each engine's job (a msg id or an AsyncResult): aborted if queued, SIGINT through
         the control thread if running. The abort goes first: an engine ignores SIGINT between
         cells, and a cell starting in between still gets the signal. Each engine gets only its own
-        job (not N squared ids); engines gone are skipped. False if some could not be signalled."""
+        job (not N squared ids); engines gone are skipped, also one the client forgets while this
+        runs (its IO thread drops a dead engine at any moment: a dead rank's, after a death the
+        World survived). False if some could not be signalled."""
         try:
             registered = set(self.client.ids)
-            live = [engine for engine in jobs_by_engine if engine in registered]
-            # Not block=True: its wait has no timeout, and a vanished host never answers.
-            for engine in live:
-                if jobs_by_engine[engine] is not None:
-                    self.client.abort(jobs=[jobs_by_engine[engine]], targets=[engine], block=False)
-            if live and not send_interrupt(self.client, live):
-                return guards.interrupt_by_signal(self, live) and len(live) == len(jobs_by_engine)
         except Exception:  # the client itself is gone
             return False
-        return len(live) == len(jobs_by_engine)
+        live = [engine for engine in jobs_by_engine if engine in registered]
+        reached = [engine for engine in live if _still_there(
+            lambda engine=engine: jobs_by_engine[engine] is None or self.client.abort(
+                jobs=[jobs_by_engine[engine]], targets=[engine], block=False))]
+        if reached and not has_control_request(self.client):
+            return guards.interrupt_by_signal(self, reached) and len(reached) == len(jobs_by_engine)
+        # Not block=True: its wait has no timeout, and a vanished host never answers.
+        signalled = [engine for engine in reached
+                     if _still_there(lambda engine=engine: send_interrupt(self.client, [engine]))]
+        return len(signalled) == len(jobs_by_engine)
 
     def processes_alive(self) -> bool:
         return bool(self.processes) and all(p.running() for p in self.processes)
@@ -395,3 +399,14 @@ class World:
 def _run_dir() -> str:
     """The folder of the Worlds' own folders (0700, as each of them: mkdtemp's)."""
     return private_dirs(os.path.join(config.home(), "run"))
+
+
+def _still_there(step) -> bool:
+    """Run ``step`` on one engine: False where the client no longer knows it (forgotten since the
+    caller looked) or no longer works."""
+    try:
+        return step() is not False
+    except (KeyError, IndexError):   # ipyparallel's Client._build_targets: an engine it dropped
+        return False
+    except Exception:  # noqa: BLE001 - the client itself is gone
+        return False

@@ -18,19 +18,34 @@ def child_pids() -> set:
 
 def run(ip, cell: str):
     """Run a cell; return the exception raised in it, or None. An error naming a World's logs
-    prints their tails, which pytest shows with a failing test (the session's home is removed
-    at its end, so CI's report is the only place they survive)."""
+    keeps their tails for the test's report, shown only if the test fails (the session's home is
+    removed at its end, so CI's report is the only place they survive). Not printed: a test
+    reading the cell's output must see only what the user would."""
     error = ip.run_cell(cell).error_in_exec
     named = re.search(r"logs in (/\S+?);?(?:\s|$)", str(error or ""))
     if named:
-        print_log_tails(Path(named.group(1)))
+        _LOG_TAILS.extend(log_tails(Path(named.group(1))))
     return error
 
 
-def print_log_tails(folder: Path, lines: int = 15) -> None:
+_LOG_TAILS: list = []
+
+
+def log_tails(folder: Path, lines: int = 15) -> list:
+    tails = []
     for log in sorted(folder.glob("*.log")) if folder.is_dir() else ():
         tail = log.read_text(errors="replace").splitlines()[-lines:]
-        print(f"--- the last {len(tail)} lines of {log}", *tail, sep="\n")
+        tails.append("\n".join([f"--- the last {len(tail)} lines of {log}", *tail]))
+    return tails
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if report.failed and _LOG_TAILS:
+        report.sections.append(("the World's logs named by its errors", "\n".join(_LOG_TAILS)))
+    if call.when == "teardown":
+        _LOG_TAILS.clear()
 
 
 def timed_run(ip, cell: str):
