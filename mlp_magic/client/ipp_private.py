@@ -9,8 +9,8 @@
 - ``forget_results``: drops a finished request from the client's tables (``_futures``,
   ``_output_futures``, ``outstanding``), else memory grows cell after cell; missing, it leaks,
   said once.
-- ``send_interrupt``: ``_send_control_request`` (ipykernel's ``interrupt_request`` through the
-  controller, as ``Client.interrupt`` would but without waiting for every engine's reply); missing,
+- ``interrupt_engines`` (after ``abort_jobs``): ``_send_control_request`` (ipykernel's
+  ``interrupt_request`` through the controller, as ``Client.interrupt`` would but without waiting for every engine's reply); missing,
   the ranks' processes get SIGINT (agent/signals: here directly, elsewhere through each host's
   agent), said once. Not the public ``send_signal``: it asks the engines' nannies, and ours have none.
 - ``send_control``: the same method for a request of ours on the control channel (a stopped
@@ -115,15 +115,30 @@ def has_control_request(client) -> bool:
     return getattr(client, CONTROL_REQUEST, None) is not None
 
 
-def send_interrupt(client, engines: list) -> bool:
-    """ipykernel's interrupt_request to ``engines`` through the controller, not waiting for
-    their replies (a vanished host never answers); False, sending nothing, where the client has
-    no such method (the caller signals the ranks' processes: agent/signals)."""
-    send = getattr(client, CONTROL_REQUEST, None)
-    if send is None:
+def abort_jobs(client, jobs_by_engine: dict) -> list:
+    """Drop each engine's job if still queued (a msg id, an AsyncResult, or None: nothing
+    queued), one engine at a time, not waiting (a vanished host never answers): the engines
+    reached. One the client forgot meanwhile is skipped, not an error for all: its IO thread
+    drops a dead engine at any moment (a rank's death the World survived), and
+    ``_build_targets`` then raises KeyError."""
+    return [engine for engine, job in jobs_by_engine.items() if job is None or _reached(
+        lambda: client.abort(jobs=[job], targets=[engine], block=False))]
+
+
+def interrupt_engines(client, engines: list) -> list:
+    """ipykernel's interrupt_request to each of ``engines``, as ``abort_jobs`` sends: those
+    reached. The caller checks ``has_control_request`` first."""
+    control = getattr(client, CONTROL_REQUEST)
+    return [engine for engine in engines if _reached(
+        lambda: control(targets=[engine], msg_type="interrupt_request", content={}, block=False))]
+
+
+def _reached(send) -> bool:
+    try:
+        send()
+        return True
+    except Exception:  # noqa: BLE001 - KeyError for a forgotten engine; or the client is gone
         return False
-    send(targets=engines, msg_type="interrupt_request", content={}, block=False)
-    return True
 
 
 def send_control(client, engine: int, msg_type: str, content: dict):

@@ -33,7 +33,7 @@ from mlp_magic.errors import MlpMagicError
 from mlp_magic.world import facts, guards, panel_record, published
 from mlp_magic.world.keep import ownership
 from mlp_magic.world.start import calls as start_calls
-from mlp_magic.client.ipp_private import has_control_request, send_interrupt
+from mlp_magic.client.ipp_private import abort_jobs, has_control_request, interrupt_engines
 from mlp_magic.world.start.launch import start_processes
 from mlp_magic.world.deaths import controller_lost, launcher_log
 from mlp_magic.world.lifeline import Lifeline, wait_for_ends
@@ -282,15 +282,10 @@ class World:
         except Exception:  # the client itself is gone
             return False
         live = [engine for engine in jobs_by_engine if engine in registered]
-        reached = [engine for engine in live if _still_there(
-            lambda engine=engine: jobs_by_engine[engine] is None or self.client.abort(
-                jobs=[jobs_by_engine[engine]], targets=[engine], block=False))]
-        if reached and not has_control_request(self.client):
-            return guards.interrupt_by_signal(self, reached) and len(reached) == len(jobs_by_engine)
-        # Not block=True: its wait has no timeout, and a vanished host never answers.
-        signalled = [engine for engine in reached
-                     if _still_there(lambda engine=engine: send_interrupt(self.client, [engine]))]
-        return len(signalled) == len(jobs_by_engine)
+        aborted = abort_jobs(self.client, {engine: jobs_by_engine[engine] for engine in live})
+        if aborted and not has_control_request(self.client):
+            return guards.interrupt_by_signal(self, aborted) and len(aborted) == len(jobs_by_engine)
+        return len(interrupt_engines(self.client, aborted)) == len(jobs_by_engine)
 
     def processes_alive(self) -> bool:
         return bool(self.processes) and all(p.running() for p in self.processes)
@@ -399,14 +394,3 @@ class World:
 def _run_dir() -> str:
     """The folder of the Worlds' own folders (0700, as each of them: mkdtemp's)."""
     return private_dirs(os.path.join(config.home(), "run"))
-
-
-def _still_there(step) -> bool:
-    """Run ``step`` on one engine: False where the client no longer knows it (forgotten since the
-    caller looked) or no longer works."""
-    try:
-        return step() is not False
-    except (KeyError, IndexError):   # ipyparallel's Client._build_targets: an engine it dropped
-        return False
-    except Exception:  # noqa: BLE001 - the client itself is gone
-        return False

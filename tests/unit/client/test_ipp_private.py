@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mlp_magic.client.ipp_private import REPLY_KINDS, reply_hooks, send_interrupt
+from mlp_magic.client.ipp_private import REPLY_KINDS, has_control_request, interrupt_engines, reply_hooks
 from mlp_magic.client.quiet_replies import complete_quiet_outputs
 
 
@@ -71,13 +71,15 @@ def test_this_ipyparallels_client_has_the_hooks():
     assert "_queue_handlers" in Client.__init__.__code__.co_names or hasattr(Client, "_queue_handlers")
 
 
-def test_an_interrupt_without_the_control_request_sends_nothing_and_says_so():
-    client = SimpleNamespace(send_signal=lambda *a, **k: pytest.fail("no nanny answers send_signal"))
-    assert send_interrupt(client, [0, 3]) is False
+def test_an_interrupt_is_the_control_request_not_the_nannies_signal():
     private = []
-    client._send_control_request = lambda **kw: private.append(kw)
-    assert send_interrupt(client, [1]) is True
+    client = SimpleNamespace(send_signal=lambda *a, **k: pytest.fail("no nanny answers send_signal"),
+                             abort=lambda **kw: private.append(("abort", kw["targets"])),
+                             _send_control_request=lambda **kw: private.append(kw))
+    assert has_control_request(client)
+    assert interrupt_engines(client, [1]) == [1]
     assert private == [{"targets": [1], "msg_type": "interrupt_request", "content": {}, "block": False}]
+    assert not has_control_request(SimpleNamespace())
 
 
 def test_a_ranks_run_time_is_its_own_count_else_ipyparallels_dates():
