@@ -10,8 +10,8 @@
   ``_output_futures``, ``outstanding``), else memory grows cell after cell; missing, it leaks,
   said once.
 - ``interrupt_engines`` (after ``abort_jobs``): ``_send_control_request`` (ipykernel's
-  ``interrupt_request`` through the controller, as ``Client.interrupt`` would but without waiting for every engine's reply); missing,
-  the ranks' processes get SIGINT (agent/signals: here directly, elsewhere through each host's
+  ``interrupt_request`` through the controller, as ``Client.interrupt`` would but without waiting
+  for every engine's reply); missing, the ranks' processes get SIGINT (agent/signals: here directly, elsewhere through each host's
   agent), said once. Not the public ``send_signal``: it asks the engines' nannies, and ours have none.
 - ``send_control``: the same method for a request of ours on the control channel (a stopped
   rank's pdb command: debugging/stopped), one engine at a time so that each answer is its own
