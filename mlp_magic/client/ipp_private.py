@@ -11,8 +11,9 @@
   said once.
 - ``interrupt_engines`` (after ``abort_jobs``): ``_send_control_request`` (ipykernel's
   ``interrupt_request`` through the controller, as ``Client.interrupt`` would but without waiting
-  for every engine's reply); missing, the ranks' processes get SIGINT (agent/signals: here directly, elsewhere through each host's
-  agent), said once. Not the public ``send_signal``: it asks the engines' nannies, and ours have none.
+  for every engine's reply); missing, the ranks' processes get SIGINT (agent/signals: here
+  directly, elsewhere through each host's agent), said once. Not the public ``send_signal``: it
+  asks the engines' nannies, and ours have none.
 - ``send_control``: the same method for a request of ours on the control channel (a stopped
   rank's pdb command: debugging/stopped), one engine at a time so that each answer is its own
   future; missing, breakpoints' commands cannot be sent, said in one line.
