@@ -59,8 +59,9 @@ def death_note(log_text: str, exited_ranks, pid_of_rank: dict, host_of_rank) -> 
 # Open MPI 5's launcher under ULFM recovery, with errmgr_base_verbose 5 (world/start/mpi): each
 # failed rank, the job going on: "errmgr:dvm: proc [prterun-vm-3865@1,2] aborted by signal",
 # "... exited with non-zero status 3", "... terminated without sync" (status 0 before
-# MPI_Finalize). The rank is the vpid after ','.
-_ULFM_DEATH = re.compile(r"errmgr:\w+: proc \[[^\]@]*@\d+,(\d+)\] "
+# MPI_Finalize). The rank is the vpid after ','; the job is 1, the World's ranks: processes a cell
+# spawned (MPI_Comm_spawn) are jobs 2, 3, ..., numbered from 0 again, and are no rank of ours.
+_ULFM_DEATH = re.compile(r"errmgr:\w+: proc \[[^\]@]*@1,(\d+)\] "
                          r"(aborted by signal|terminated without sync|exited with non-zero status (-?\d+))")
 _HOW = {"aborted by signal": "was killed by a signal",
         "terminated without sync": "ended (status 0) without finishing MPI"}

@@ -62,7 +62,8 @@ ULFM_LOG = """\
 [vm:06569] [prterun-vm-6569@0,0] errmgr:dvm: for proc [prterun-vm-6569@1,0] state TERMINATED WITHOUT SYNC
 [vm:06569] [prterun-vm-6569@0,0] errmgr:dvm: proc [prterun-vm-6569@1,0] terminated without sync
 [vm:06569] [prterun-vm-6569@0,0] errmgr:dvm: proc [prterun-vm-6569@1,2] exited with non-zero status 1
-"""
+[vm:13740] [prterun-vm-13740@0,0] errmgr:dvm: proc [prterun-vm-13740@2,5] aborted by signal
+"""   # the last: a process a cell spawned (job 2), not rank 5
 
 
 def test_ulfm_deaths_names_each_failed_rank_once_with_how_it_ended():
