@@ -153,9 +153,9 @@ class RankJob:
             jobs = {self.world.rank_to_engine[rank]: self.msg_id(rank) for rank in running}
             if not self.world.interrupt(jobs):
                 return False
-            self.requests.wait_while_stopping(
+            self.requests.wait_while_stopping(   # only theirs: a skipped rank (dead) never ends
                 grace if before is None
-                else second_round_grace(grace, before, len(running), self.world.ranks_per_cpu))
+                else second_round_grace(grace, before, len(running), self.world.ranks_per_cpu), running)
             before = len(running)
         return self.done()
 

@@ -26,7 +26,8 @@ from mlp_magic.world.host_watch import HostWatch
 PAUSE_SETTLES_S = 2.0
 # After a rank's death (the World survives it: ULFM), the survivors get this long to end the cell
 # on their own (one blocked in a collective with the dead rank does not), then are interrupted.
-SURVIVORS_GRACE_S = 2.0
+# Those that do end on their own do so at once (MPI's error within 10 ms, gloo's closed connection).
+SURVIVORS_GRACE_S = 1.0
 # A long cell's GPU inventory (memory, load) is taken again after it, at most this often.
 GPUS_AFTER_LONG_CELL_EVERY_S = 60.0
 LONG_CELL_S = 1.0
