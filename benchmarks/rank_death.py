@@ -2,11 +2,11 @@
 user pays to go on, vs the peer (what a death cost before ULFM: ``%mpirun --restart`` and running
 the set-up cell again, the state lost).
 
-One command: ``python benchmarks/rank_death.py [--sizes 4,16] [--case sleep|gloo]``. Each size runs in a fresh Python
-process with a real mpiexec and real engines (an in-process IPython shell: the cell's path is the
-same as in a kernel). Rank 2 SIGKILLs itself, as the OOM killer does, after writing the time; the others sleep
-(``sleep``) or wait in a gloo ``all_reduce`` with it (``gloo``: a survivor may stay blocked there,
-which SIGINT cannot end).
+One command: ``python benchmarks/rank_death.py [--sizes 4,16] [--case sleep|gloo]``. Each size
+runs in a fresh Python process with a real mpiexec and real engines (an in-process IPython shell:
+the cell's path is the same as in a kernel). Rank 2 SIGKILLs itself, as the OOM killer does, after
+writing the time; the others sleep (``sleep``) or wait in a gloo ``all_reduce`` with it (``gloo``:
+a survivor may stay blocked there, which SIGINT cannot end).
 Budget (issue 45): the cell returns at most 5 s after the death. Last line: JSON.
 """
 from __future__ import annotations
@@ -52,14 +52,16 @@ print(json.dumps({"death_to_return_s": death_to_return, "survived": survived,
 
 CASES = {   # what the other ranks do when rank 2 dies: (set-up's addition, the cell's wait)
     "sleep": ("", "time.sleep(60)"),
-    "gloo": (r"\nimport torch, torch.distributed as dist\ndist.init_process_group('gloo')\nt = torch.ones(1)",
+    "gloo": ("\nimport torch, torch.distributed as dist\n"
+             "dist.init_process_group('gloo')\nt = torch.ones(1)",
              "import torch.distributed as dist\ndist.all_reduce(t)"),
 }
 
 
 def run(np: int, case: str) -> dict:
     group, wait = CASES[case]
-    child = CHILD.replace("NP", str(np)).replace("+ GROUP", f"+ {group!r}").replace("+ WAIT", f"+ {wait!r}")
+    child = CHILD.replace("NP", str(np))
+    child = child.replace("+ GROUP", f"+ {group!r}").replace("+ WAIT", f"+ {wait!r}")
     return run_child(child)   # a fresh Python, its last line's JSON
 
 
@@ -71,7 +73,8 @@ def main() -> None:
     sizes = [int(size) for size in args.sizes.split(",")]
     rows = []
     for np in sizes:
-        row = {"ranks": np, **{k: round(v, 3) if isinstance(v, float) else v for k, v in run(np, args.case).items()}}
+        measured = run(np, args.case)
+        row = {"ranks": np, **{k: round(v, 3) if isinstance(v, float) else v for k, v in measured.items()}}
         # what the user waits for to go on: the survivors' next cell vs a restart and the set-up
         ratio = row["next_cell_on_survivors_s"] / row["peer_restart_and_setup_s"]
         row["ratio_next_cell_to_peer"] = round(ratio, 3)
@@ -81,7 +84,8 @@ def main() -> None:
               f"next cell on the survivors {row['next_cell_on_survivors_s']:.2f} s "
               f"vs --restart + set-up {row['peer_restart_and_setup_s']:.2f} s; "
               f"ratio {row['ratio_next_cell_to_peer']}")
-    print(json.dumps({"benchmark": "rank_death", "case": args.case, "rows": rows, "budget": "death_to_return_s <= 5",
+    print(json.dumps({"benchmark": "rank_death", "case": args.case, "rows": rows,
+                      "budget": "death_to_return_s <= 5",
                       "meets_budget": all(r["death_to_return_s"] <= 5 and r["survived"] for r in rows)}))
 
 
