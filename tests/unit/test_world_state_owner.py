@@ -65,7 +65,8 @@ def state_changes(path: Path, names: set) -> list:
 
 def test_the_checker_sees_assignments_subscripts_deletions_and_mutations(tmp_path):
     sample = tmp_path / "sample.py"
-    sample.write_text("world.busy_job = None\nself.world.dead_ranks[2] = 'x'\ndel cell.world.lost_hosts['h']\n"
+    sample.write_text("world.busy_job = None\nself.world.dead_ranks[2] = 'x'\n"
+                      "del cell.world.lost_hosts['h']\n"
                       "world.rank_to_engine.update({})\nworld.layout.sort()\nother.dead_ranks = {}\n"
                       "x = world.dead_ranks\n")
     names = {"busy_job", "dead_ranks", "lost_hosts", "rank_to_engine", "layout"}
