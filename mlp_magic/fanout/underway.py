@@ -17,13 +17,14 @@ from mlp_magic.ssh.interrupts import InterruptsDeferred
 class Underway:
     """One part under way: ``finish(deadline)`` gives its answers ({host: answer}), the late ones
     stopped; ``stop()`` stops what it started (for a part whose work ends by itself: nothing);
-    ``wait(deadline)`` waits for every answer, stopping nothing (True: all came); ``so_far()`` is
-    what came already."""
+    ``wait(deadline)`` waits for every answer, stopping nothing (True: all came; a part that
+    cannot tell without finishing, one that runs only when finished, says False at once);
+    ``so_far()`` is what came already."""
 
     def __init__(self, finish: Callable[[float], dict], stop: Callable[[], None] | None = None,
                  wait: Callable[[float], bool] | None = None, so_far: Callable[[], dict] | None = None):
         self.finish, self.stop = finish, stop or (lambda: None)
-        self.wait = wait or (lambda deadline: True)
+        self.wait = wait or (lambda deadline: False)
         self.so_far = so_far or dict
 
 

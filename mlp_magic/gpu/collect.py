@@ -89,7 +89,7 @@ def start_over_ssh(hosts: Iterable[Any], *, timeout: float, ssh: Any = None,
         found = fan.finish(deadline)
         return {name: inventory_from_result(fan.answer_for(name, found), timeout, name) for name in fan.given}
 
-    return Underway(finish, fan.stop)
+    return Underway(finish, fan.stop, fan.wait)
 
 
 def collect_over_ssh(hosts: Iterable[Any], *, timeout: float = 5.0, **options: Any) -> dict[str, HostGpus]:

@@ -63,3 +63,20 @@ def test_a_ctrl_c_while_parts_start_is_raised_once_all_started_and_stops_them():
 
 def test_an_empty_collect_is_empty():
     assert finish_all([], time.monotonic()) == {}
+
+
+def test_a_wait_says_all_came_only_where_they_did():
+    """A part that runs only when finished (the World's engines) cannot say its answers came:
+    before, its wait said True at once, and a caller waiting on the fan-out went on without them."""
+    from types import SimpleNamespace
+
+    from mlp_magic.fanout.transports import Engines, Refused
+
+    asked = []
+    engines = Engines(lambda names, command, left, on_output: asked.append(names) or [])
+    targets = [SimpleNamespace(name="worker1")]
+    assert engines.start(targets, "true", timeout=5).wait(time.monotonic() + 5) is False
+    assert asked == []   # waiting ran nothing: the engines run at the finish
+    refused = Refused("no ssh client").start(targets, "true", timeout=5)
+    assert refused.wait(time.monotonic()) is True and set(refused.so_far()) == {"worker1"}
+    assert start_all([lambda: Underway(lambda deadline: {})]).wait(time.monotonic()) is False
