@@ -47,7 +47,8 @@ class Outcome(enum.Enum):
 class Ending(Record, frozen=True):
     """How one follow of a cell ended (mpirun/run makes it; show, the debugger and the World read
     it): ``still_running``: ranks still running after the interrupt (stuck in C);
-    ``death_note``: which rank died first, and how; ``quit``: the debugger was told to quit;
+    ``death_note``: which rank died first, and how (or, the cell done, that ranks failed in a
+    collective with ranks already dead); ``quit``: the debugger was told to quit;
     ``badly``: a rank failed, or still runs (unblocked, maybe)."""
 
     outcome: Outcome

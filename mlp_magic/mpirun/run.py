@@ -18,7 +18,7 @@ from mlp_magic.mpirun.show import raise_for_failures, show, show_paused
 from mlp_magic.output import display, logs
 from mlp_magic.stacks.snapshot import stack_snapshot
 from mlp_magic.unblock.verbs import free_survivors
-from mlp_magic.world.deaths import how_ranks_died, lost_hosts_note, survivors_died_note
+from mlp_magic.world.deaths import dead_peers_note, how_ranks_died, lost_hosts_note, survivors_died_note
 from mlp_magic.world.host_watch import HostWatch
 
 # Ranks stopped at a breakpoint while the others neither finish, stop nor write for this long
@@ -84,6 +84,8 @@ def follow(cell: Cell, deadline: float | None, give_up: bool = True,
         note = how_ranks_died(world)
     elif outcome is Outcome.RANK_DIED:
         note = survivors_died_note(world, cell.ranks)
+    elif outcome is Outcome.DONE and world.dead_ranks:
+        note = dead_peers_note(world, results)
     badly = bool(still_running) or any(r.status != status.OK for r in results)
     cell.ended(Ending(outcome, tuple(still_running), note, quitting, badly))
     if cell.job.done():

@@ -78,7 +78,7 @@ def outcome_note(ending: Ending) -> str:
     if ending.quit:
         return "quit at the debugger: the stopped ranks' cells ended there; the World is still usable"
     if ending.outcome is Outcome.DONE:
-        return ""
+        return ending.death_note   # ranks that failed in a collective with a dead one: why
     if ending.outcome in (Outcome.DIED, Outcome.HOST_LOST, Outcome.RANK_DIED):
         return ending.death_note or "ranks died during the cell; `%mpirun --restart` starts a new World"
     what = "timed out" if ending.outcome is Outcome.TIMEOUT else "interrupted"

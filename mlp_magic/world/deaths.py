@@ -12,7 +12,8 @@ import signal
 import time
 
 from mlp_magic.machine.deadline import until
-from mlp_magic.world.pure.deaths import death_note, launcher_named_rank, survivors_note
+from mlp_magic.world.pure.deaths import (collective_without_note, death_note, launcher_named_rank,
+                                         survivors_note)
 
 LAUNCHER_PATIENCE_S = 2.0   # mpiexec reports a death once the job ended
 PLAIN_PATIENCE_S = 0.3      # plain engines are processes of their own: their end is known at once
@@ -38,6 +39,12 @@ def survivors_died_note(world, ranks) -> str:
     dead = {rank: how for rank, how in world.dead_ranks.items() if rank in ranks}
     pid_of_rank = {rank: identity["pid"] for rank, identity in world.identities.items()}
     return survivors_note(dead, world.np - len(world.dead_ranks), pid_of_rank, world.host_of)
+
+
+def dead_peers_note(world, results: list) -> str:
+    """Where ranks failed in a collective with ranks dead in an earlier cell: one line saying
+    so (pure/deaths.collective_without_note); "" otherwise."""
+    return collective_without_note(list(world.dead_ranks), [r.error or "" for r in results])
 
 
 def launcher_log(world, limit: int = 200_000) -> str:

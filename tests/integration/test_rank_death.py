@@ -54,6 +54,12 @@ def test_a_dying_rank_costs_only_that_rank(fresh_world, capsys):
                                    "except MPI.Exception as e:\n    print('failed')")
     assert error is None and elapsed < hang_bound(1), elapsed
     assert [r.stdout for r in ip.user_ns["barrier"]] == ["failed\n"] * 3
+    capsys.readouterr()
+    error, elapsed = timed_run(ip, "%%mpirun\nfrom mpi4py import MPI\nMPI.COMM_WORLD.Barrier()")
+    assert "on ranks 0-1,3 (3 of 3)" in str(error) and elapsed < hang_bound(1), (error, elapsed)
+    out = capsys.readouterr().out
+    assert ("rank 2 is dead: a collective over every rank (MPI's COMM_WORLD, torch's default group) "
+            "fails without it; the live ranks can go on among themselves") in out, out
 
     assert run(ip, "%mpirun --restart") is None
     assert run(ip, "%%mpirun -o back\nprint('back')") is None

@@ -92,3 +92,21 @@ def survivors_note(dead: dict, living: int, pid_of_rank: dict, host_of_rank) -> 
         note += (f"; Open MPI does not tell the other ranks of a non-zero exit, so an MPI call "
                  f"with rank{'s' if len(unheard) > 1 else ''} {fold_ranks(sorted(unheard))} would hang")
     return note
+
+
+# What a survivor's collective with a dead rank raises: ULFM's MPI errors (mpi4py names the class),
+# gloo's connection to it closed, torch's wrapper of either.
+_WITHOUT_A_DEAD_RANK = ("MPI_ERR_PROC_FAILED", "MPI_ERR_REVOKED", "Connection closed by peer",
+                        "Connection reset by peer")
+
+
+def collective_without_note(dead: list, errors: list) -> str:
+    """The cell's note where ranks failed in a collective that needs the ``dead`` ranks (their
+    ``errors``, as each rank raised them); "" where none of them did."""
+    if not dead or not any(marker in error for error in errors for marker in _WITHOUT_A_DEAD_RANK):
+        return ""
+    many = len(dead) > 1
+    return (f"rank{'s' if many else ''} {fold_ranks(sorted(dead))} {'are' if many else 'is'} dead: a "
+            "collective over every rank (MPI's COMM_WORLD, torch's default group) fails without "
+            f"{'them' if many else 'it'}; the live ranks can go on among themselves "
+            "(`MPI.COMM_WORLD.Shrink()`), or `%mpirun --restart` starts all ranks again")

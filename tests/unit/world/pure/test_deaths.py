@@ -91,3 +91,17 @@ def test_the_survivors_note_warns_only_where_the_others_mpi_never_heard():
                            "finishing MPI during the cell; the other 1 ranks")
     assert both.endswith("; Open MPI does not tell the other ranks of a non-zero exit, so an MPI "
                          "call with ranks 0-1 would hang")
+
+
+def test_a_collective_without_a_dead_rank_is_named_once_and_only_then():
+    from mlp_magic.world.pure.deaths import collective_without_note
+
+    mpi = "Exception: MPI_ERR_PROC_FAILED: Process Failure"
+    gloo = "DistBackendError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer"
+    note = collective_without_note([2], [mpi, ""])
+    assert note.startswith("rank 2 is dead: a collective over every rank (MPI's COMM_WORLD, torch's "
+                           "default group) fails without it;")
+    assert "ranks 0,3 are dead" in collective_without_note([3, 0], [gloo]) and "without them" in \
+        collective_without_note([0, 3], [gloo])
+    assert collective_without_note([2], ["ZeroDivisionError: division by zero"]) == ""   # not about it
+    assert collective_without_note([], [mpi]) == ""
