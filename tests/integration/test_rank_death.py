@@ -150,3 +150,4 @@ def test_survivors_blocked_in_a_gloo_collective_with_the_dead_rank_are_freed(fre
     error, elapsed = timed_run(ip, "%%mpirun -o again\ndist.all_reduce(t)")
     assert error is not None and elapsed < hang_bound(2), elapsed   # fails at once, never hangs
     assert [(r.rank, r.status) for r in ip.user_ns["again"]] == [(0, "error"), (1, "error"), (3, "error")]
+    assert "rank 2 is dead: a collective over every rank" in capsys.readouterr().out

@@ -109,4 +109,4 @@ def collective_without_note(dead: list, errors: list) -> str:
     return (f"rank{'s' if many else ''} {fold_ranks(sorted(dead))} {'are' if many else 'is'} dead: a "
             "collective over every rank (MPI's COMM_WORLD, torch's default group) fails without "
             f"{'them' if many else 'it'}; the live ranks can go on among themselves "
-            "(`MPI.COMM_WORLD.Shrink()`), or `%mpirun --restart` starts all ranks again")
+            "(MPI: `MPI.COMM_WORLD.Shrink()`), or `%mpirun --restart` starts all ranks again")
