@@ -129,9 +129,8 @@ def abort_jobs(client, jobs_by_engine: dict) -> list:
 def interrupt_engines(client, engines: list) -> list:
     """ipykernel's interrupt_request to each of ``engines``, as ``abort_jobs`` sends: those
     reached. The caller checks ``has_control_request`` first."""
-    control = getattr(client, CONTROL_REQUEST)
-    return [engine for engine in engines if _reached(
-        lambda: control(targets=[engine], msg_type="interrupt_request", content={}, block=False))]
+    return [engine for engine in engines
+            if _reached(lambda: send_control(client, engine, "interrupt_request", {}))]
 
 
 def _reached(send) -> bool:
