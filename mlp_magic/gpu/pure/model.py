@@ -94,7 +94,7 @@ class HostGpus:
                 nics=[str(n) for n in data.get("nics", [])],
                 links={str(a): {str(b): _link(t) for b, t in row.items()}
                        for a, row in data.get("links", {}).items()},
-                error=error,
+                error=error or None,   # "": no error, as a probe that found none says
             )
         except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as exc:
             raise MlpMagicError("bad GPU inventory JSON: %s: %s" % (type(exc).__name__, exc)) from None

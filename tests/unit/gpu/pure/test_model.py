@@ -37,6 +37,7 @@ def test_an_inventory_round_trips_through_json():
 @example(replaced(INVENTORY, ("gpus", 1, "numa_node"), "12"))   # old code: TypeError sorting nodes
 @example(replaced(INVENTORY, ("links", "GPU1", "mlx5_0"), ""))   # old code: ValueError ranking the link
 @example(replaced(INVENTORY, ("error",), float("nan")))   # old code: "NaN" in the panel's document
+@example(replaced(replaced(INVENTORY, ("error",), ""), ("gpus",), []))   # old code: "" kept as an error
 def test_a_hostile_inventory_is_read_whole_or_is_that_hosts_bad_json(doc):
     gpus = parse_topo_answer("w0", dumps({"w0": doc}))
     assert gpus.host == "w0" and (gpus.gpus or gpus.error is None or gpus.error.startswith("bad JSON"))
