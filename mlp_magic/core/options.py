@@ -125,6 +125,21 @@ def python_name(value: str) -> str:
     return value
 
 
+def python_names(value: str) -> tuple:
+    """``model,opt``: Python names, comma-separated, each once."""
+    names = tuple(dict.fromkeys(part.strip() for part in value.split(",")))
+    if not names or "" in names:
+        raise BadValue(f"expected Python names separated by commas, got {value!r}")
+    return tuple(python_name(name) for name in names)
+
+
+def rank_number(value: str) -> int:
+    """0, 1, 2...: one rank."""
+    if not _ascii_digits(value) or len(value.lstrip("0")) > 9:
+        raise BadValue(f"expected a rank number, got {value[:20]!r}")
+    return int(value)
+
+
 def break_location(value: str):
     """``FILE:LINE`` (``cell:LINE`` for the cells) -> (file, line); ``clear`` stays itself."""
     if value == "clear":

@@ -19,11 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from mlp_magic.core.rank_variables import (MPI_RANK, MPI_RANK_SIZE, TORCH_LOCAL_RANK, TORCH_RANK,
-                                           TORCH_WORLD_SIZE, WORLD_ID, WORLD_RANK, WORLD_SIZE)
+from mlp_magic.core.rank_variables import (MPI_RANK, MPI_RANK_SIZE, RESPAWNED_RANK, RESPAWNED_SIZE,
+                                           TORCH_LOCAL_RANK, TORCH_RANK, TORCH_WORLD_SIZE, WORLD_ID,
+                                           WORLD_RANK, WORLD_SIZE)
 from mlp_magic.core.records import Record
 
-_SIZE_VARIABLES = {**MPI_RANK_SIZE, TORCH_RANK: TORCH_WORLD_SIZE, WORLD_RANK: WORLD_SIZE}
+_SIZE_VARIABLES = {**MPI_RANK_SIZE, TORCH_RANK: TORCH_WORLD_SIZE, WORLD_RANK: WORLD_SIZE,
+                   RESPAWNED_RANK: RESPAWNED_SIZE}
+_SPAWNED_JOB = re.compile(r"@[0-9]+$")   # Open MPI's namespace of a spawned job: "prterun-vm-17@2"
 # The launcher's name for one job, per family of variables (the first one set wins).
 _JOB_VARIABLES = {"mpi": ("PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "OMPI_MCA_ess_base_jobid",
                           "PMI_KVSNAME", "PMI_JOBID", "SLURM_JOB_ID"),
@@ -74,7 +77,7 @@ def rank_of(env: Mapping) -> RankInfo | None:
     torch_rank = _number(env, TORCH_RANK) if _number(env, TORCH_LOCAL_RANK) is not None else None
     if torch_rank is not None and any(name in env for name in _TORCH_WORKER):
         return _info(env, torch_rank, TORCH_RANK, "torch")
-    for name in MPI_RANK:
+    for name in (RESPAWNED_RANK, *MPI_RANK):
         rank = _number(env, name)
         if rank is not None:
             return _info(env, rank, name, "mpi")
@@ -90,6 +93,8 @@ def _info(env: Mapping, rank: int, variable: str, family: str) -> RankInfo:
         size = _number(env, TORCH_WORLD_SIZE)
     ids = [env[name] for name in _JOB_VARIABLES[family] if env.get(name)]
     where = ids[0] if ids else ""
+    if variable == RESPAWNED_RANK:   # spawned as job @2, @3...: a rank of the job it was spawned into
+        where = _SPAWNED_JOB.sub("@1", where)
     if family == "torch" and env.get("MASTER_PORT"):   # the run id is "none" unless one was given
         where = f"{where} {env.get('MASTER_ADDR', '')}:{env['MASTER_PORT']}".strip()
     job = f"{family} {where}".strip() if where else f"{family} (size {size})" if size else family

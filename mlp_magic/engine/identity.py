@@ -17,10 +17,10 @@ PROGRAM = "mlp_magic.engine.main"   # python -m PROGRAM: what identifies an engi
 def _rank_variables() -> tuple:
     """core/rank_variables' lists (its module is not held: used_once)."""
     from mlp_magic.core import rank_variables as names
-    return names.OWN_RANK, names.MPI_LOCAL_RANK, names.WORLD_RANK
+    return names.OWN_RANK, names.MPI_LOCAL_RANK, names.WORLD_RANK, names.MPI_RANK
 
 
-OWN_RANK, MPI_LOCAL_RANK, WORLD_RANK = used_once(_rank_variables)
+OWN_RANK, MPI_LOCAL_RANK, WORLD_RANK, MPI_RANK = used_once(_rank_variables)
 
 # This engine's start, filled by engine/main: when it registered ("registered_at", epoch s), its
 # CPU until then ("cpu_s"), what its lean start kept out. Set against "create_time", it is the
@@ -43,7 +43,7 @@ def launcher_rank() -> int | None:
 
 def launched_by_mpi() -> bool:
     """Whether an MPI launcher started this process (not a plain engine the World numbered)."""
-    return not os.environ.get(WORLD_RANK) and first_number(OWN_RANK[1:]) is not None
+    return not os.environ.get(WORLD_RANK) and first_number(MPI_RANK) is not None
 
 
 def identify(controller_ip: str = "127.0.0.1") -> dict:

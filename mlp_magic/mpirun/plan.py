@@ -42,7 +42,7 @@ def live_ranks(world, ranks: list, chosen: bool, notice) -> list:
     if chosen:
         living = fold_ranks(r for r in range(world.np) if r not in world.dead_ranks)
         raise MlpMagicError(f"--ranks: {rank_words(dead)} died in an earlier cell; the World runs on "
-                            f"ranks {living} (`%mpirun --restart` starts all again)")
+                            f"ranks {living} (`%mpirun --respawn` starts the dead again)")
     notice(f"mlp_magic: {rank_words(dead)} died in an earlier cell: "
            f"running on the other {len(ranks) - len(dead)}")
     return [rank for rank in ranks if rank not in dead]

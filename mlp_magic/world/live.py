@@ -76,6 +76,9 @@ class LiveWorld:
     def all_died(self) -> None:
         self._change("all_died")
 
+    def revived(self, ranks: Sequence[int]) -> None:
+        self._change("revived", ranks)
+
     def touch(self) -> None:
         """Something else of the record changed (the GPU inventory): write it again."""
         with self._lock:

@@ -30,7 +30,7 @@ from mlp_magic.engine.ipykernel_private import with_missing
 from mlp_magic.engine.private_files import narrow_tree, private_dirs
 from mlp_magic.machine.names import is_this_machine
 from mlp_magic.errors import MlpMagicError
-from mlp_magic.world import facts, guards, panel_record, published
+from mlp_magic.world import facts, guards, panel_record, published, rank_setup
 from mlp_magic.world.keep import ownership
 from mlp_magic.world.start import calls as start_calls
 from mlp_magic.client.ipp_private import abort_jobs, has_control_request, interrupt_engines
@@ -220,28 +220,29 @@ class World:
         self._bootstrap()
 
     def _bootstrap(self) -> None:
-        master_port = self._master_port()
         master_addr = LOOPBACK if self.spec.topology.is_local else self.identities[0]["addr"]
-        days = config.log_keep_days()
-        retention = (config.log_root(), days) if days else None
-        pending = {}
-        for row in self.layout:
-            variables = {
-                "RANK": row.rank, "WORLD_SIZE": self.spec.np, "LOCAL_RANK": row.local_rank,
-                "LOCAL_WORLD_SIZE": row.local_world_size, "NODE_RANK": row.node_rank,
-                "GROUP_RANK": row.node_rank, "MASTER_ADDR": master_addr, "MASTER_PORT": master_port,
-            }
-            if self.spec.topology.is_local:
-                variables["GLOO_SOCKET_IFNAME"] = os.environ.get("GLOO_SOCKET_IFNAME", "lo")
-            names = {"rank": row.rank, "world_size": self.spec.np,
-                     "local_rank": row.local_rank, "node_rank": row.node_rank}
-            engine = self.client[self.rank_to_engine[row.rank]]
-            pending[row.rank] = engine.apply_async(with_missing, engine_bootstrap.bootstrap, variables, names,
-                                                   self.mpi is not None, display_cap(self.spec.np), retention)
+        self.master = (master_addr, self._master_port())
+        pending = {row.rank: self.send_bootstrap(row.rank) for row in self.layout}
         answers = self.gather_at_start(pending, "their set-up (variables, MPI_Init, hooks)",
                                        "the set-up (variables, MPI_Init, hooks)")
         guards.report_missing(self, answers)
-        self.master = (master_addr, master_port)
+
+    def send_bootstrap(self, rank: int):
+        """Send ``rank``'s engine its set-up (engine/bootstrap: torch's variables, the names,
+        MPI_Init, the hooks); its AsyncResult."""
+        variables, names = rank_setup.rank_variables(self, self.layout[rank])
+        days = config.log_keep_days()
+        retention = (config.log_root(), days) if days else None
+        engine = self.client[self.rank_to_engine[rank]]
+        return engine.apply_async(with_missing, engine_bootstrap.bootstrap, variables, names,
+                                  self.mpi is not None, display_cap(self.spec.np), retention)
+
+    def revived(self, rank: int, engine_id: int, identity: dict) -> None:
+        """A new process stands for dead ``rank`` from now on (``%mpirun --respawn``: world/respawn)."""
+        self.rank_to_engine[rank] = engine_id
+        self.identities[rank] = identity
+        self.dead_ranks.pop(rank, None)
+        self.live.revived([rank])
 
     def gather_at_start(self, pending: dict, what: str, step: str) -> dict:
         """{rank: AsyncResult} -> {rank: value} before the start's deadline, or one error line

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from mlp_magic.core.options import (OFF, BadValue, Option, choice, matching, number_in, positive_int,
-                                    python_name, seconds, text, whole_number)
+                                    python_name, python_names, rank_number, seconds, text, whole_number)
 
 MAX_PIDS = 4096
 STACKS_MAX_TIMEOUT = 86400.0   # a day: beyond it, poll's and the thread waits' limits would be hit
@@ -82,6 +82,10 @@ KEEP = Option(names=("--keep",), dest="keep", help="the World outlives this kern
 FORCE = Option(names=("--force",), dest="force", help="take the World over from the kernel that drives it")
 IF = Option(names=("--if",), dest="condition", kind=text, metavar="EXPR",
             help="stop only where EXPR is true, evaluated in the rank's frame")
+COPY_NAMES = Option(names=("--copy",), dest="names", kind=python_names, metavar="NAMES",
+                    help="copy these variables (model,opt) from a live rank to the new ranks")
+FROM_RANK = Option(names=("--from",), dest="source", kind=rank_number, metavar="RANK",
+                   help="the live rank --copy copies from (default: the lowest live rank)")
 FRAME = Option(names=("--frame",), dest="frame", kind=whole_number, metavar="K",
                help="the frame K of the failure (0: the innermost of user code)")
 

@@ -9,8 +9,8 @@ line); an option another verb of the magic takes "does not go with" this one.
 from __future__ import annotations
 
 from mlp_magic.commands.pure.options import (
-    ALL_OUTPUTS, CONNECT_TIMEOUT, COPY, DIFF, DOCTOR_TIMEOUT, EXCLUDE, FANOUT, FORCE, FRACTION, FRAME,
-    FROM_FILE, HELP, HOST_LIST, IF, HOST_TIMEOUT, HOSTFILE, INTERVAL, JSON, KEEP, LINK_RANKS, LISTEN_HOST,
+    ALL_OUTPUTS, CONNECT_TIMEOUT, COPY, COPY_NAMES, DIFF, DOCTOR_TIMEOUT, EXCLUDE, FANOUT, FORCE, FRACTION, FRAME,
+    FROM_FILE, FROM_RANK, HELP, HOST_LIST, IF, HOST_TIMEOUT, HOSTFILE, INTERVAL, JSON, KEEP, LINK_RANKS, LISTEN_HOST,
     LINKS, LINKS_BACKEND, LOG_DIR, MATCH, NATIVE, NO_FOLD, NO_GROUP, NO_IMPORT, NO_PROBE, NP, ONCE, OUT,
     OUTDIR, OVERSUBSCRIBE, PACKAGE, PIDS, PORT, PROBE_TIMEOUT, PYTHON, RANKS, REFRESH, RESTART, SIZE, SSH,
     STACKS_TIMEOUT, STATIC, STATUS_TIMEOUT, THREADS, TIMEOUT, TOPO_FILE, TOPO_HOST)
@@ -80,6 +80,9 @@ MPIRUN = (
     Verb(name="unblock", magic="mpirun", flag=_flag("unblock"), options=(RANKS,),
          run="mlp_magic.unblock.verbs:unblock",
          summary="end the hung torch.distributed collectives, keeping every rank's process and state"),
+    Verb(name="respawn", magic="mpirun", flag=_flag("respawn"), options=(RANKS, COPY_NAMES, FROM_RANK),
+         run="mlp_magic.respawn.verbs:respawn",
+         summary="start the dead ranks again as the same ranks; the live ones keep their state (ULFM)"),
     Verb(name="stacks", magic="mpirun", flag=_flag("stacks"), options=(LOG_DIR,), run=f"{WORLDS}:stacks",
          summary="every rank's Python stack, merged"),
     Verb(name="compare", magic="mpirun", flag=_flag("compare", metavar="EXPR"), rest="expression",

@@ -117,10 +117,23 @@ def shrink_world(user_ns: dict | None = None) -> dict | None:
     if MPI is None:
         return None
     new = _world(MPI).Shrink()
+    stand_for_world(new, user_ns)
+    return {"size": new.Get_size(), "library": MPI.Get_library_version().split(",")[0].strip()}
+
+
+def world_communicator():
+    """The communicator standing for the World now: COMM_WORLD, or what replaced it (a shrink, a
+    respawn); None without ULFM."""
+    MPI = _mpi()
+    return None if MPI is None else _world(MPI)
+
+
+def stand_for_world(new, user_ns: dict | None = None) -> None:
+    """``new`` stands for the World from now on (a later unblock revokes it), as ``comm`` in the
+    rank's namespace (``user_ns``, else the engine's)."""
     _STATE["world"] = new
     if user_ns is None:
         from mlp_magic.engine.bootstrap import engine_shell
 
         user_ns = engine_shell().user_ns
     user_ns["comm"] = new
-    return {"size": new.Get_size(), "library": MPI.Get_library_version().split(",")[0].strip()}

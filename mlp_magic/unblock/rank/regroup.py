@@ -9,6 +9,8 @@ for NCCL, ``distributed_c10d._abort_process_group`` (unblock/rank/side).
 """
 from __future__ import annotations
 
+import os
+
 from mlp_magic.unblock.rank import side
 from mlp_magic.unblock.rank.default_group import group_config
 
@@ -32,3 +34,28 @@ def recreate_default_group(prefix: str) -> dict | None:
                             rank=config["rank"], world_size=config["world_size"], **options)
     side.regrouped()   # only once made: a failed attempt keeps what a retry needs
     return {"backend": config["backend"], "world_size": config["world_size"], "stale": config["stale"]}
+
+
+def group_to_remake() -> dict | None:
+    """What a live rank's default group was ({"backend", "timeout"}), for making it again over a
+    World whose dead ranks were respawned; None without one, {"error"} where torch hides it."""
+    config = group_config() or side.kept_group()
+    if config is None or "error" in config:
+        return config
+    return {"backend": config["backend"], "timeout": config["timeout"]}
+
+
+def make_default_group(backend: str, timeout, address: str, port: int, rank: int, world_size: int) -> dict:
+    """The default group made anew over every rank (collective), meeting at a new store on
+    ``address:port`` (rank 0 serves it: the old store died with a dead rank 0); the respawned
+    ranks have none before. MASTER_PORT says the new port from then on."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    options = {"timeout": timeout} if timeout is not None else {}
+    dist.init_process_group(backend, init_method=f"tcp://{address}:{port}", rank=rank,
+                            world_size=world_size, **options)
+    side.regrouped()
+    os.environ["MASTER_PORT"] = str(port)
+    return {"backend": backend, "world_size": world_size, "stale": []}

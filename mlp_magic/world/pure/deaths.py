@@ -82,10 +82,11 @@ def survivors_note(dead: dict, living: int, pid_of_rank: dict, host_of_rank) -> 
     who = "; ".join(f"rank {rank} (pid {pid_of_rank.get(rank, '?')} on {host_of_rank(rank)}) {how}"
                     for rank, how in sorted(dead.items()))
     ranks = fold_ranks(sorted(dead))
-    note = (f"{who} during the cell; the other {living} ranks kept their state and run the next "
-            f"cells without rank{'s' if len(dead) > 1 else ''} {ranks} "
-            "(`%mpirun --restart` starts all ranks again)")
     unheard = [rank for rank, how in dead.items() if how.startswith(EXITED_WITH_STATUS)]
+    back = "`%mpirun --restart` starts all ranks again" if unheard else \
+        f"`%mpirun --respawn` brings {'them' if len(dead) > 1 else 'it'} back"
+    note = (f"{who} during the cell; the other {living} ranks kept their state and run the next "
+            f"cells without rank{'s' if len(dead) > 1 else ''} {ranks} ({back})")
     if unheard:
         # measured with Open MPI 5.0.11: the others' MPI hears of a rank killed by a signal or
         # ended with status 0, never of a non-zero exit, and a collective with it then waits
@@ -109,4 +110,5 @@ def collective_without_note(dead: list, errors: list) -> str:
     return (f"rank{'s' if many else ''} {fold_ranks(sorted(dead))} {'are' if many else 'is'} dead: a "
             "collective over every rank (MPI's COMM_WORLD, torch's default group) fails without "
             f"{'them' if many else 'it'}; the live ranks can go on among themselves "
-            "(MPI: `MPI.COMM_WORLD.Shrink()`), or `%mpirun --restart` starts all ranks again")
+            "(MPI: `MPI.COMM_WORLD.Shrink()`), `%mpirun --respawn` starts "
+            f"{'them' if many else 'it'} again, or `%mpirun --restart` starts all ranks again")

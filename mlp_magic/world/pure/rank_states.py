@@ -104,6 +104,13 @@ class RankStates:
     def all_died(self, now: float) -> None:
         self.died(range(len(self.rows)), now)
 
+    def revived(self, ranks: Sequence[int], now: float) -> None:
+        """Dead ranks started again (``%mpirun --respawn``): idle, with nothing in flight."""
+        for rank in ranks:
+            if self.rows[rank].state == DEAD:
+                self.rows[rank].requests = 0
+                self._set(self.rows[rank], IDLE, now)
+
     def to_json(self) -> list[dict]:
         return [row.to_json() for row in self.rows]
 

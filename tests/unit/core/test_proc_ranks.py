@@ -54,6 +54,11 @@ TORCHRUN = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "GROUP_RANK": "1"
      RankInfo(5, "OMPI_COMM_WORLD_RANK", "mpi prterun-worker0-1234@1", 16)),
     ({"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2"}, RankInfo(1, "RANK", "torch (size 2)", 2)),
     ({"MLP_MAGIC_RANK": "0"}, RankInfo(0, "MLP_MAGIC_RANK", "mlp_magic")),
+    # a rank %mpirun --respawn started: its launcher's variables are the spawned job's (rank 0 of 1,
+    # "@2"); it is rank 2 of the job it was spawned into
+    ({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1", "PMIX_NAMESPACE": "prterun-worker0-1234@2",
+      "MLP_MAGIC_RESPAWNED_RANK": "2", "MLP_MAGIC_RESPAWNED_SIZE": "16"},
+     RankInfo(2, "MLP_MAGIC_RESPAWNED_RANK", "mpi prterun-worker0-1234@1", 16)),
     ({"MLP_MAGIC_RANK": "1", "MLP_MAGIC_WORLD_SIZE": "2", "MLP_MAGIC_WORLD_ID": "world-a"},
      RankInfo(1, "MLP_MAGIC_RANK", "mlp_magic world-a", 2)),
 ])
@@ -71,7 +76,8 @@ def test_no_rank(env):
 
 @given(st.dictionaries(st.sampled_from(["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK", "LOCAL_RANK",
                                         "WORLD_SIZE", "PMIX_NAMESPACE", "TORCHELASTIC_RUN_ID",
-                                        "MASTER_PORT", "MLP_MAGIC_RANK"]), values))
+                                        "MASTER_PORT", "MLP_MAGIC_RANK", "MLP_MAGIC_RESPAWNED_RANK"]),
+                       values))
 def test_rank_of_never_fails_and_names_its_variable(env):
     found = rank_of(env)
     if found is not None:

@@ -37,7 +37,8 @@ def test_no_module_but_rank_variables_spells_a_rank_variable():
     assert {where: names for where, names in spelled.items() if names} == {}
 
 
-def test_a_ranks_own_number_asks_the_worlds_numbering_first_and_every_mpi_family():
-    assert rank_variables.OWN_RANK[0] == rank_variables.WORLD_RANK
-    assert set(rank_variables.OWN_RANK[1:]) == set(rank_variables.MPI_RANK_SIZE)
+def test_a_ranks_own_number_asks_a_respawn_then_the_worlds_numbering_and_every_mpi_family():
+    # a respawned rank's launcher says rank 0 of the spawned job: its own variable comes first
+    assert rank_variables.OWN_RANK[:2] == (rank_variables.RESPAWNED_RANK, rank_variables.WORLD_RANK)
+    assert set(rank_variables.OWN_RANK[2:]) == set(rank_variables.MPI_RANK_SIZE)
     assert rank_variables.OWN_LOCAL_RANK == (rank_variables.TORCH_LOCAL_RANK, *rank_variables.MPI_LOCAL_RANK)

@@ -73,6 +73,16 @@ def test_dead_stays_dead_and_starting_is_not_made_busy():
     assert (made.rows[1].state, made.rows[1].since) == (DEAD, 3.0)
 
 
+def test_a_respawned_rank_is_idle_again_and_a_live_one_is_left_as_it_is():
+    made = states(3)
+    made.died([1], 3.0)
+    made.sent([0], 4.0)
+    made.revived([0, 1], 5.0)
+    assert [(row.state, row.since) for row in made.rows[:2]] == [(BUSY, 4.0), (IDLE, 5.0)]
+    made.sent([1], 6.0)
+    assert made.rows[1].state == BUSY
+
+
 def test_versions_count_changes_of_state_and_output_apart():
     made = states()
     version = made.version
@@ -84,12 +94,12 @@ def test_versions_count_changes_of_state_and_output_apart():
 
 
 @settings(max_examples=200)
-@given(st.lists(st.tuples(st.sampled_from(["sent", "ended", "died", "wrote"]), st.integers(0, 5)),
+@given(st.lists(st.tuples(st.sampled_from(["sent", "ended", "died", "wrote", "revived"]), st.integers(0, 5)),
                 max_size=60))
 def test_any_sequence_keeps_the_rows_consistent(steps):
     made = states(6)
     for now, (what, rank) in enumerate(steps, start=200):
-        getattr(made, what)([rank] if what in ("sent", "died") else rank, float(now))
+        getattr(made, what)([rank] if what in ("sent", "died", "revived") else rank, float(now))
     for row in made.rows:
         assert row.state in (IDLE, BUSY, DEAD)
         assert row.requests >= 0

@@ -1,0 +1,19 @@
+"""What a rank is told at its set-up (engine/bootstrap): torch.distributed's variables and the
+names a cell sees, from its row of the World's layout; at the start, and for a respawned rank."""
+from __future__ import annotations
+
+import os
+
+
+def rank_variables(world, row) -> tuple:
+    """({variable: value}, {name: value}) for the rank of ``row``; ``world.master`` is set."""
+    master_addr, master_port = world.master
+    variables = {
+        "RANK": row.rank, "WORLD_SIZE": world.np, "LOCAL_RANK": row.local_rank,
+        "LOCAL_WORLD_SIZE": row.local_world_size, "NODE_RANK": row.node_rank,
+        "GROUP_RANK": row.node_rank, "MASTER_ADDR": master_addr, "MASTER_PORT": master_port,
+    }
+    if world.spec.topology.is_local:
+        variables["GLOO_SOCKET_IFNAME"] = os.environ.get("GLOO_SOCKET_IFNAME", "lo")
+    names = {"rank": row.rank, "world_size": world.np, "local_rank": row.local_rank, "node_rank": row.node_rank}
+    return variables, names
