@@ -46,12 +46,21 @@ def launched_by_mpi() -> bool:
     return not os.environ.get(WORLD_RANK) and first_number(MPI_RANK) is not None
 
 
+def launcher_process() -> list | None:
+    """[job, index]: how an Open MPI launcher's log names this process ("[prterun-vm-17@2,0]"),
+    None elsewhere; a respawned rank's job is 2, 3... (world/rank_deaths)."""
+    job = os.environ.get("PMIX_NAMESPACE", "").rpartition("@")[2]
+    index = first_number(MPI_RANK)
+    return [int(job), index] if job.isdigit() and index is not None else None
+
+
 def identify(controller_ip: str = "127.0.0.1") -> dict:
     """Who am I: the MPI rank from the launcher's variables, and the address this host uses
     towards the controller (rank 0's is MASTER_ADDR)."""
     return {
         "rank": launcher_rank(),
         "launcher_local_rank": first_number(MPI_LOCAL_RANK),
+        "launcher_process": launcher_process(),
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "pgid": os.getpgrp(), "sid": os.getsid(0),   # what it forks keeps them (agent/leftovers)

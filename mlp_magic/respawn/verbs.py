@@ -16,6 +16,8 @@ from mlp_magic.client.remote_errors import Failed
 from mlp_magic.core.ranges import parse_ranks
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.respawn.pure import plan
+from mlp_magic.values.pure.compare import size_text
+from mlp_magic.world.pure.deaths import EXITED_WITH_STATUS
 from mlp_magic.respawn.rank import names as rank_names
 from mlp_magic.world import respawn as world_respawn
 
@@ -30,10 +32,15 @@ def respawn(context, options) -> None:
     if not world.survives_deaths:
         raise MlpMagicError("%mpirun --respawn: this World's ranks end together when one dies (no ULFM: see "
                             "the line its start printed); `%mpirun --restart` starts all ranks again")
-    context.owner.idle_world(world, notice=context.notice)
+    # (an earlier cell's group is made again below, over the new ranks too: not said twice)
+    context.owner.idle_world(world, notice=lambda line: None)
     chosen = parse_ranks(options.ranks, world.np) if options.ranks else None
     ranks = plan.chosen_dead(sorted(world.dead_ranks), chosen, world.lost_hosts, world.host_of)
+    plan.refuse_unheard(ranks, world.dead_ranks, EXITED_WITH_STATUS)
     live = [row.rank for row in world.layout if row.rank not in world.dead_ranks]
+    if not live:
+        raise MlpMagicError("%mpirun --respawn: no rank is alive to start the dead from; "
+                            "`%mpirun --restart` starts all ranks again")
     source = plan.copy_source(live, options.names, options.source, world.np)
     if source is not None:
         held = _ask(world, [source], rank_names.held_names)[source]
@@ -71,5 +78,5 @@ def _copy(world, names: tuple, source: int, ranks: list, cap: int) -> str:
     failed = {rank: answer.message for rank, answer in stored.items() if isinstance(answer, Failed)}
     if failed:
         return f"not copied to every new rank: {failed}"
-    return (f"copied {', '.join(names)} ({packed.type_name}; {packed.nbytes / 1e6:.1f} MB) "
+    return (f"copied {', '.join(names)} ({packed.type_name}; {size_text(packed.nbytes)}) "
             f"from rank {source} to ranks {', '.join(map(str, ranks))}")

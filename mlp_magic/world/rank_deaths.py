@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 
-from mlp_magic.world.pure.deaths import ulfm_deaths
+from mlp_magic.world.pure.deaths import ulfm_failures
 
 LOOK_EVERY_S = 0.1
 CARRY_BYTES = 4096   # a line cut by the last read is read whole the next time
@@ -18,10 +18,12 @@ CARRY_BYTES = 4096   # a line cut by the last read is read whole the next time
 
 class RankDeathWatch:
     """Calls ``on_deaths({rank: how})`` from its own thread for ranks the launcher's log at
-    ``log_path`` names as failed, each rank once, until ``close()``."""
+    ``log_path`` names as failed, each process once, until ``close()``. The World's job is 1;
+    ``spawned`` ({(job, index): rank}, the World's) names the ranks respawned since."""
 
-    def __init__(self, log_path: str, on_deaths):
+    def __init__(self, log_path: str, on_deaths, spawned: dict | None = None):
         self.log_path, self.on_deaths = log_path, on_deaths
+        self.spawned = {} if spawned is None else spawned
         self._told: set = set()
         self._offset = 0
         self._stop = threading.Event()
@@ -46,9 +48,11 @@ class RankDeathWatch:
         except OSError:
             return
         self._offset = size
-        new = {rank: how for rank, how in ulfm_deaths(text).items() if rank not in self._told}
+        failed = {key: how for key, how in ulfm_failures(text).items() if key not in self._told}
+        self._told.update(failed)
+        new = {rank: how for (job, index), how in failed.items()
+               if (rank := index if job == 1 else self.spawned.get((job, index))) is not None}
         if new:
-            self._told.update(new)
             self.on_deaths(new)
 
     def _run(self) -> None:

@@ -15,5 +15,6 @@ def rank_variables(world, row) -> tuple:
     }
     if world.spec.topology.is_local:
         variables["GLOO_SOCKET_IFNAME"] = os.environ.get("GLOO_SOCKET_IFNAME", "lo")
-    names = {"rank": row.rank, "world_size": world.np, "local_rank": row.local_rank, "node_rank": row.node_rank}
+    names = {"rank": row.rank, "world_size": world.np, "local_rank": row.local_rank,
+             "node_rank": row.node_rank}
     return variables, names

@@ -71,7 +71,8 @@ def _new_engines(world, known: set, count: int, deadline: float, spawning) -> li
 
 def _take_as_ranks(world, engines: list, ranks: list, deadline: float) -> None:
     """Each new engine says which rank it stands for; the World takes it as that rank."""
-    asked = {eid: world.client[eid].apply_async(engine_identity.identify, world.controller_ip) for eid in engines}
+    identify = engine_identity.identify
+    asked = {eid: world.client[eid].apply_async(identify, world.controller_ip) for eid in engines}
     for eid, result in asked.items():
         result.wait(max(0.0, deadline - time.monotonic()))
         identity = result.get(0) if result.ready() and result.successful() else None
@@ -88,7 +89,8 @@ def _refuse_failures(world, jobs: list, ranks: list) -> None:
         if failed or late:
             what = "; ".join(f"rank {rank}: {line}" for rank, line in sorted(failed.items()))
             what += f"{'; ' if what else ''}ranks {fold_ranks(late)} did not finish in time" if late else ""
-            raise MlpMagicError(f"%mpirun --respawn of {fold_ranks(ranks) or 'the dead ranks'} failed: {what}; "
+            raise MlpMagicError(f"%mpirun --respawn of {fold_ranks(ranks) or 'the dead ranks'} failed: "
+                                f"{what}; "
                                 f"`%mpirun --restart` starts the World again")
 
 
@@ -104,9 +106,11 @@ def remake_default_group(world, ranks: list) -> list:
         return []
     found = groups[0]
     if isinstance(found, Failed) or "error" in found:
-        return [f"torch's default group was not made again: {getattr(found, 'message', None) or found['error']}"]
+        why = found.message if isinstance(found, Failed) else found["error"]
+        return [f"torch's default group was not made again: {why}"]
     address = world.master[0]
-    port = call(world, [0], engine_identity.free_port, timeout=REGROUP_TIMEOUT_S, what="a free port on rank 0")[0]
+    port = call(world, [0], engine_identity.free_port, timeout=REGROUP_TIMEOUT_S,
+                what="a free port on rank 0")[0]
     world.master = (address, port)
     made = call_each(world, {rank: (found["backend"], found["timeout"], address, port, rank, world.np)
                              for rank in range(world.np)},
@@ -114,6 +118,7 @@ def remake_default_group(world, ranks: list) -> list:
                      what="making torch's default group again")
     failed = {rank: answer.message for rank, answer in made.items() if isinstance(answer, Failed)}
     if failed:
-        return [f"torch's default group was not made again: " + "; ".join(
+        return ["torch's default group was not made again: " + "; ".join(
             f"rank {rank}: {message}" for rank, message in sorted(failed.items()))]
-    return [f"torch's default group made again over all {world.np} ranks ({found['backend']}, at {address}:{port})"]
+    backends = ", ".join(dict.fromkeys(part.rpartition(":")[2] for part in found["backend"].split(",")))
+    return [f"torch's default group made again over all {world.np} ranks ({backends}, at {address}:{port})"]

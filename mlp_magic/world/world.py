@@ -101,6 +101,7 @@ class World:
         self.lost_hosts: dict = {}     # host -> ranks: stopped answering during a cell (host_watch)
         self.survives_deaths = False   # ULFM: a rank's death ends that rank only (world/rank_deaths)
         self.dead_ranks: dict = {}     # rank -> how it ended; the others run on
+        self.spawned: dict = {}        # (launcher job, index) -> rank: the ranks respawned since
         self.death_watch: RankDeathWatch | None = None
         self.reach = None                  # the other hosts' ssh, checked while the start runs
         self._gpus_refreshed_at = float("-inf")
@@ -186,7 +187,7 @@ class World:
     def watch_processes(self) -> None:
         self.lifeline = Lifeline(self.processes, self._lost_process)
         if self.survives_deaths:
-            self.death_watch = RankDeathWatch(self.processes[1].log_path, self._ranks_died)
+            self.death_watch = RankDeathWatch(self.processes[1].log_path, self._ranks_died, self.spawned)
 
     def _ranks_died(self, deaths: dict) -> None:
         """From the death watch's thread: ranks died, the others live on. During the start the
@@ -241,6 +242,8 @@ class World:
         """A new process stands for dead ``rank`` from now on (``%mpirun --respawn``: world/respawn)."""
         self.rank_to_engine[rank] = engine_id
         self.identities[rank] = identity
+        if identity.get("launcher_process"):   # how the launcher's log will name its death
+            self.spawned[tuple(identity["launcher_process"])] = rank
         self.dead_ranks.pop(rank, None)
         self.live.revived([rank])
 

@@ -67,3 +67,55 @@ def test_respawn_refuses_what_it_cannot_do_and_changes_nothing(fresh_world, caps
     capsys.readouterr()
     assert run(ip, "%mpirun --status") is None
     assert "running, rank 2 dead" in capsys.readouterr().out
+
+
+def test_a_rank_killed_in_a_gloo_all_reduce_comes_back_with_the_group_and_a_copied_model(fresh_world, capsys):
+    ip = fresh_world
+    assert run(ip, "%%mpirun\nimport torch, torch.distributed as dist\ndist.init_process_group('gloo')\n"
+                   "torch.manual_seed(rank)\nmodel = torch.nn.Linear(4, 2)\n"
+                   "opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)\n"
+                   "model(torch.ones(3, 4)).sum().backward()\nopt.step()\nt = torch.ones(1)") is None
+    cell = ("%%mpirun\nimport os, signal, time\ntime.sleep(0.3)\nif rank == 2:\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\ndist.all_reduce(t)")
+    assert "died" in str(run(ip, cell))
+    capsys.readouterr()
+    assert run(ip, "%mpirun --respawn --copy model,opt --from 1") is None
+    out = capsys.readouterr().out
+    assert "torch's default group made again over all 4 ranks (gloo" in out, out
+    assert "copied model, opt (Linear, SGD;" in out and "from rank 1 to ranks 2" in out, out
+    # what the new rank lacks: the names of the set-up cell that were not copied, and its imports
+    assert "rank 2 lacks 1 name that rank 1 has: t; and imports dist, os, signal, time, torch" in out, out
+    # the copied model and optimizer are rank 1's, and the optimizer holds the copied model's parameters
+    digest = ("import hashlib\nsd = {**model.state_dict(), **{f'opt{k}': v['momentum_buffer'] "
+              "for k, v in opt.state_dict()['state'].items()}}\n"
+              "print(hashlib.sha1(b''.join(v.numpy().tobytes() for v in sd.values())).hexdigest(), "
+              "opt.param_groups[0]['params'][0] is model.weight)")
+    assert run(ip, f"%%mpirun --ranks 1-2 -o digests\n{digest}") is None
+    first, second = (r.stdout for r in ip.user_ns["digests"])
+    assert first == second and first.endswith(" True\n"), (first, second)
+    # gloo over all four, on the group made again (the new rank has only what was copied: the imports too)
+    assert run(ip, "%%mpirun -o reduced\nimport torch, torch.distributed as dist\n"
+                   "t = torch.ones(1) * (rank + 1)\ndist.all_reduce(t)\n"
+                   "print(int(t.item()), dist.get_world_size())") is None
+    assert [r.stdout for r in ip.user_ns["reduced"]] == ["10 4\n"] * 4
+
+
+def test_two_deaths_with_rank_0_among_them_come_back_together(fresh_world, capsys):
+    ip = fresh_world
+    assert run(ip, "%%mpirun\nkept = rank") is None
+    cell = KILL_2.replace("if rank == 2:", "if rank in (0, 3):")
+    assert "died" in str(run(ip, cell))
+    capsys.readouterr()
+    assert run(ip, "%mpirun --respawn --ranks 0") is None   # one of the two first
+    out = capsys.readouterr().out
+    assert "rank 0 (pid" in out and "started again" in out, out
+    assert run(ip, "%mpirun --status") is None
+    assert "running, rank 3 dead" in capsys.readouterr().out
+    assert run(ip, "%mpirun --respawn") is None
+    assert run(ip, "%%mpirun -o sums\nprint(comm.allreduce(rank), globals().get('kept'))") is None
+    assert [r.stdout for r in ip.user_ns["sums"]] == ["6 None\n", "6 1\n", "6 2\n", "6 None\n"]
+    # the respawned ranks' own death is a death as any other
+    assert run(ip, "%%mpirun -o pids\nimport os\nprint(os.getpid())") is None
+    os.kill(int(ip.user_ns["pids"][3].stdout), signal.SIGKILL)
+    assert wait_until(lambda: run(ip, "%mpirun --status") is None
+                      and "rank 3 dead" in capsys.readouterr().out, hang_bound(5))

@@ -225,7 +225,7 @@ LAYERS = (
     ("mlp_magic.gpu", "mlp_magic.agent", "mlp_magic.stacks"),               # 5 probes, agents, stacks
     ("mlp_magic.world", "mlp_magic.unblock"),                               # 6 the World
     ("mlp_magic.mpirun", "mlp_magic.values", "mlp_magic.debugging",         # 7 what runs on it
-     "mlp_magic.allrun", "mlp_magic.doctor"),
+     "mlp_magic.allrun", "mlp_magic.doctor", "mlp_magic.respawn"),
     ("mlp_magic.cluster",),                                                 # 8 the cluster picture
     ("mlp_magic.panel",),                                                   # 9 the panel's server
     ("mlp_magic.commands",),                                                # 10 the verbs

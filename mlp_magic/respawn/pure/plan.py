@@ -25,10 +25,23 @@ def chosen_dead(dead: list, chosen: list | None, lost_hosts: dict, host_of) -> l
     return ranks
 
 
+def refuse_unheard(ranks: list, how_dead: dict, exited: str) -> None:
+    """One error where a rank to start again ended in a way the others' MPI never hears of (a
+    non-zero exit, ``how_dead`` starting with ``exited``): their shrink would wait for it forever
+    (measured: Open MPI 5.0.11, ``os._exit(3)``)."""
+    unheard = [rank for rank in ranks if how_dead.get(rank, "").startswith(exited)]
+    if unheard:
+        raise MlpMagicError(f"%mpirun --respawn: {rank_words(unheard)} {how_dead[unheard[0]]}, "
+                            "which Open MPI never tells the other ranks of, so they cannot leave it out "
+                            "and start it again; "
+                            "`%mpirun --restart` starts all ranks again")
+
+
 def copy_source(live: list, names: tuple | None, source: int | None, np: int) -> int | None:
     """The live rank --copy copies from (--from, else the lowest live rank); None without --copy."""
     if source is not None and not names:
-        raise MlpMagicError("%mpirun --respawn --from RANK names where --copy copies from: give --copy NAMES too")
+        raise MlpMagicError("%mpirun --respawn --from RANK names where --copy copies from: "
+                            "give --copy NAMES too")
     if not names:
         return None
     if source is None:
@@ -43,7 +56,13 @@ def copy_source(live: list, names: tuple | None, source: int | None, np: int) ->
 
 def missing_names_line(names: tuple, held: list, source: int) -> str:
     """The --copy names the source lacks, as one error line; "" where it holds them all."""
-    missing = [name for name in names if name not in set(held) and f"+{name}" not in set(held)]
+    modules = [name for name in names if f"+{name}" in set(held)]
+    if modules:
+        what = "is a module" if len(modules) == 1 else "are modules"
+        return (f"%mpirun --respawn --copy: {', '.join(modules)} {what} on rank {source}, not a value "
+                "to copy: an import on the new ranks makes "
+                f"{'it' if len(modules) == 1 else 'them'}; nothing was started")
+    missing = [name for name in names if name not in set(held)]
     if not missing:
         return ""
     return (f"%mpirun --respawn --copy: rank {source} has no {', '.join(missing)}; nothing was started "
@@ -56,7 +75,7 @@ def names_listed(names: list) -> str:
 
 
 def respawned_line(pids: dict, seconds: float, size: int) -> str:
-    """ "rank 2 started again (pid 123) in 2.1 s: comm is a communicator of all 4 ranks" """
+    """ "rank 2 (pid 123) started again in 2.1 s: `comm` is a communicator of all 4 ranks ..." """
     started = ", ".join(f"rank {rank} (pid {pid})" for rank, pid in sorted(pids.items()))
     return (f"{started} started again in {seconds:.1f} s: `comm` is a communicator of all {size} ranks "
             "(MPI.COMM_WORLD cannot be repaired: use `comm`)")
@@ -79,7 +98,8 @@ def lacks_lines(held: dict, source: int, new_ranks: list) -> list:
         what = f"{len(values)} name{'s' if len(values) != 1 else ''} that rank {source} has: " \
             f"{names_listed(values)}" if values else f"imports that rank {source} has"
         what += f"{'; and imports ' if values else ': '}{names_listed(modules)}" if modules else ""
+        how = "`%mpirun --respawn --copy NAMES` copies values; or run their cells" if values \
+            else "run their imports"
         lines.append(f"{rank_words(ranks)} {'lacks' if len(ranks) == 1 else 'lack'} {what} "
-                     f"(`%mpirun --respawn --copy NAMES` copies values; or run their cells with "
-                     f"--ranks {fold_ranks(ranks)})")
+                     f"({how} with --ranks {fold_ranks(ranks)})")
     return lines

@@ -34,7 +34,7 @@ def spawned_environment(rank: int, size: int, environ=os.environ) -> str:
 def own_command(path: str = "/proc/self/cmdline") -> list:
     """This engine's command line as it was started (engine/main rewrites ``sys.argv``)."""
     with open(path, "rb") as handle:
-        return [word.decode() for word in handle.read().rstrip(b"\0").split(b"\0")]
+        return [os.fsdecode(word) for word in handle.read().rstrip(b"\0").split(b"\0")]
 
 
 def spawn_dead(dead_hosts: dict, size: int, rank: int) -> dict:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from mlp_magic.engine.bootstrap import engine_shell
 from mlp_magic.values.rank.compare import error_line
-from mlp_magic.values.rank.transfer import Packed, Refused, data_bytes, type_name
+from mlp_magic.values.pure.compare import size_text
+from mlp_magic.values.rank.transfer import Packed, Refused, data_bytes
 
 OWN = frozenset({"In", "Out", "exit", "quit", "get_ipython", "input"})   # IPython's and the World's own
 
@@ -39,15 +40,18 @@ def pack_names(names: list, cap: int):
         return Refused(f"{', '.join(missing)} not defined on this rank")
     values = {name: namespace[name] for name in names}
     if data_bytes(values) > cap:
-        return Refused(f"{', '.join(names)} hold {data_bytes(values)} bytes of data, over the cap (MLP_MAGIC_PULL_CAP)")
+        return Refused(f"{', '.join(names)} hold {size_text(data_bytes(values))} of data, over the cap of "
+                       f"{size_text(cap)} (MLP_MAGIC_PULL_CAP)")
     try:
         buffers = serialize_object((values,))
     except Exception as exc:
         return Refused(f"{', '.join(names)} cannot be pickled: {error_line(exc)}")
     size = sum(memoryview(buffer).nbytes for buffer in buffers)
     if size > cap:
-        return Refused(f"{', '.join(names)} pickle to {size} bytes, over the cap (MLP_MAGIC_PULL_CAP)")
-    return Packed([bytes(buffer) for buffer in buffers], ", ".join(type_name(v) for v in values.values()))
+        return Refused(f"{', '.join(names)} pickle to {size_text(size)}, over the cap of {size_text(cap)} "
+                       "(MLP_MAGIC_PULL_CAP)")
+    kinds = ", ".join(type(value).__qualname__ for value in values.values())
+    return Packed([bytes(buffer) for buffer in buffers], kinds)
 
 
 def unpack_names(packed) -> list:

@@ -59,9 +59,10 @@ def death_note(log_text: str, exited_ranks, pid_of_rank: dict, host_of_rank) -> 
 # Open MPI 5's launcher under ULFM recovery, with errmgr_base_verbose 5 (world/start/mpi): each
 # failed rank, the job going on: "errmgr:dvm: proc [prterun-vm-3865@1,2] aborted by signal",
 # "... exited with non-zero status 3", "... terminated without sync" (status 0 before
-# MPI_Finalize). The rank is the vpid after ','; the job is 1, the World's ranks: processes a cell
-# spawned (MPI_Comm_spawn) are jobs 2, 3, ..., numbered from 0 again, and are no rank of ours.
-_ULFM_DEATH = re.compile(r"errmgr:\w+: proc \[[^\]@]*@1,(\d+)\] "
+# MPI_Finalize). The rank is the vpid after ','; the job is 1, the World's ranks: processes
+# spawned since (MPI_Comm_spawn) are jobs 2, 3, ..., numbered from 0 again: a rank of ours only where
+# ``%mpirun --respawn`` made it one.
+_ULFM_DEATH = re.compile(r"errmgr:\w+: proc \[[^\]@]*@(\d+),(\d+)\] "
                          r"(aborted by signal|terminated without sync|exited with non-zero status (-?\d+))")
 _HOW = {"aborted by signal": "was killed by a signal",
         "terminated without sync": "ended (status 0) without finishing MPI"}
@@ -69,11 +70,17 @@ EXITED_WITH_STATUS = "exited with status"   # non-zero: the one end the others' 
 
 
 def ulfm_deaths(log_text: str) -> dict:
-    """{rank: how it ended} for each rank the launcher says failed (first word wins)."""
+    """{rank: how it ended} for each rank of the World's job (1) the launcher says failed."""
+    return {index: how for (job, index), how in ulfm_failures(log_text).items() if job == 1}
+
+
+def ulfm_failures(log_text: str) -> dict:
+    """{(job, index): how it ended} for each process the launcher says failed (first word wins):
+    the World's ranks are job 1, the processes spawned since (a respawned rank) jobs 2, 3..."""
     found: dict = {}
     for match in _ULFM_DEATH.finditer(log_text):
-        rank, how, code = int(match.group(1)), match.group(2), match.group(3)
-        found.setdefault(rank, _HOW.get(how) or f"{EXITED_WITH_STATUS} {code}")
+        job, index, how, code = int(match.group(1)), int(match.group(2)), match.group(3), match.group(4)
+        found.setdefault((job, index), _HOW.get(how) or f"{EXITED_WITH_STATUS} {code}")
     return found
 
 

@@ -11,7 +11,8 @@ from mlp_magic.core import rank_variables
 PACKAGE = Path(rank_variables.__file__).resolve().parents[1]
 NAMES = {*rank_variables.MPI_RANK,
          *rank_variables.MPI_RANK_SIZE.values(), *rank_variables.MPI_LOCAL_RANK,
-         rank_variables.WORLD_RANK, rank_variables.WORLD_SIZE, rank_variables.WORLD_ID}
+         rank_variables.WORLD_RANK, rank_variables.WORLD_SIZE, rank_variables.WORLD_ID,
+         rank_variables.RESPAWNED_RANK, rank_variables.RESPAWNED_SIZE}
 
 
 def literal_names(source: str) -> set:

@@ -44,3 +44,21 @@ def test_a_missing_log_tells_nothing_and_close_ends_the_thread(tmp_path):
     watch.look()
     watch.close()
     assert not watch._thread.is_alive() and told == []
+
+
+def test_a_respawned_ranks_death_is_told_as_that_rank_and_each_process_once(tmp_path):
+    """A rank %mpirun --respawn started is job 2's process 0 in the launcher's log: told as the
+    rank it stands for once the World maps it; rank 2's first death does not hide its second."""
+    log = tmp_path / "mpiexec.log"
+    log.write_text(KILLED_2)
+    told, spawned = [], {}
+    watch = RankDeathWatch(str(log), told.append, spawned)
+    try:
+        assert wait_until(lambda: told == [{2: "was killed by a signal"}], 5)
+        spawned[(2, 0)] = 2   # the World took job 2's process 0 as rank 2
+        with open(log, "a") as out:
+            out.write(SPAWNED_0)
+        assert wait_until(lambda: len(told) == 2, 5)
+    finally:
+        watch.close()
+    assert told[1] == {2: "was killed by a signal"}

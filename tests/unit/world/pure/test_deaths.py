@@ -74,6 +74,14 @@ def test_ulfm_deaths_names_each_failed_rank_once_with_how_it_ended():
     assert ulfm_deaths(OPENMPI_EXIT + OPENMPI_SIGNAL + MPICH_SIGNAL) == {}   # no job goes on there
 
 
+def test_ulfm_failures_names_spawned_processes_by_job_and_index():
+    from mlp_magic.world.pure.deaths import ulfm_failures
+
+    found = ulfm_failures(ULFM_LOG)
+    assert found[(2, 5)] == "was killed by a signal" and found[(1, 2)] == "was killed by a signal"
+    assert len(found) == 4
+
+
 def test_the_survivors_note_warns_only_where_the_others_mpi_never_heard():
     from mlp_magic.world.pure.deaths import survivors_note
 
@@ -83,7 +91,7 @@ def test_the_survivors_note_warns_only_where_the_others_mpi_never_heard():
     killed = survivors_note({2: "was killed by a signal"}, 3, PID_OF_RANK, host)
     assert killed == ("rank 2 (pid 5459 on vm) was killed by a signal during the cell; the other 3 "
                       "ranks kept their state and run the next cells without rank 2 "
-                      "(`%mpirun --restart` starts all ranks again)")
+                      "(`%mpirun --respawn` brings it back)")
     both = survivors_note({1: "exited with status 3", 3: "ended (status 0) without finishing MPI",
                            0: "exited with status 1"}, 1, PID_OF_RANK, host)
     assert both.startswith("rank 0 (pid 5460 on vm) exited with status 1; rank 1 (pid 5461 on vm) "
