@@ -41,6 +41,11 @@ def launcher_rank() -> int | None:
     return first_number(OWN_RANK)
 
 
+def respawned() -> bool:
+    """Whether ``%mpirun --respawn`` started this process for a dead rank (respawn/rank/mpi_join)."""
+    return first_number(OWN_RANK[:1]) is not None
+
+
 def launched_by_mpi() -> bool:
     """Whether an MPI launcher started this process (not a plain engine the World numbered)."""
     return not os.environ.get(WORLD_RANK) and first_number(MPI_RANK) is not None

@@ -22,7 +22,7 @@ import sys
 import time
 
 from mlp_magic.engine import forget_modules
-from mlp_magic.engine.identity import STARTED, launched_by_mpi, launcher_rank, usable_cpus
+from mlp_magic.engine.identity import STARTED, launched_by_mpi, launcher_rank, respawned, usable_cpus
 from mlp_magic.engine.ipykernel_private import DEBUGGER_FLAG, DEBUGGER_MODULE, run_every_cell
 
 LOG_FORMAT = "%(asctime)s.%(msecs).03d [rank {rank}] [%(name)s]%(highlevel)s %(message)s"
@@ -133,6 +133,19 @@ def import_mpi_first() -> bool:
     return True
 
 
+def init_mpi_now() -> None:
+    """A respawned rank (``%mpirun --respawn``) initialises MPI at once, before its engine starts:
+    the live ranks wait in MPI_Comm_spawn until it does, and Open MPI's daemon on another host
+    is lost when a spawned process takes seconds to (measured with Open MPI 5.0.11: every time
+    with a 3 s delay, never without). A failure is left to bootstrap, which says why."""
+    try:
+        from mlp_magic.engine.bootstrap import initialised_mpi
+
+        initialised_mpi()
+    except Exception:  # noqa: BLE001 - bootstrap initialises again and names the cause
+        pass
+
+
 def slot_names() -> list:
     """One slot per CPU this rank may run on: ranks bound to distinct cores never wait for each
     other, ranks sharing the machine's CPUs share their slots."""
@@ -170,6 +183,8 @@ def main() -> None:
     # a test (or a notebook cell under pytest) would then lose C-level output. An engine is one.
     os.environ.pop("PYTEST_CURRENT_TEST", None)
     STARTED["mpi_first"] = import_mpi_first()   # before anything else of size: see there
+    if respawned():
+        init_mpi_now()
     STARTED["debugger_kept_out"] = keep_debugger_out()
     from ipyparallel.engine.app import IPEngine
 

@@ -41,6 +41,8 @@ def respawn(context, options) -> None:
     if not live:
         raise MlpMagicError("%mpirun --respawn: no rank is alive to start the dead from; "
                             "`%mpirun --restart` starts all ranks again")
+    if not world.spec.topology.is_local:
+        plan.refuse_hosts_without_live(ranks, live, world.host_of)
     source = plan.copy_source(live, options.names, options.source, world.np)
     if source is not None:
         held = _ask(world, [source], rank_names.held_names)[source]

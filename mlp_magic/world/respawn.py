@@ -10,6 +10,8 @@ bootstrap's MPI_Init is what the live ranks' spawn waits for), and it joins them
 """
 from __future__ import annotations
 
+import os
+import secrets
 import time
 
 from mlp_magic.client.job import CALL, CHORE, RankJob, call, call_each
@@ -19,10 +21,12 @@ from mlp_magic.engine import identity as engine_identity
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.respawn.rank import mpi_join
 from mlp_magic.unblock.rank import regroup
+from mlp_magic.world.start.mpi import mca_settings
 
 SPAWN_BASE_S = 30.0          # a new engine's start, registration and set-up on a quiet host
 SPAWN_PER_RANK_PER_CPU_S = 3.0   # ... and on a host whose CPUs its ranks share
 REGROUP_TIMEOUT_S = 60.0
+FORGET_WAIT_S = 5.0
 
 
 def spawn_deadline(world, count: int) -> float:
@@ -36,9 +40,28 @@ def respawn(world, ranks: list) -> dict:
     live = [row.rank for row in world.layout if row.rank not in world.dead_ranks]
     known = set(world.client.ids) | set(world.rank_to_engine.values())
     hosts = {rank: None if world.spec.topology.is_local else world.host_of(rank) for rank in ranks}
-    spawning = RankJob.apply_each(world, CALL, {rank: (hosts, world.np, rank) for rank in live},
-                                  mpi_join.spawn_dead)
+    token = secrets.token_hex(8)
+    settings = mca_settings(world.mpi, os.environ)
+    arguments = {rank: (hosts, world.np, rank, token, settings) for rank in live}
+    spawning = RankJob.apply_each(world, CALL, arguments, mpi_join.spawn_dead)
     world.claim(spawning)   # no cell queues behind a spawn
+    try:
+        _take_in(world, spawning, ranks, known)
+    finally:   # the controller's connection, left for the new engines on their hosts
+        _forget_connection(world, live, token)
+    return {rank: world.identities[rank]["pid"] for rank in ranks}
+
+
+def _forget_connection(world, live: list, token: str) -> None:
+    """The live ranks remove the connection file they left; not waited for past a few seconds (the
+    live ranks of a failed spawn are still in MPI: the World's stop ends them, and the file)."""
+    forgetting = RankJob.apply(world, CHORE, live, mpi_join.forget_connection, token)
+    if forgetting.wait_all(time.monotonic() + FORGET_WAIT_S):
+        forgetting.release()
+
+
+def _take_in(world, spawning, ranks: list, known: set) -> None:
+    """The new engines registered, mapped to their ranks, set up, joined with the live ranks."""
     deadline = spawn_deadline(world, len(ranks))
     engines = _new_engines(world, known, len(ranks), deadline, spawning)
     _take_as_ranks(world, engines, ranks, deadline)
@@ -47,11 +70,10 @@ def respawn(world, ranks: list) -> dict:
     job = RankJob(world, CHORE, ranks, [setups[rank] for rank in ranks])
     for waited in (job, joining, spawning):
         waited.wait_all(deadline)
-    _refuse_failures(world, [spawning, job, joining], ranks)
+    _refuse_failures(world, [job, joining, spawning], ranks)   # the new ranks' failure says why first
     world.release_busy()
     for waited in (job, joining):
         waited.release()
-    return {rank: world.identities[rank]["pid"] for rank in ranks}
 
 
 def _new_engines(world, known: set, count: int, deadline: float, spawning) -> list:
@@ -84,14 +106,17 @@ def _take_as_ranks(world, engines: list, ranks: list, deadline: float) -> None:
 
 def _refuse_failures(world, jobs: list, ranks: list) -> None:
     for job in jobs:
-        failed = {rank: one_line(error) for rank in job.ranks if (error := job.error(rank)) is not None}
+        failed = {rank: one_line(error) for rank in job.ranks
+                  if (error := job.error(rank)) is not None}
+        failed.update({rank: answer["error"] for rank, answer in job.answers().items()
+                       if isinstance(answer, dict) and answer.get("error")})
         late = job.unanswered()
         if failed or late:
             what = "; ".join(f"rank {rank}: {line}" for rank, line in sorted(failed.items()))
             what += f"{'; ' if what else ''}ranks {fold_ranks(late)} did not finish in time" if late else ""
             raise MlpMagicError(f"%mpirun --respawn of {fold_ranks(ranks) or 'the dead ranks'} failed: "
-                                f"{what}; "
-                                f"`%mpirun --restart` starts the World again")
+                                f"{what}; `%mpirun --restart` starts the World again; "
+                                f"logs in {world.workdir}")
 
 
 def remake_default_group(world, ranks: list) -> list:

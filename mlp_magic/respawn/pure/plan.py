@@ -37,6 +37,15 @@ def refuse_unheard(ranks: list, how_dead: dict, exited: str) -> None:
                             "`%mpirun --restart` starts all ranks again")
 
 
+def refuse_hosts_without_live(ranks: list, live: list, host_of) -> None:
+    """Across hosts a new process learns the controller's address from a live rank of its host
+    (respawn/rank/mpi_join): one error where a dead rank's host has none left."""
+    bare = sorted({host_of(rank) for rank in ranks} - {host_of(rank) for rank in live})
+    if bare:
+        raise MlpMagicError(f"%mpirun --respawn: no rank of {', '.join(bare)} is alive to hand a new process "
+                            "the World's connection there; `%mpirun --restart` starts all ranks again")
+
+
 def copy_source(live: list, names: tuple | None, source: int | None, np: int) -> int | None:
     """The live rank --copy copies from (--from, else the lowest live rank); None without --copy."""
     if source is not None and not names:

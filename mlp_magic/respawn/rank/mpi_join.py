@@ -15,20 +15,22 @@ from __future__ import annotations
 import os
 import sys
 
+from mlp_magic import config
 from mlp_magic.core.rank_variables import RESPAWNED_RANK, RESPAWNED_SIZE
+from mlp_magic.engine.private_files import open_private, private_dirs
 from mlp_magic.unblock.rank import mpi_world
 
-# What a spawned engine on another host needs and does not inherit there (the launcher's daemon
-# there never had it): the controller's address, forwarded by name at the World's start.
-CARRIED = ("IPP_CONNECTION_INFO",)
+# The controller's connection: on another host a spawned engine does not inherit it (the
+# launcher's daemon there never had it), and an MPI info value holds at most 255 characters, so each
+# live rank leaves it in a private file on its host, named on the new engine's command line.
+CONNECTION = "IPP_CONNECTION_INFO"
 
 
-def spawned_environment(rank: int, size: int, environ=os.environ) -> str:
+def spawned_environment(rank: int, size: int, settings: dict) -> str:
     """The environment a new process for ``rank`` gets (Open MPI's ``PMIX_ENVAR`` info key: one
-    ``NAME=value`` per line)."""
+    ``NAME=value`` per line): its rank, and the MPI ``settings`` the World's ranks run with."""
     lines = [f"{RESPAWNED_RANK}={rank}", f"{RESPAWNED_SIZE}={size}"]
-    lines += [f"{name}={environ[name]}" for name in CARRIED if name in environ and "\n" not in environ[name]]
-    return "\n".join(lines)
+    return "\n".join(lines + [f"{name}={value}" for name, value in sorted(settings.items())])
 
 
 def own_command(path: str = "/proc/self/cmdline") -> list:
@@ -37,25 +39,64 @@ def own_command(path: str = "/proc/self/cmdline") -> list:
         return [os.fsdecode(word) for word in handle.read().rstrip(b"\0").split(b"\0")]
 
 
-def spawn_dead(dead_hosts: dict, size: int, rank: int) -> dict:
+def connection_path(token: str) -> str:
+    return os.path.join(config.home(), "run", f"respawn-{token}.json")
+
+
+def hand_over_connection(token: str, environ=os.environ) -> str | None:
+    """The controller's connection from this rank's environment, in a file of this host only its
+    owner reads; its path, or None where the engines start with a connection file (one host)."""
+    if not environ.get(CONNECTION):
+        return None
+    path = connection_path(token)
+    private_dirs(os.path.dirname(path))
+    written = f"{path}.{os.getpid()}"   # the host's other live ranks write it too: whole or not at all
+    with open_private(written) as handle:
+        handle.write(environ[CONNECTION])
+    os.replace(written, path)
+    return path
+
+
+def forget_connection(token: str) -> None:
+    """The new engines have started (or never will): the file goes (any live rank of the host)."""
+    try:
+        os.unlink(connection_path(token))
+    except FileNotFoundError:
+        pass
+
+
+def spawn_dead(dead_hosts: dict, size: int, rank: int, token: str, settings: dict) -> dict:
     """On every live rank at once: new processes for the ranks of ``dead_hosts`` ({rank: host, or
     None for the spawning rank's own}), then one communicator of all ``size`` ranks, ordered by
-    rank (this one is ``rank``); {"size", "rank"}, or {"error"} where MPI cannot (no ULFM)."""
+    rank (this one is ``rank``); {"size", "rank"}, or {"error"} (no ULFM; the spawn could not be
+    prepared: every live rank returns, none is left waiting in MPI)."""
     world = mpi_world.world_communicator()
     if world is None:
         return {"error": "mpi4py not initialised with ULFM on in this rank"}
-    MPI = sys.modules["mpi4py.MPI"]
+    handed = hand_over_connection(token)   # removed by the kernel once the new engines started
     live = world.Shrink()
-    order = sorted(dead_hosts)
-    command = args = counts = infos = None
-    if live.Get_rank() == 0:   # the lowest live rank spawns; MPI ignores the others' arguments
-        argv = own_command()
-        command, args, counts = [sys.executable] * len(order), [argv[1:]] * len(order), [1] * len(order)
-        infos = [_info(MPI, dead_hosts[dead], spawned_environment(dead, size)) for dead in order]
-    children = live.Spawn_multiple(command, args, counts, infos or MPI.INFO_NULL, root=0)
+    spawn, problem = (None, None)
+    if live.Get_rank() == 0:
+        spawn, problem = _prepared(sorted(dead_hosts), dead_hosts, size, handed, settings)
+    problem = live.bcast(problem, root=0)   # the lowest live rank spawns: its failure is everyone's
+    if problem:
+        return {"error": problem}
+    ignored = (None, None, None, sys.modules["mpi4py.MPI"].INFO_NULL)   # MPI reads the root's only
+    children = live.Spawn_multiple(*(spawn or ignored), root=0)
     joined = children.Merge(high=False).Split(0, rank)
     mpi_world.stand_for_world(joined)
     return {"size": joined.Get_size(), "rank": joined.Get_rank()}
+
+
+def _prepared(order: list, dead_hosts: dict, size: int, handed: str | None, settings: dict) -> tuple:
+    """(Spawn_multiple's command, args, counts, infos), None; or None, what went wrong."""
+    MPI = sys.modules["mpi4py.MPI"]
+    try:
+        args = own_command()[1:] + ([f"--file={handed}"] if handed else [])
+        infos = [_info(MPI, dead_hosts[dead], spawned_environment(dead, size, settings)) for dead in order]
+    except Exception as exc:   # noqa: BLE001 - said by every live rank, none left in MPI
+        return None, f"{type(exc).__name__}: {exc}"
+    return ([sys.executable] * len(order), [args] * len(order), [1] * len(order), infos), None
 
 
 def _info(MPI, host: str | None, environment: str):

@@ -44,6 +44,15 @@ def launch_settings(mpi: "MpiInfo", env) -> dict:
     return {}
 
 
+def mca_settings(mpi: "MpiInfo", env) -> dict:
+    """The Open MPI settings (``OMPI_MCA_*``) the World's ranks run with: the launcher's
+    environment's and ``launch_settings``. A process spawned on another host does not inherit
+    them (its daemon never had them), and one that differs in its transports cannot reach the
+    others: a respawned rank gets them (respawn/rank/mpi_join)."""
+    found = {name: value for name, value in env.items() if name.startswith("OMPI_MCA_")}
+    return {**launch_settings(mpi, env), **found}
+
+
 def _has_ulfm(mpi: "MpiInfo", env) -> bool:
     return mpi.flavour == OPENMPI and mpi.major >= 5 and env.get("OMPI_MCA_pml", "ob1") == "ob1"
 
@@ -168,6 +177,11 @@ def names_to_forward(env) -> list:
 
 def _openmpi_argv(info: MpiInfo, plan: LaunchPlan, np: int) -> list:
     argv = [info.path, "-n", str(np), "--oversubscribe"]
+    if plan.recover:
+        # The job goes on without a dead rank (ULFM). First: given after other options, it leaves
+        # the other hosts' daemons unable to spawn (a respawned rank there; measured with Open MPI
+        # 5.0.11: the daemon is lost, and the whole job with it, every time).
+        argv += ["--with-ft", "ulfm"]
     if not plan.local:
         argv += ["--hostfile", plan.hostfile_path]
     # Rank order as the Topology lays it out, locally too: without it Open MPI 5 maps an
@@ -185,9 +199,9 @@ def _openmpi_argv(info: MpiInfo, plan: LaunchPlan, np: int) -> list:
         # thread failed to start"). Local only: other hosts may not have this folder.
         argv += ["--prtemca", "prte_tmpdir_base", plan.session_base]
     if plan.recover:
-        # The job goes on without a dead rank, and the launcher says which one, with how it
-        # ended, in a line world/rank_deaths reads ("errmgr:dvm: proc [...@1,2] aborted by signal").
-        argv += ["--with-ft", "ulfm", "--prtemca", "errmgr_base_verbose", "5"]
+        # The launcher says which rank died, with how it ended, in a line world/rank_deaths reads
+        # ("errmgr:dvm: proc [...@1,2] aborted by signal").
+        argv += ["--prtemca", "errmgr_base_verbose", "5"]
     for name in plan.forward:
         argv += ["-x", name]
     if plan.ssh_agent:

@@ -1,68 +1,43 @@
 """respawn/rank/mpi_join, the parts that need no MPI: the environment a spawned engine is given
-(Open MPI's ``PMIX_ENVAR``: one ``NAME=value`` per line) and this engine's own command line."""
+(Open MPI's ``PMIX_ENVAR``: one ``NAME=value`` per line), the connection file left for it, and
+this engine's own command line."""
 from __future__ import annotations
 
 import os
+import stat
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlp_magic.core.rank_variables import RESPAWNED_RANK, RESPAWNED_SIZE
-from mlp_magic.respawn.rank.mpi_join import CARRIED, own_command, spawned_environment
+from mlp_magic.respawn.rank.mpi_join import (CONNECTION, connection_path, forget_connection,
+                                             hand_over_connection, own_command, spawned_environment)
 
 
 # ---------------------------------------------------------------- spawned_environment
 
-def test_spawned_environment_says_the_rank_and_size():
+def test_spawned_environment_says_the_rank_and_size_then_the_worlds_mpi_settings():
     assert spawned_environment(2, 4, {}) == f"{RESPAWNED_RANK}=2\n{RESPAWNED_SIZE}=4"
-    assert RESPAWNED_RANK == "MLP_MAGIC_RESPAWNED_RANK" and RESPAWNED_SIZE == "MLP_MAGIC_RESPAWNED_SIZE"
+    settings = {"OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "self,sm,tcp"}
+    assert spawned_environment(0, 16, settings).splitlines() == [
+        f"{RESPAWNED_RANK}=0", f"{RESPAWNED_SIZE}=16", "OMPI_MCA_btl=self,sm,tcp", "OMPI_MCA_pml=ob1"]
 
 
-def test_spawned_environment_carries_the_controller_address():
-    environ = {"IPP_CONNECTION_INFO": "/tmp/ipcontroller-engine.json", "HOME": "/root", "PATH": "/bin"}
-    assert spawned_environment(0, 8, environ).split("\n") == [
-        f"{RESPAWNED_RANK}=0", f"{RESPAWNED_SIZE}=8", "IPP_CONNECTION_INFO=/tmp/ipcontroller-engine.json"]
+# ---------------------------------------------------------------- the connection file
 
-
-def test_spawned_environment_keeps_an_equals_sign_in_the_value():
-    environ = {"IPP_CONNECTION_INFO": '{"url": "tcp://10.0.0.1:5555", "key=": "a=b"}'}
-    last = spawned_environment(1, 2, environ).split("\n")[-1]
-    assert last == 'IPP_CONNECTION_INFO={"url": "tcp://10.0.0.1:5555", "key=": "a=b"}'
-
-
-def test_spawned_environment_leaves_out_a_value_with_a_newline():
-    environ = {"IPP_CONNECTION_INFO": '{\n  "url": "tcp://10.0.0.1:5555"\n}'}
-    assert spawned_environment(3, 4, environ) == f"{RESPAWNED_RANK}=3\n{RESPAWNED_SIZE}=4"
-
-
-def test_spawned_environment_carries_an_empty_value():
-    assert spawned_environment(0, 1, {"IPP_CONNECTION_INFO": ""}).split("\n")[-1] == "IPP_CONNECTION_INFO="
-
-
-def test_spawned_environment_reads_the_process_environment_by_default(monkeypatch):
-    monkeypatch.setenv("IPP_CONNECTION_INFO", "/run/engine.json")
-    assert spawned_environment(5, 6).split("\n") == [
-        f"{RESPAWNED_RANK}=5", f"{RESPAWNED_SIZE}=6", "IPP_CONNECTION_INFO=/run/engine.json"]
-    monkeypatch.delenv("IPP_CONNECTION_INFO")
-    assert spawned_environment(5, 6) == f"{RESPAWNED_RANK}=5\n{RESPAWNED_SIZE}=6"
-
-
-VALUE = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
-
-
-@given(st.integers(0, 10 ** 6), st.integers(1, 10 ** 6),
-       st.dictionaries(st.sampled_from([*CARRIED, "HOME", "PATH", "OMPI_COMM_WORLD_RANK"]), VALUE))
-@settings(max_examples=300)
-def test_spawned_environment_is_one_name_value_per_line(rank, size, environ):
-    lines = spawned_environment(rank, size, environ).split("\n")
-    pairs = [line.partition("=") for line in lines]
-    assert all(sep == "=" for _, sep, _ in pairs)
-    assert [(name, value) for name, _, value in pairs[:2]] == [(RESPAWNED_RANK, str(rank)),
-                                                               (RESPAWNED_SIZE, str(size))]
-    carried = {name: value for name, _, value in pairs[2:]}
-    kept = {name: value for name, value in environ.items() if name in CARRIED and "\n" not in value}
-    assert carried == kept
+def test_the_connection_is_handed_over_in_a_private_file_and_forgotten(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLP_MAGIC_HOME", str(tmp_path / "home"))
+    assert hand_over_connection("t1", {}) is None   # one host: the engines' own --file serves
+    path = hand_over_connection("t1", {CONNECTION: '{"key": "k"}'})
+    assert path == connection_path("t1") and open(path).read() == '{"key": "k"}'
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    assert hand_over_connection("t1", {CONNECTION: '{"key": "k"}'}) == path   # a second live rank of the host
+    assert os.listdir(os.path.dirname(path)) == [os.path.basename(path)]   # no half-written copy left
+    forget_connection("t1")
+    forget_connection("t1")   # the host's other live rank: already gone, no error
+    assert not os.path.exists(path)
 
 
 # ---------------------------------------------------------------- own_command
