@@ -110,6 +110,8 @@ def test_with_ulfm_turned_off_a_death_ends_every_rank_as_the_world_said(ip, no_w
     assert [r.stdout for r in ip.user_ns["died"]] == [f"alive {r}\n" for r in range(4)]
     out = capsys.readouterr().out
     assert "rank 2 (pid" in out and "died first" in out and "Exit code:    3" in out
+    error = run(ip, "%mpirun --respawn")   # nothing to bring back into: said in one line
+    assert "%mpirun --respawn: this World's ranks end together when one dies (no ULFM" in str(error), error
     assert run(ip, "%mpirun --restart") is None
     assert run(ip, "%mpirun --stop") is None
 
