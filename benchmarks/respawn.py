@@ -4,11 +4,12 @@ the peer (``%mpirun --restart`` and running the set-up cell again, which loses t
 One command: ``python benchmarks/respawn.py [--sizes 4,16,64] [--state-mb 100] [--timeout S]``.
 Each size runs in a fresh Python process (this file with ``--child``) with an in-process IPython
 shell, ``%load_ext mlp_magic`` and a real World (``%%mpirun -np N --oversubscribe``: Open MPI 5
-with ULFM). The set-up cell gives every rank ``state``, ``--state-mb`` MB of float64, so the World
-holds N x state-mb in all (6.4 GB at 64 ranks and 100 MB). Where the machine's available memory is
-too little for that (with an engine's own memory and the copy's transient copies), state-mb is
-scaled down for that size, and the output says so. MLP_MAGIC_PULL_CAP is raised to fit the copy
-(its default, 64M, refuses --copy of 100 MB) unless it is set already.
+with ULFM). The set-up cell gives every rank ``state = numpy.ones(state-mb MiB // 8) * rank`` (made
+in place: no second copy while it is made), so the World holds N x state-mb in all: 6.4 GB at 64
+ranks and 100 MB. Where the machine's available memory is too little for that (with each engine's
+own memory and the copy's transient copies), state-mb is scaled down for that size, and the output
+says so. MLP_MAGIC_PULL_CAP is raised to fit the copy (its default, 64M, refuses a --copy of 100 MB)
+unless it is set already.
 
 Rank 2 is SIGKILLed between cells (its pid from a ``%%mpirun -o`` cell), and ``%mpirun --status``
 is polled until it says "rank 2 dead" (30 s at most). Then ``%mpirun --respawn`` is timed (the
@@ -28,7 +29,7 @@ import sys
 import time
 
 BUDGET_S = 3.0
-ENGINE_MB = 200          # one rank's own memory (Python, IPython, ipyparallel, numpy, mpi4py), rounded up
+ENGINE_MB = 100          # one rank's own memory (about 70 MB measured: Python, ipyparallel, numpy, mpi4py)
 COPY_COPIES = 6          # the state's transient copies in --copy: pickled, relayed, received, unpacked
 MARGIN_MB = 1024
 SEEN_DEAD_S = 30.0
@@ -44,7 +45,7 @@ def child(params: dict) -> dict:
     ip.run_line_magic("load_ext", "mlp_magic")
     size, state_mb = params["np"], params["state_mb"]
     setup = (f"%%mpirun -np {size} --oversubscribe\nimport numpy\n"
-             f"state = numpy.ones({state_mb} * 2**20 // 8) * rank")
+             f"state = numpy.ones({state_mb} * 2**20 // 8)\nstate *= rank")   # no transient second copy
     figures: dict = {"pull_cap": os.environ["MLP_MAGIC_PULL_CAP"]}
     try:
         figures["setup_s"], figures["setup_ok"], out = timed(ip, setup)

@@ -21,6 +21,7 @@ from mlp_magic.engine import identity as engine_identity
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.respawn.rank import mpi_join
 from mlp_magic.unblock.rank import regroup
+from mlp_magic.world import facts
 from mlp_magic.world.start.mpi import mca_settings
 
 SPAWN_BASE_S = 30.0          # a new engine's start, registration and set-up on a quiet host
@@ -74,6 +75,7 @@ def _take_in(world, spawning, ranks: list, known: set) -> None:
     world.release_busy()
     for waited in (job, joining):
         waited.release()
+    facts.save_facts(world)   # a kernel attaching later finds the new ranks
 
 
 def _new_engines(world, known: set, count: int, deadline: float, spawning) -> list:

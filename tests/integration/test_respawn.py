@@ -119,3 +119,19 @@ def test_two_deaths_with_rank_0_among_them_come_back_together(fresh_world, capsy
     os.kill(int(ip.user_ns["pids"][3].stdout), signal.SIGKILL)
     assert wait_until(lambda: run(ip, "%mpirun --status") is None
                       and "rank 3 dead" in capsys.readouterr().out, hang_bound(5))
+
+
+def test_a_hung_mpi_call_after_a_respawn_is_unblocked_on_the_new_communicator(fresh_world, capsys):
+    """--unblock revokes what stands for the World: after a respawn, the communicator that spans
+    the new rank too (``comm``), not the old COMM_WORLD."""
+    ip = fresh_world
+    assert "died" in str(run(ip, KILL_2))
+    assert run(ip, "%mpirun --respawn") is None
+    error = run(ip, "%%mpirun --timeout 3\nif rank == 0:\n    comm.recv(source=2)")   # rank 2 never sends
+    assert "timed out" in str(error), error
+    capsys.readouterr()
+    assert run(ip, "%mpirun --unblock") is None
+    out = capsys.readouterr().out
+    assert "rank 0" in out and "free" in out, out
+    assert run(ip, "%%mpirun -o sums\nprint(comm.allreduce(1))") is None
+    assert [r.stdout for r in ip.user_ns["sums"]] == ["4\n"] * 4
