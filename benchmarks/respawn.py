@@ -128,7 +128,7 @@ def fitting_state_mb(size: int, wanted_mb: int) -> tuple:
     if fits >= wanted_mb:
         return wanted_mb, ""
     if fits < 1:
-        raise SystemExit(f"{size} ranks: {available_mb} MB available is too little for {size} engines")
+        return 0, f"{size} ranks: skipped, {available_mb} MB available is too little for {size} engines"
     return fits, (f"{size} ranks: state scaled down from {wanted_mb} MB to {fits} MB per rank "
                   f"({available_mb} MB available; the World holds {size} x state)")
 
@@ -161,6 +161,8 @@ def row_for(size: int, wanted_mb: int, timeout: float) -> dict:
     state_mb, scaled = fitting_state_mb(size, wanted_mb)
     if scaled:
         print(scaled, flush=True)
+    if not state_mb:
+        return {"ranks": size, "state_mb": 0, "error": scaled}
     params = {"np": size, "state_mb": state_mb, "pull_cap": f"{max(64, 2 * state_mb)}M"}
     started = time.monotonic()
     measured = run_child(params, timeout)

@@ -13,7 +13,7 @@ import time
 from mlp_magic import config
 from mlp_magic.client.job import call
 from mlp_magic.client.remote_errors import Failed
-from mlp_magic.core.ranges import parse_ranks
+from mlp_magic.core.ranges import parse_ranks, rank_words
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.respawn.pure import plan
 from mlp_magic.values.pure.compare import size_text
@@ -81,4 +81,4 @@ def _copy(world, names: tuple, source: int, ranks: list, cap: int) -> str:
     if failed:
         return f"not copied to every new rank: {failed}"
     return (f"copied {', '.join(names)} ({packed.type_name}; {size_text(packed.nbytes)}) "
-            f"from rank {source} to ranks {', '.join(map(str, ranks))}")
+            f"from rank {source} to {rank_words(ranks)}")

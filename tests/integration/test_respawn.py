@@ -82,7 +82,7 @@ def test_a_rank_killed_in_a_gloo_all_reduce_comes_back_with_the_group_and_a_copi
     assert run(ip, "%mpirun --respawn --copy model,opt --from 1") is None
     out = capsys.readouterr().out
     assert "torch's default group made again over all 4 ranks (gloo" in out, out
-    assert "copied model, opt (Linear, SGD;" in out and "from rank 1 to ranks 2" in out, out
+    assert "copied model, opt (Linear, SGD;" in out and "from rank 1 to rank 2" in out, out
     # what the new rank lacks: the names of the set-up cell that were not copied, and its imports
     assert "rank 2 lacks 1 name that rank 1 has: t; and imports dist, os, signal, time, torch" in out, out
     # the copied model and optimizer are rank 1's, and the optimizer holds the copied model's parameters
