@@ -177,11 +177,11 @@ def names_to_forward(env) -> list:
 
 def _openmpi_argv(info: MpiInfo, plan: LaunchPlan, np: int) -> list:
     argv = [info.path, "-n", str(np), "--oversubscribe"]
-    if plan.recover:
-        # The job goes on without a dead rank (ULFM). First: given after other options, it leaves
-        # the other hosts' daemons unable to spawn (a respawned rank there; measured with Open MPI
-        # 5.0.11: the daemon is lost, and the whole job with it, every time).
-        argv += ["--with-ft", "ulfm"]
+    # The job goes on without a dead rank (ULFM). Across hosts first: given after other options, it
+    # leaves the other hosts' daemons unable to spawn (a respawned rank there; measured with Open MPI
+    # 5.0.11: the daemon is lost, and the whole job with it). One host has no other daemon.
+    ulfm = ["--with-ft", "ulfm"] if plan.recover else []
+    argv += [] if plan.local else ulfm
     if not plan.local:
         argv += ["--hostfile", plan.hostfile_path]
     # Rank order as the Topology lays it out, locally too: without it Open MPI 5 maps an
@@ -201,7 +201,7 @@ def _openmpi_argv(info: MpiInfo, plan: LaunchPlan, np: int) -> list:
     if plan.recover:
         # The launcher says which rank died, with how it ended, in a line world/rank_deaths reads
         # ("errmgr:dvm: proc [...@1,2] aborted by signal").
-        argv += ["--prtemca", "errmgr_base_verbose", "5"]
+        argv += (ulfm if plan.local else []) + ["--prtemca", "errmgr_base_verbose", "5"]
     for name in plan.forward:
         argv += ["-x", name]
     if plan.ssh_agent:
