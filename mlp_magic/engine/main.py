@@ -165,9 +165,9 @@ def before_the_engine(rank: int | None) -> tuple:
         refused = refusal(rank)   # this Python cannot run an engine (engine/pure/versions)
         if refused:
             return refused, None
-        from mlp_magic.engine.start_slots import take_start_slot
+        from mlp_magic.engine.start_slots import take_start_slot, wait_limit
 
-        return "", take_start_slot(rank, slot_names())
+        return "", take_start_slot(rank, slot_names(), wait_s=wait_limit())
     finally:
         forget_modules(name for name in set(sys.modules) - before if name.startswith("mlp_magic."))
 

@@ -22,6 +22,23 @@ import threading
 import time
 
 SLOT_WAIT_S = 300.0   # at most this long for a slot; 128 ranks on 2 cores wait about 30 s
+# ... and at most half the start's own patience, which the World sets here (world/start/launch): a
+# small World's ranks queued behind another World's 128 starting ones would otherwise wait longer
+# than their World waits for them (measured: a 4-rank start took 35.1 s beside a 128-rank one on 2
+# cores, and the start gives up after 34 s without a new rank).
+WAIT_VARIABLE = "MLP_MAGIC_START_SLOT_WAIT_S"
+
+
+def wait_limit(environ=os.environ) -> float:
+    """How long this rank may wait for a slot: ``WAIT_VARIABLE`` (a positive number of seconds,
+    at most ``SLOT_WAIT_S``), else ``SLOT_WAIT_S``."""
+    try:
+        wanted = float(environ.get(WAIT_VARIABLE, ""))
+    except ValueError:
+        return SLOT_WAIT_S
+    return min(wanted, SLOT_WAIT_S) if wanted > 0 else SLOT_WAIT_S
+
+
 POLL_S = 0.05         # the longest pause between tries off the main thread: tests, not ranks
 
 

@@ -15,6 +15,7 @@ from mlp_magic import config
 from mlp_magic.core.hostfile import LOOPBACK
 from mlp_magic.core.rank_variables import WORLD_ID, WORLD_RANK, WORLD_SIZE
 from mlp_magic.engine.private_files import open_private
+from mlp_magic.engine.start_slots import WAIT_VARIABLE as SLOT_WAIT
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.machine.topology import count_local_gpus
 from mlp_magic.world.start.addresses import controller_ip
@@ -62,13 +63,13 @@ def start_processes(spec, workdir: str, budget, notice, processes: list, wake=la
         notice(f"mlp_magic: no MPI (no mpiexec found, or $MLP_MAGIC_MPIEXEC=none); "
                f"starting {spec.np} local engines without MPI "
                "(mpi4py unavailable in cells; `pip install mlp_magic[mpi]` adds it)")
-        processes.extend(_plain_engines(spec, workdir, engine_command(engine_file, budget.total_s)))
+        processes.extend(_plain_engines(spec, workdir, engine_command(engine_file, budget.total_s), budget))
     elif local:
-        env = _engine_env(spec, None)
+        env = _engine_env(spec, None, budget)
         processes.append(_mpiexec(spec, mpi, workdir, engine_command(engine_file, budget.total_s), env))
     else:
         info = wait_for_file(engine_file, controller, budget.stall_s)
-        env = _engine_env(spec, info)
+        env = _engine_env(spec, info, budget)
         processes.append(_mpiexec(spec, mpi, workdir, engine_command(None, budget.total_s), env))
     reach = ReachCheck([] if local else topology.host_names(), wake)
     launched = Launched(mpi, ip, client_file, reach, encrypted)
@@ -79,8 +80,9 @@ def start_processes(spec, workdir: str, budget, notice, processes: list, wake=la
     return launched
 
 
-def _engine_env(spec, connection_info: dict | None) -> dict:
+def _engine_env(spec, connection_info: dict | None, budget) -> dict:
     env = dict(os.environ)
+    env[SLOT_WAIT] = f"{budget.stall_s / 2:g}"   # no rank waits for a slot longer than its World waits
     env.pop("IPP_CONNECTION_INFO", None)
     if connection_info is not None:
         env["IPP_CONNECTION_INFO"] = json.dumps(connection_info)  # forwarded by name, never on argv
@@ -127,10 +129,10 @@ def _ssh_agent(mpi: MpiInfo, workdir: str) -> str | None:
     return wrapper
 
 
-def _plain_engines(spec, workdir: str, command: list) -> list:
+def _plain_engines(spec, workdir: str, command: list, budget) -> list:
     started = []
     for rank in range(spec.np):
-        env = _engine_env(spec, None)
+        env = _engine_env(spec, None, budget)
         env[WORLD_RANK] = str(rank)   # read back by engine.identity
         # what `mlp-magic stacks` reads of this job (core/proc_ranks): its size, and its name,
         # so two kernels' plain Worlds on one machine are shown apart

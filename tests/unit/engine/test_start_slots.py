@@ -90,3 +90,13 @@ def test_a_slot_freed_while_waiting_is_taken(tmp_path):
     taken = take_start_slot(1, ["cpu0"], str(folder), wait_s=10)
     assert taken is not None
     taken.close()
+
+
+def test_a_rank_waits_for_a_slot_at_most_what_its_world_says_and_never_past_the_limit():
+    from mlp_magic.engine.start_slots import SLOT_WAIT_S, WAIT_VARIABLE, wait_limit
+
+    assert wait_limit({}) == SLOT_WAIT_S
+    assert wait_limit({WAIT_VARIABLE: "17"}) == 17.0
+    assert wait_limit({WAIT_VARIABLE: "1e9"}) == SLOT_WAIT_S
+    for bad in ("", "x", "-3", "0", "nan"):
+        assert wait_limit({WAIT_VARIABLE: bad}) == SLOT_WAIT_S, bad
