@@ -93,8 +93,8 @@ class ManagedProcess:
         psutil.wait_procs(alive, timeout=grace)
         try:
             self.popen.wait(grace)
-        except subprocess.TimeoutExpired:
-            pass
+        except subprocess.TimeoutExpired:   # killed, not yet dead (its memory still being freed)
+            _reap_later(self.popen)
 
     def _family(self) -> list:
         try:
@@ -108,6 +108,11 @@ class ManagedProcess:
             os.killpg(self.popen.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _reap_later(popen: subprocess.Popen) -> None:
+    """Collect a killed child's exit whenever it comes, so it never stays a zombie of the kernel."""
+    threading.Thread(target=popen.wait, name="mlp-reaper", daemon=True).start()
 
 
 def kill_tree(pid, create_time, grace: float = 3.0) -> int:

@@ -57,6 +57,19 @@ def timed_run(ip, cell: str):
     return error, time.monotonic() - started
 
 
+def described(pids: set) -> list:
+    """Each stray as a failure should name it: pid, status, parent and command line."""
+    found = []
+    for pid in sorted(pids):
+        try:
+            process = psutil.Process(pid)
+            command = " ".join(process.cmdline())[:200]
+            found.append(f"{pid} {process.status()} parent {process.ppid()}: {command}")
+        except psutil.Error:
+            found.append(f"{pid} (gone)")
+    return found
+
+
 def wait_for_no_strays(before: set, seconds: float = 15) -> set:
     """The processes started since ``before`` that are still there after up to ``seconds``."""
     deadline = time.monotonic() + seconds
@@ -71,7 +84,8 @@ def no_world(ip):
     run(ip, "%mpirun --stop")
     before = child_pids()
     yield before
-    assert wait_for_no_strays(before) == set(), "processes left behind"
+    left = wait_for_no_strays(before)
+    assert left == set(), f"processes left behind: {described(left)}"
 
 
 @pytest.fixture
@@ -82,7 +96,5 @@ def fresh_world(ip):
     assert run(ip, "%%mpirun -np 4\npass") is None
     yield ip
     run(ip, "%mpirun --stop")
-    deadline = time.monotonic() + 10
-    while child_pids() - before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert child_pids() - before == set(), "processes left behind"
+    left = wait_for_no_strays(before, 10)
+    assert left == set(), f"processes left behind: {described(left)}"
