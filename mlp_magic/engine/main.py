@@ -152,6 +152,16 @@ def slot_names() -> list:
     return [f"cpu{cpu}" for cpu in usable_cpus()]
 
 
+def no_prompt_here() -> None:
+    """A rank is a job mpiexec started, with nobody at a prompt. IPython sets ``sys.ps1`` so that a
+    script can tell it runs interactively, and never reads it itself; a library that asks gets a
+    job's answer here, as in any script mpiexec starts (Lightning's DDP refuses to run "in an
+    interactive environment", where its launcher would not even start a process)."""
+    for name in ("ps1", "ps2", "ps3"):
+        if hasattr(sys, name):
+            delattr(sys, name)
+
+
 def before_the_engine(rank: int | None) -> tuple:
     """(why this Python cannot run an engine, or "", the start slot taken or None). The modules
     of ours that this imports (the version check with engine/pure/versions, the start slots) serve
@@ -203,6 +213,7 @@ def main() -> None:
                 STARTED.update(registered_at=time.time(), cpu_s=round(times.user + times.system, 3))
             quieten(self.kernel)
             run_every_cell(self.kernel)
+            no_prompt_here()   # the shell has just set it
 
     RankEngine.launch_instance()
 
