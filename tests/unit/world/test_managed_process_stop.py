@@ -22,7 +22,8 @@ def test_a_child_that_outlives_the_stops_last_wait_is_reaped_when_it_dies(tmp_pa
     time.sleep(0.5)   # its handler is set
     child.stop(grace=0.0)   # no wait at all: the KILL lands after the stop returns
     deadline = time.monotonic() + 5
-    while not gone(child.pid) and time.monotonic() < deadline:
+    # the reaper sets returncode just after its waitpid: wait for both
+    while not (gone(child.pid) and child.popen.returncode is not None) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert gone(child.pid), psutil.Process(child.pid).status()
     # None had nobody waited on it; -9 from our reaper, or 0 where another part of this test
