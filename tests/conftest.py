@@ -117,6 +117,12 @@ def testbed():
         bed.down()
 
 
+def pytest_unconfigure(config):
+    """Every process of the run made its own home at import (the xdist controller too), whether or
+    not a test asked for it: each removes its own at its end (454 were left in /tmp before)."""
+    shutil.rmtree(_HOME, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def mlp_home():
     yield _HOME

@@ -23,8 +23,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from mlp_magic.core.rank_variables import (MPI_LOCAL_RANK, RESPAWNED_RANK, RESPAWNED_SIZE, TORCH, WORLD_ID,
-                                           WORLD_RANK, WORLD_SIZE)
+from mlp_magic.core.rank_variables import (MPI_LOCAL_RANK, RESPAWNED_RANK, RESPAWNED_SIZE, TENSORFLOW, TORCH,
+                                           WORLD_ID, WORLD_RANK, WORLD_SIZE)
 
 # The caller's variables every host gets: the ones mpiexec forwards to ranks (world/start/mpi).
 FORWARDED = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV")
@@ -33,7 +33,7 @@ HOST, HOST_INDEX, HOST_COUNT = "ALLRUN_HOST", "ALLRUN_HOST_INDEX", "ALLRUN_HOST_
 # What makes a process a rank of a job (set by the World's bootstrap, torchrun, the launcher):
 # a command run once per host is no rank, and an MPI program it starts must not join the job.
 RANK_NAMES = frozenset({
-    *TORCH, WORLD_RANK, WORLD_SIZE, WORLD_ID, RESPAWNED_RANK, RESPAWNED_SIZE, *MPI_LOCAL_RANK,
+    *TORCH, *TENSORFLOW, WORLD_RANK, WORLD_SIZE, WORLD_ID, RESPAWNED_RANK, RESPAWNED_SIZE, *MPI_LOCAL_RANK,
     "OMPI_UNIVERSE_SIZE", "OMPI_FILE_LOCATION", "OMPI_ARGV", "OMPI_COMMAND", "OMPI_NUM_APP_CTX",
     "OMPI_MCA_initial_wdir", "OMPI_MCA_num_procs", "OMPI_MCA_orte_ess_jobid",
 })

@@ -21,6 +21,9 @@ MPI_LOCAL_RANK = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RA
 TORCH_RANK, TORCH_LOCAL_RANK, TORCH_WORLD_SIZE = "RANK", "LOCAL_RANK", "WORLD_SIZE"
 TORCH = (TORCH_RANK, TORCH_WORLD_SIZE, TORCH_LOCAL_RANK, "LOCAL_WORLD_SIZE", "NODE_RANK",
          "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+# TensorFlow's cluster and this process's task in it, as Azure ML sets it for a TensorFlow job
+# (the World sets it per rank: world/pure/tf_config).
+TENSORFLOW = ("TF_CONFIG",)
 # A rank's own number, most specific first: a respawned rank's, then the World's numbering, since
 # plain engines may inherit a launcher's variables from the kernel.
 OWN_RANK = (RESPAWNED_RANK, WORLD_RANK, *MPI_RANK)

@@ -69,7 +69,7 @@ def identify(controller_ip: str = "127.0.0.1") -> dict:
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "pgid": os.getpgrp(), "sid": os.getsid(0),   # what it forks keeps them (agent/leftovers)
-        "free_port": free_port(),
+        **dict(zip(("free_port", "tf_port"), free_ports(2))),   # MASTER_PORT's fallback, TF_CONFIG's
         "addr": route_source_ip(controller_ip) or socket.gethostname(),
         "stacks_path": stacks_path(),
         "collectives_path": collectives_path(),
@@ -128,6 +128,16 @@ def port_is_free(port: int) -> bool:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list:
+    """``count`` distinct ports free now (all bound at once: one after the other may repeat)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()

@@ -22,7 +22,7 @@ def test_host_variables_forward_what_the_caller_sets_and_name_the_host():
 def test_a_ranks_variables_go_a_sites_settings_stay():
     rank = {"RANK": "0", "LOCAL_RANK": "0", "MASTER_PORT": "29500", "OMPI_COMM_WORLD_RANK": "0",
             "PMIX_SERVER_URI41": "x", "PMIX_RANK": "0", "PRTE_LAUNCHED": "1", "IPP_CONNECTION_INFO": "{}",
-            "OMPI_MCA_ess_base_jobid": "1", "OMPI_FILE_LOCATION": "/tmp/x"}
+            "OMPI_MCA_ess_base_jobid": "1", "OMPI_FILE_LOCATION": "/tmp/x", "TF_CONFIG": "{}"}
     site = {"PATH": "/bin", "OMPI_MCA_btl": "self,tcp", "NCCL_DEBUG": "INFO", "HOME": "/root"}
     assert without_rank_variables({**rank, **site}) == site
 
