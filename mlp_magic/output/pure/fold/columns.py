@@ -166,8 +166,9 @@ def _expected(keys: tuple, kind: str, follows: dict) -> list:
         return []
     found = [("rank", tuple(map(str, keys)))]
     for name, mapping in follows.items():
-        if all(k in mapping for k in keys):
-            found.append((name, tuple(str(mapping[k]) for k in keys)))
+        values = tuple(str(mapping[k]) for k in keys) if all(k in mapping for k in keys) else ()
+        if len(set(values)) > 1:   # the same on every rank (one host's node_rank): a constant, no map's
+            found.append((name, values))
     return found
 
 

@@ -103,6 +103,16 @@ def test_local_and_node_rank_are_recognised_when_given():
     assert shown(results)[0].lines[0].text == "device cuda:{0,1,2,3} node {0,1}"
 
 
+def test_a_number_the_same_on_every_rank_is_shown_not_named_after_a_map_that_is_constant_too():
+    """One host: node_rank is 0 everywhere, and a constant 0 in the text is no more its than
+    any other constant's ("epoch {node_rank}" was shown for a tqdm bar's "epoch 0")."""
+    bar = "e 0: 100%|█| 30/30 [00:01<00:00, {:.2f}it/s]\n"
+    results = [RankResult(r, "h", stdout="done\n", stderr=bar.format(19.5 + r / 10)) for r in (0, 1, 3)]
+    follows = {"local_rank": {r: r for r in range(4)}, "node_rank": {r: 0 for r in range(4)}}
+    assert [line.text for line in shown(results, follows=follows)[0].lines] == [
+        "done", "e 0: 100%|█| 30/30 [00:01<00:00, {19.50,19.60,19.80}it/s]"]
+
+
 def test_hex_ids_fold_though_each_output_is_scanned_alone():
     results = [RankResult(r, "h", stdout=f"<Model object at 0x7f{r:04x}1a>\n") for r in range(5)]
     group, = shown(results)
