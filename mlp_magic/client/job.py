@@ -54,7 +54,7 @@ class RankJob:
     """Requests in flight on ``ranks``: ``async_results`` hold one child future per rank, in
     rank order (one broadcast request, or one request per rank)."""
 
-    def __init__(self, world, kind: Kind, ranks: list, async_results: list):
+    def __init__(self, world, kind: Kind, ranks: list, async_results: list, on_display=None):
         self.world = world
         self.kind = kind
         self.ranks = list(ranks)
@@ -67,19 +67,22 @@ class RankJob:
             if kind.give_up_after_failure_s else None
         waited = [[f] for f in self._settled.futures] if self._settled else \
             [[f, f.output] if kind.output else [f] for f in self.futures]
-        self.requests = Requests(world, self.ranks, waited, track=kind.track, output=kind.output)
+        self.requests = Requests(world, self.ranks, waited, track=kind.track, output=kind.output,
+                                 on_display=on_display)
 
     # ------------------------------------------------------------------ sending
     @classmethod
-    def execute(cls, world, ranks: list, code: str, kind: Kind = CELL, before_wait=None) -> "RankJob":
+    def execute(cls, world, ranks: list, code: str, kind: Kind = CELL, before_wait=None,
+                on_display=None) -> "RankJob":
         """``code`` as a cell on every rank: one request through the broadcast scheduler (the
         controller fans it out, not one serialised, signed request per rank from the kernel).
-        ``before_wait()`` runs once the request left, before its ranks show busy."""
+        ``before_wait()`` runs once the request left, before its ranks show busy; ``on_display``:
+        client/waiting's."""
         view = world.client.broadcast_view(targets=[world.rank_to_engine[r] for r in ranks])
         sent = view.execute(code, silent=False, block=False)
         if before_wait is not None:
             before_wait()
-        return cls(world, kind, ranks, [sent])
+        return cls(world, kind, ranks, [sent], on_display=on_display)
 
     @classmethod
     def apply(cls, world, kind: Kind, ranks: list, function, *args) -> "RankJob":

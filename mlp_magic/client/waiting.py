@@ -23,6 +23,8 @@ from mlp_magic.client.ipp_private import is_engine_death, on_iopub
 
 OUTPUT_MESSAGES = frozenset({"stream", "display_data", "execute_result", "error"})
 PAUSED = "mlp_paused"   # a rank stopped at a breakpoint (debugging/rank/breakpoints.PAUSED)
+DISPLAY_MESSAGES = ("comm_open", "comm_msg", "comm_close", "update_display_data")
+DISPLAY_WAKES_EVERY_S = 0.5   # these wake the wait at most this often (tqdm's widget: 10 a second a rank)
 
 
 class Requests:
@@ -31,11 +33,13 @@ class Requests:
     ``track``: keep the World's rank states (busy, idle, dead, last output); off for the World's
     own start, whose ranks are "starting". ``output``: a rank's new output ends a ``wait`` (the
     caller forwards it); without it, only the end of every request, the deadline or the World's
-    end do.
+    end do. ``on_display(index, kind, content)``: told each comm message (a widget the rank made)
+    and display update of an output request, on the IO thread; they wake the wait at most every
+    ``DISPLAY_WAKES_EVERY_S``.
     """
 
     def __init__(self, world, ranks: Sequence[int], futures: Sequence[Sequence], *, track: bool = True,
-                 output: bool = False):
+                 output: bool = False, on_display=None):
         self.world = world
         self.ranks = list(ranks)
         self._live = world.live if track else None
@@ -49,6 +53,7 @@ class Requests:
         self.finished_at: dict = {}        # index -> when its rank's request ended (monotonic)
         self._resumed: dict = {}           # index -> the last stop a command moved it on from
         self.wakes = 0                     # how often a wait woke up (no events: none)
+        self._on_display, self._display_woke = on_display, 0.0
         if self._live is not None:
             self._live.sent(self.ranks)
         world.wake_when_a_process_ends(self)
@@ -81,12 +86,22 @@ class Requests:
         if kind == PAUSED:
             self.stopped(index, msg.get("content") or {})
             return
+        if kind in DISPLAY_MESSAGES and self._on_display is not None:
+            self._display(index, kind, msg.get("content") or {})
+            return
         if kind not in OUTPUT_MESSAGES:
             return
         self._wrote.add(index)
         if self._live is not None:
             self._live.wrote(self.ranks[index])
         self._woken.set()
+
+    def _display(self, index: int, kind: str, content: dict) -> None:
+        self._on_display(index, kind, content)
+        now = time.monotonic()
+        if now - self._display_woke >= DISPLAY_WAKES_EVERY_S:
+            self._display_woke = now
+            self.news()
 
     def stopped(self, index: int, content: dict) -> None:
         """Rank ``index`` stopped at a breakpoint (its iopub message, or a debugger's reply);

@@ -18,6 +18,8 @@ from mlp_magic.client.job import RankJob
 from mlp_magic.client.quiet_replies import run_seconds
 from mlp_magic.client.remote_errors import traceback_text
 from mlp_magic.world.guards import KEPT_RESULTS, say_once
+from mlp_magic.mpirun.rank_displays import RankDisplays
+from mlp_magic.output.pure import rewrites
 
 
 STREAMS = ("stdout", "stderr")
@@ -65,12 +67,15 @@ class Cell:
         self.world = world
         self.log_dir = log_dir
         self.code, self.args = code, args   # kept: a debugger command follows the cell again
+        self.displays = RankDisplays(ranks)   # widgets, displays updated in place (RankJob's order)
         self.job = RankJob.execute(world, ranks, f"{code}\n{CELL_TAG}{log_dir}\n",
-                                   before_wait=lambda: world.live.cell_started(code, ranks, log_dir))
+                                   before_wait=lambda: world.live.cell_started(code, ranks, log_dir),
+                                   on_display=self.displays.take)
         self.ranks = self.job.ranks
         self.started = self.job.started
         self._unread = set(range(len(self.ranks)))   # output that came before the wait began
-        self._seen = {rank: {"stdout": 0, "stderr": 0} for rank in self.ranks}
+        # where each stream was read to (the client rewrites a line a rank rewrote with \r)
+        self._seen = {rank: {"stdout": rewrites.Seen(), "stderr": rewrites.Seen()} for rank in self.ranks}
         self.ending: Ending | None = None     # None while it runs (``ended``)
         self.shown_upto: dict = {}            # {rank: (stdout, stderr) lengths} shown when it paused
         self.finished_shown: frozenset = frozenset()   # ranks whose end was shown when it paused
@@ -137,10 +142,9 @@ class Cell:
             rank, metadata = self.ranks[i], self._metadata(i)
             for name in ("stdout", "stderr"):
                 text = metadata.get(name) or ""
-                start = self._seen[rank][name]
-                if len(text) > start:
-                    chunks.append((rank, name, text[start:]))
-                    self._seen[rank][name] = len(text)
+                new, self._seen[rank][name] = rewrites.new_text(text, self._seen[rank][name])
+                if new:
+                    chunks.append((rank, name, new))
         return chunks
 
     # ------------------------------------------------------------------ results
@@ -164,7 +168,7 @@ class Cell:
                 # the cell's note says which rank died and how.
                 result.error = "" if result.status == status.DIED else \
                     QUIT_TEXT if result.status == status.QUIT else traceback_text(error)
-        result.displays = list(metadata.get("outputs") or [])
+        result.displays = self.displays.shown(index, list(metadata.get("outputs") or []))
         if metadata.get("execute_result"):
             result.displays.append(metadata["execute_result"])
         # A rank still running when the cell ended (stuck in C) has no count of its own: how long

@@ -70,7 +70,7 @@ def follow(cell: Cell, deadline: float | None, give_up: bool = True,
         outcome, note = _follow(cell, live, deadline, watch)
     finally:
         watch.stop()
-    live.add(cell.new_output(every_rank=True))
+    live.add(cell.new_output(every_rank=True), cell.displays.new_bars())
     if outcome is Outcome.PAUSED:
         cell.ended(Ending(outcome))
         return show_paused(cell, live)
@@ -107,7 +107,7 @@ def _follow(cell: Cell, live: display.StreamingOutput, deadline: float | None, w
             if cell.job.wait(min(wake) if wake else None):
                 return Outcome.DONE, ""
             chunks = cell.new_output()
-            live.add(chunks)
+            live.add(chunks, cell.displays.new_bars())
             if cell.job.requests.all_paused() or settled.paused(bool(chunks)):
                 return Outcome.PAUSED, ""
             if deadline is not None and time.monotonic() >= deadline:

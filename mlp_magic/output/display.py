@@ -23,10 +23,13 @@ from mlp_magic.output.pure.fold.groups import fold_groups
 from mlp_magic.output.pure.fold.streaming import StreamingFold
 from mlp_magic.output.pure.grouping import fold_hosts_shown, group_results, ranks_label
 from mlp_magic.output.pure.html import render_groups_html
+from mlp_magic.output.pure.progress import ProgressBoard, current_piece, parse_bar
 from mlp_magic.stacks.pure.render import collectives_html, merged_html, merged_text
 from mlp_magic.output.pure.text import render_groups_text
 from mlp_magic.stacks.pure.tree import merge
 
+BARS_INTERVAL = 0.5   # while bars move, the notebook's area changes at most twice a second
+BARS_PRINTED_EVERY = 2.0   # a terminal prints the bars' lines at most this often
 STACKS_TITLE = ("Where each rank is (main thread's Python stack, merged across ranks; "
                 "--> marks the innermost line of your code)")
 
@@ -46,10 +49,20 @@ class StreamingOutput:
         self._dirty = False
         self._partial: dict = {}
         self.folded = StreamingFold() if fold else None
+        self.bars = ProgressBoard()   # the ranks' progress bars, one line per kind (output/pure/progress)
+        self._bars_changed, self._bars_printed = False, 0.0
 
-    def add(self, chunks: list) -> None:
+    def add(self, chunks: list, bars: list = ()) -> None:
+        """What the ranks wrote ([(rank, stream, text)]), and the bars their widgets moved to
+        ([(rank, Bar)]: mpirun/rank_widgets)."""
+        for rank, bar in bars:
+            self._take(rank, bar)
         for rank, stream, text in chunks:
             for line in self._complete_lines(rank, stream, text):
+                if "\r" in line:   # a line the rank rewrote: what a terminal shows is its last piece
+                    line = current_piece(line)
+                    if self._took_bar(rank, line):
+                        continue
                 if self.folded is not None:
                     self._fold(rank, stream, line)
                     continue
@@ -58,15 +71,44 @@ class StreamingOutput:
         if self.folded is not None and not self.notebook:
             for shown in self.folded.due(time.monotonic()):
                 self._emit(shown)
+        self._print_bars()
         self._refresh()
+
+    def _took_bar(self, rank: int, piece: str) -> bool:
+        """Whether ``piece`` is a progress bar, now the rank's latest of its kind."""
+        bar = parse_bar(piece)
+        if bar is not None:
+            self._take(rank, bar)
+        return bar is not None
+
+    def _take(self, rank: int, bar) -> None:
+        self.bars.update(rank, bar)
+        self._bars_changed = self._dirty = True
+
+    def _print_bars(self, force: bool = False) -> None:
+        """A terminal's bars: their lines when they moved, at most every ``BARS_PRINTED_EVERY``."""
+        now = time.monotonic()
+        if self.notebook or not self._bars_changed or (not force and now < self._bars_due()):
+            return
+        self._bars_changed, self._bars_printed = False, now
+        for line in self.bars.lines():
+            sys.stdout.write(line + "\n")
+
+    def _bars_due(self) -> float:
+        return self._bars_printed + BARS_PRINTED_EVERY
 
     def wake_at(self) -> float | None:
         """The monotonic time at which what came already is due on screen (it waits for the
         display's interval, or a folded line's repeat), so the caller's wait ends then; None:
         nothing is waiting."""
         if self.notebook:
-            return self._last_update + self.interval if self._dirty else None
-        return self.folded.next_due() if self.folded is not None else None
+            return self._last_update + self._interval() if self._dirty else None
+        due = [self.folded.next_due() if self.folded is not None else None,
+               self._bars_due() if self._bars_changed else None]
+        return min((t for t in due if t is not None), default=None)
+
+    def _interval(self) -> float:
+        return max(self.interval, BARS_INTERVAL) if self.bars else self.interval
 
     def _fold(self, rank: int, stream: str, line: str) -> None:
         for shown in self.folded.add(rank, stream, line, time.monotonic()):
@@ -76,11 +118,16 @@ class StreamingOutput:
             self._dirty = True
 
     def _complete_lines(self, rank: int, stream: str, text: str) -> list:
-        """Whole lines only; a partial line waits for its end (per rank and stream)."""
+        """Whole lines only; a partial line waits for its end (per rank and stream). Of a partial
+        line the rank rewrites (``\r``: a progress bar) only its last piece is kept, and read."""
         key = (rank, stream)
         pieces = (self._partial.pop(key, "") + text).split("\n")
-        if pieces[-1]:
-            self._partial[key] = pieces[-1]
+        partial = pieces[-1]
+        if "\r" in partial:
+            partial = "\r" + current_piece(partial)
+            self._took_bar(rank, partial[1:])
+        if partial:
+            self._partial[key] = partial
         return pieces[:-1]
 
     def _emit(self, line: str) -> None:
@@ -94,10 +141,10 @@ class StreamingOutput:
         if not (self.notebook and self._dirty):
             return
         now = time.monotonic()
-        if not force and now - self._last_update < self.interval:
+        if not force and now - self._last_update < self._interval():
             return
-        shown = self.folded.view(self.lines.maxlen) if self.folded is not None else self.lines
-        bundle = {"text/plain": "\n".join(shown)}
+        shown = self.folded.view(self.lines.maxlen) if self.folded is not None else list(self.lines)
+        bundle = {"text/plain": "\n".join([*shown, *self.bars.lines()])}
         if self.handle is None:
             self.handle = display(bundle, raw=True, display_id=True)
         else:

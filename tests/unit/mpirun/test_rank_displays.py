@@ -1,0 +1,47 @@
+"""What a cell keeps of its ranks' rich displays (mpirun/rank_displays): the progress they moved
+to, once per move, and each display as it stands when the cell ends."""
+from __future__ import annotations
+
+from mlp_magic.mpirun.rank_displays import RankDisplays
+from mlp_magic.output.pure.progress import Bar
+
+
+def opened(model: str, **state) -> dict:
+    return {"comm_id": model, "target_name": "jupyter.widget", "data": {"state": state}}
+
+
+def test_a_widgets_progress_is_given_once_per_move_with_its_rank_not_its_index():
+    displays = RankDisplays([4, 7])
+    progress = opened("p", _model_name="IntProgressModel", value=1, max=5, description="fit")
+    displays.take(1, "comm_open", progress)
+    assert displays.new_bars() == [(7, Bar("fit", "1", "5"))]
+    assert displays.new_bars() == []   # nothing moved since
+    displays.take(1, "comm_msg", {"comm_id": "p", "data": {"method": "update", "state": {"value": 2}}})
+    assert displays.new_bars() == [(7, Bar("fit", "2", "5"))]
+
+
+def test_a_display_updated_in_place_ends_as_it_stands_and_its_progress_moves():
+    displays = RankDisplays([0])
+    first = {"data": {"text/html": "<progress value='0' max='6'></progress>"}, "metadata": {},
+             "transient": {"display_id": "d1"}}
+    other = {"data": {"text/plain": "a plot"}, "metadata": {}}
+    displays.take(0, "update_display_data", {"data": {"text/html": "<progress value='4' max='6'></progress>"},
+                                             "metadata": {}, "transient": {"display_id": "d1"}})
+    assert displays.new_bars() == [(0, Bar("", "4", "6"))]
+    shown = displays.shown(0, [first, other])
+    assert shown[0]["data"] == {"text/html": "<progress value='4' max='6'></progress>"}
+    assert shown[1] is other and first["data"]["text/html"].startswith("<progress value='0'")   # copies
+
+
+def test_a_widgets_display_gets_its_text_as_it_stands():
+    displays = RankDisplays([0])
+    displays.take(0, "comm_open", opened("h", _model_name="HTMLModel", value="<b>epoch 3</b> done"))
+    view = {"data": {"text/plain": "HTML(value='')",
+                     "application/vnd.jupyter.widget-view+json": {"model_id": "h"}}}
+    assert displays.shown(0, [view])[0]["data"]["text/plain"] == "epoch 3 done"
+    assert view["data"]["text/plain"] == "HTML(value='')"
+
+
+def test_a_rank_that_made_nothing_shows_its_displays_unchanged():
+    plot = {"data": {"image/png": "..."}}
+    assert RankDisplays([0, 1]).shown(1, [plot]) == [plot]
