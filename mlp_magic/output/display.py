@@ -54,7 +54,7 @@ class StreamingOutput:
 
     def add(self, chunks: list, bars: list = ()) -> None:
         """What the ranks wrote ([(rank, stream, text)]), and the bars their widgets moved to
-        ([(rank, Bar)]: mpirun/rank_widgets)."""
+        ([(rank, Bar)]: mpirun/rank_displays)."""
         for rank, bar in bars:
             self._take(rank, bar)
         for rank, stream, text in chunks:
@@ -119,7 +119,7 @@ class StreamingOutput:
 
     def _complete_lines(self, rank: int, stream: str, text: str) -> list:
         """Whole lines only; a partial line waits for its end (per rank and stream). Of a partial
-        line the rank rewrites (``\r``: a progress bar) only its last piece is kept, and read."""
+        line the rank rewrites (``\\r``: a progress bar) only its last piece is kept, and read."""
         key = (rank, stream)
         pieces = (self._partial.pop(key, "") + text).split("\n")
         partial = pieces[-1]
