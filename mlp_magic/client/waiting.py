@@ -23,7 +23,8 @@ from mlp_magic.client.ipp_private import is_engine_death, on_iopub
 
 OUTPUT_MESSAGES = frozenset({"stream", "display_data", "execute_result", "error"})
 PAUSED = "mlp_paused"   # a rank stopped at a breakpoint (debugging/rank/breakpoints.PAUSED)
-DISPLAY_MESSAGES = ("comm_open", "comm_msg", "comm_close", "update_display_data")
+DISPLAY_MESSAGES = ("comm_open", "comm_msg", "comm_close", "display_data", "update_display_data",
+                    "clear_output")
 DISPLAY_WAKES_EVERY_S = 0.5   # these wake the wait at most this often (tqdm's widget: 10 a second a rank)
 
 
@@ -88,7 +89,8 @@ class Requests:
             return
         if kind in DISPLAY_MESSAGES and self._on_display is not None:
             self._display(index, kind, msg.get("content") or {})
-            return
+            if kind not in OUTPUT_MESSAGES:
+                return
         if kind not in OUTPUT_MESSAGES:
             return
         self._wrote.add(index)

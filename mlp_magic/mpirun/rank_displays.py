@@ -7,18 +7,20 @@ progress for the cell's live area, and each display as it stands for the cell's 
   terminal, a saved notebook, a frontend without widgets show) was the state it was made with.
 - Displays a rank updates in place (``display(..., display_id=True)`` then ``update``: the Hugging
   Face Trainer's progress table): the client keeps only the first state, and drops the updates.
+- Displays a rank clears and draws again (``clear_output``: rich's live display, so Lightning's
+  RichProgressBar): the client keeps every frame, and drops the clearing.
 
-``shown`` gives both their state now.
+``shown`` gives them as they stand now; a display's text or HTML that draws a bar is progress.
 """
 from __future__ import annotations
 
 import copy
 import threading
 
-from mlp_magic.output.pure.progress import bar_in_html
+from mlp_magic.output.pure.progress import bar_in_html, current_piece, parse_bar
 from mlp_magic.output.pure.widgets import WIDGET_VIEW, WidgetModels
 
-UPDATE = "update_display_data"
+UPDATE, SHOWN, CLEARED = "update_display_data", "display_data", "clear_output"
 
 
 class RankDisplays:
@@ -29,19 +31,37 @@ class RankDisplays:
         self._ranks = list(ranks)
         self._widgets: dict = {}    # index -> WidgetModels
         self._updated: dict = {}    # index -> {display id: its latest content}
+        self._drawn: dict = {}      # index -> {bar kind: the bar its latest display drew}
+        self._made: dict = {}       # index -> how many displays it made
+        self._cleared: dict = {}    # index -> how many of those it cleared
         self._moved: set = set()    # indices whose progress may have moved since new_bars()
         self._lock = threading.Lock()
 
     def take(self, index: int, kind: str, content: dict) -> None:
         """One message of rank ``index``: a comm message, or a display's update."""
         with self._lock:
-            if kind == UPDATE:
-                shown = (content.get("transient") or {}).get("display_id")
-                if isinstance(shown, str) and isinstance(content.get("data"), dict):
-                    self._updated.setdefault(index, {})[shown] = content
-                    self._moved.add(index)
+            if kind == CLEARED:
+                self._cleared[index] = self._made.get(index, 0)
+            elif kind in (SHOWN, UPDATE):
+                self._take_display(index, kind, content)
             elif self._widgets.setdefault(index, WidgetModels()).take(kind, content):
                 self._moved.add(index)
+
+    def _take_display(self, index: int, kind: str, content: dict) -> None:
+        data = content.get("data")
+        if not isinstance(data, dict):
+            return
+        if kind == SHOWN:
+            self._made[index] = self._made.get(index, 0) + 1
+        shown = (content.get("transient") or {}).get("display_id")
+        if kind == UPDATE and isinstance(shown, str):
+            self._updated.setdefault(index, {})[shown] = content
+        bar = bar_in_html(data.get("text/html"))
+        if bar is None and isinstance(data.get("text/plain"), str):
+            bar = parse_bar(current_piece(data["text/plain"]))
+        if bar is not None:
+            self._drawn.setdefault(index, {})[bar.kind] = bar
+            self._moved.add(index)
 
     def new_bars(self) -> list:
         """[(rank, Bar)] of the ranks whose widgets or displays changed since the last call."""
@@ -51,17 +71,16 @@ class RankDisplays:
             for i in sorted(moved):
                 widgets = self._widgets.get(i)
                 bars += [(self._ranks[i], bar) for bar in (widgets.bars() if widgets else [])]
-                for content in self._updated.get(i, {}).values():
-                    bar = bar_in_html(content["data"].get("text/html"))
-                    if bar is not None:
-                        bars.append((self._ranks[i], bar))
+                bars += [(self._ranks[i], bar) for bar in self._drawn.get(i, {}).values()]
             return bars
 
     def shown(self, index: int, displays: list) -> list:
-        """``displays`` of rank ``index``, each as it stands now."""
+        """``displays`` of rank ``index`` (all it made, in order), each as it stands now, those it
+        cleared left out."""
         with self._lock:
             widgets, updated = self._widgets.get(index), self._updated.get(index, {})
-            return [_as_it_stands(output, widgets, updated) for output in displays]
+            kept = displays[self._cleared.get(index, 0):]
+            return [_as_it_stands(output, widgets, updated) for output in kept]
 
 
 def _as_it_stands(output: dict, widgets: WidgetModels | None, updated: dict) -> dict:

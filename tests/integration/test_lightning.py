@@ -2,6 +2,8 @@
 the Trainer under ``strategy="ddp"`` run as on a job mpiexec started (Lightning's MPI environment:
 it starts no process). Before, both refused on every rank: "not compatible with an interactive
 environment", since IPython sets ``sys.ps1`` on the ranks (engine/main.no_prompt_here)."""
+import re
+
 import pytest
 
 from tests.integration.conftest import run
@@ -49,8 +51,7 @@ torch.manual_seed(0)
 autoencoder = LitAutoEncoder()
 data = DataLoader(TensorDataset(torch.rand(64, 28 * 28)), batch_size=8)
 trainer = L.Trainer(accelerator="cpu", strategy="ddp", devices=4, max_steps=3, logger=False,
-                    enable_checkpointing=False, enable_progress_bar=False,
-                    default_root_dir=tempfile.mkdtemp())
+                    enable_checkpointing=False, default_root_dir=tempfile.mkdtemp())
 trainer.fit(autoencoder, data)
 print(trainer.global_rank, trainer.world_size, trainer.global_step,
       round(float(sum(p.detach().sum() for p in autoencoder.parameters())), 4))
@@ -78,6 +79,10 @@ def test_the_trainer_under_ddp_fits_on_every_rank_and_ipython_is_as_it_was(fresh
     assert run(ip, TRAINER) is None, capsys.readouterr().out[-3000:]
     printed = same_weights_on_every_rank(ip.user_ns["trainer_out"])
     assert [p[:3] for p in printed] == [[str(rank), "4", "3"] for rank in range(4)]
+    # Lightning's bar (rank 0's; rich's live display where rich is installed, which clears and draws
+    # again, else tqdm's notebook widget) is shown once, as it ended: not every frame, not its start
+    shown = capsys.readouterr().out
+    assert re.findall(r"^\[rank 0\] (Epoch \d)", shown, re.M) == ["Epoch 1"], shown[-3000:]
     # IPython on the ranks is as before: the last expression is shown, a magic runs
     capsys.readouterr()
     assert run(ip, "%%mpirun\n%load_ext autoreload\nimport sys\n(hasattr(sys, 'ps1'), 6 * 7)") is None

@@ -1,11 +1,12 @@
 """Progress bars as the ranks draw them, one line per group of ranks (pure).
 
-A rank's progress bar (tqdm's text bar, Lightning's, any that draws tqdm's format) is the last
-``\\r``-separated piece of its stream's current line: ``parse_bar`` reads it. ``ProgressBoard``
-keeps each rank's latest bar per kind (the description with its numbers masked: "epoch 0" and
-"epoch 1" are one kind) and shows one line per kind, at the pace of the group's median rank, the
-slowest rank named: ``epoch 0 31/50 [######----] | ranks 0-3, slowest rank 2 at 22/50``. Any
-number of ranks gives one line per kind, never a bar per rank.
+A rank's progress bar (tqdm's text bar, any that draws tqdm's format, rich's) is the last
+``\\r``-separated piece of its stream's current line, or a display's text: ``parse_bar`` reads
+it. ``ProgressBoard`` keeps each rank's latest bar per kind (the description with its numbers
+masked: "epoch 0" and "epoch 1" are one kind) and shows one line per kind, at the pace of the
+group's median rank, the slowest rank named:
+``epoch 0 31/50 [######----] | ranks 0-3, slowest rank 2 at 22/50``. Any number of ranks gives
+one line per kind, never a bar per rank.
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ _COUNT = r"\d+(?:\.\d+)?[kMGTPEZY]?"
 # tqdm's l_bar, bar and r_bar: "desc: 40%|####      | 2/5 [00:00<00:00, 10.00it/s, loss=0.5]"
 _WITH_TOTAL = re.compile(
     rf"^(?:(?P<desc>.*?): )?\s*\d{{1,3}}%\|[^|]*\|\s*(?P<n>{_COUNT})/(?P<total>{_COUNT})(?:\s|$)")
+# rich's bar (Lightning's RichProgressBar, rich.progress): "Epoch 0/-2 ━━━━━━╸━━━━━ 1/2 0:00:01 • ..."
+_RICH = re.compile(rf"^(?P<desc>.*?)\s*[━╸╺]+[━╸╺ ]*\s(?P<n>{_COUNT})/(?P<total>{_COUNT})(?:\s|$)")
 # without a total: "desc: 12it [00:01, 9.98it/s]"
 _NO_TOTAL = re.compile(rf"^(?:(?P<desc>.*?): )?(?P<n>{_COUNT})[^\s\d\[]*\s\[\d[\d:]*[,\]]")
 # an HTML progress element (the Hugging Face Trainer's notebook table), what comes before it its label
@@ -68,7 +71,7 @@ def current_piece(text: str) -> str:
 def parse_bar(piece: str) -> Bar | None:
     """The bar ``piece`` draws in tqdm's format, or None when it is no bar."""
     plain = _ANSI.sub("", piece).strip()
-    found = _WITH_TOTAL.match(plain) or _NO_TOTAL.match(plain)
+    found = _WITH_TOTAL.match(plain) or _RICH.match(plain) or _NO_TOTAL.match(plain)
     if found is None:
         return None
     total = found.groupdict().get("total")

@@ -45,3 +45,15 @@ def test_a_widgets_display_gets_its_text_as_it_stands():
 def test_a_rank_that_made_nothing_shows_its_displays_unchanged():
     plot = {"data": {"image/png": "..."}}
     assert RankDisplays([0, 1]).shown(1, [plot]) == [plot]
+
+
+def test_displays_a_rank_cleared_are_left_out_and_a_drawn_bar_is_progress():
+    """rich's live display (Lightning's RichProgressBar) clears its frame and draws the next."""
+    displays = RankDisplays([0])
+    frames = [{"data": {"text/plain": f"Epoch 0/-2 \x1b[38;5;237m━━━━━━━━━━\x1b[0m {n}/2 0:00:00 • -:--:--"}}
+              for n in range(3)]
+    for frame in frames:
+        displays.take(0, "clear_output", {"wait": True})
+        displays.take(0, "display_data", frame)
+    assert displays.new_bars() == [(0, Bar("Epoch 0/-2", "2", "2"))]
+    assert displays.shown(0, frames) == [frames[-1]]

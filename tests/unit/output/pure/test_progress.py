@@ -39,6 +39,12 @@ def test_a_line_that_is_no_bar_is_none_or_a_bar_and_never_an_error(text):
     assert parse_bar(text) is None or isinstance(parse_bar(text), Bar)
 
 
+def test_richs_bar_is_read_with_its_description_and_counts():
+    drawn = ("Validation \x1b[38;2;98;6;224m━━━━━━━━━━━━\x1b[0m\x1b[38;5;237m╺━━━━━━━\x1b[0m 12/20 "
+             "0:00:01 • 0:00:02 9.1it/s")
+    assert parse_bar(drawn) == Bar("Validation", "12", "20")
+
+
 def test_ordinary_output_is_no_bar():
     for line in ["step 10 loss 0.5", "epoch 3 done: 100 samples", "accuracy: 93%", "[rank 2] 4/5 ready"]:
         assert parse_bar(line) is None, line
