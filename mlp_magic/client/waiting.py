@@ -34,9 +34,9 @@ class Requests:
     ``track``: keep the World's rank states (busy, idle, dead, last output); off for the World's
     own start, whose ranks are "starting". ``output``: a rank's new output ends a ``wait`` (the
     caller forwards it); without it, only the end of every request, the deadline or the World's
-    end do. ``on_display(index, kind, content)``: told each comm message (a widget the rank made)
-    and display update of an output request, on the IO thread; they wake the wait at most every
-    ``DISPLAY_WAKES_EVERY_S``.
+    end do. ``on_display(index, kind, content)``: told each of ``DISPLAY_MESSAGES`` of an output
+    request (a widget's comm messages, a display, its update, a clearing), on the IO thread; they
+    wake the wait at most every ``DISPLAY_WAKES_EVERY_S``.
     """
 
     def __init__(self, world, ranks: Sequence[int], futures: Sequence[Sequence], *, track: bool = True,
