@@ -56,6 +56,8 @@ class RankDisplays:
         shown = (content.get("transient") or {}).get("display_id")
         if kind == UPDATE and isinstance(shown, str):
             self._updated.setdefault(index, {})[shown] = content
+        if WIDGET_VIEW in data:   # its text is the widget as it was made: its models say how it moves
+            return
         bar = bar_in_html(data.get("text/html"))
         if bar is None and isinstance(data.get("text/plain"), str):
             bar = parse_bar(current_piece(data["text/plain"]))

@@ -57,3 +57,15 @@ def test_displays_a_rank_cleared_are_left_out_and_a_drawn_bar_is_progress():
         displays.take(0, "display_data", frame)
     assert displays.new_bars() == [(0, Bar("Epoch 0/-2", "2", "2"))]
     assert displays.shown(0, frames) == [frames[-1]]
+
+
+def test_a_widgets_display_is_no_bar_of_its_own_its_models_move():
+    """tqdm's notebook bar is displayed with the text it had when made ("0/40"): read as a bar, it
+    held the live line at 0 while the widget moved (the rehearsal of this change caught it)."""
+    displays = RankDisplays([0])
+    progress = opened("p", _model_name="IntProgressModel", value=9, max=40, description="epoch 0")
+    displays.take(0, "comm_open", progress)
+    displays.take(0, "display_data", {"data": {
+        "text/plain": "epoch 0:   0%|          | 0/40 [00:00<?, ?it/s]",
+        "application/vnd.jupyter.widget-view+json": {"model_id": "p"}}})
+    assert displays.new_bars() == [(0, Bar("epoch 0", "9", "40"))]
