@@ -2,9 +2,6 @@
 tqdm's own notebook bar and ipywidgets send (recorded here in place of a kernel's comm)."""
 from __future__ import annotations
 
-import uuid
-
-import comm
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,27 +12,30 @@ from mlp_magic.output.pure.widgets import WidgetModels
 
 @pytest.fixture
 def sent(monkeypatch) -> list:
-    """Every comm message widgets made here send, as (kind, content) like a kernel's iopub has them."""
+    """Every comm message widgets made here send, as (kind, content) like a kernel's iopub has them:
+    their comm publishes nothing, it records (ipywidgets 8.0 makes ipykernel's Comm, 8.1 asks
+    ``ipywidgets.comm.create_comm``; both send only through a comm with a kernel)."""
+    from ipykernel.comm import Comm
+    from ipywidgets.widgets import widget as widget_module
+    from traitlets import Any
+
     messages = []
 
-    class RecordedComm:
-        kernel = object()   # ipywidgets sends only through a comm with a kernel
+    class RecordedComm(Comm):
+        kernel = Any()
 
-        def __init__(self, target_name="", data=None, comm_id=None, **_):
-            self.comm_id = comm_id or uuid.uuid4().hex
-            opened = {"comm_id": self.comm_id, "target_name": target_name, "data": data}
-            messages.append(("comm_open", opened))
+        def __init__(self, **kwargs):
+            super().__init__(kernel=object(), **kwargs)
 
-        def send(self, data=None, metadata=None, buffers=None):
-            messages.append(("comm_msg", {"comm_id": self.comm_id, "data": data}))
+        def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+            messages.append((msg_type, {"comm_id": self.comm_id, "data": data or {}, **keys}))
 
-        def on_msg(self, callback):
-            pass
+    if hasattr(widget_module, "Comm"):   # ipywidgets 8.0
+        monkeypatch.setattr(widget_module, "Comm", RecordedComm)
+    else:
+        import ipywidgets.comm
 
-        def close(self, *_, **__):
-            messages.append(("comm_close", {"comm_id": self.comm_id, "data": {}}))
-
-    monkeypatch.setattr(comm, "create_comm", RecordedComm)
+        monkeypatch.setattr(ipywidgets.comm, "create_comm", RecordedComm)
     return messages
 
 
