@@ -31,6 +31,16 @@ def run(ip, cell: str):
 _LOG_TAILS: list = []
 
 
+def live_texts(cell) -> list:
+    """The texts of the cell's streaming area while it ran: its display and updates but the last
+    (the summary; the ranks' own displays follow it)."""
+    shown = [m["content"] for m in cell.messages if m["msg_type"] in ("display_data", "update_display_data")]
+    area = shown[0].get("transient", {}).get("display_id")
+    texts = [content["data"].get("text/plain", "") for content in shown
+             if content.get("transient", {}).get("display_id") == area]
+    return texts[:-1]
+
+
 def log_tails(folder: Path, lines: int = 15) -> list:
     tails = []
     for log in sorted(folder.glob("*.log")) if folder.is_dir() else ():

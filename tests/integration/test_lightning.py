@@ -1,6 +1,7 @@
 """Lightning in a World, with the user's code as Lightning's own quick starts write it: Fabric and
 the Trainer under ``strategy="ddp"`` run as on a job mpiexec started (Lightning's MPI environment:
-it starts no process). Before, both refused on every rank: "not compatible with an interactive
+it starts no process); under ``"deepspeed"`` they pick that environment alike (they run on CUDA
+only: not here). Before, both refused on every rank: "not compatible with an interactive
 environment", since IPython sets ``sys.ps1`` on the ranks (engine/main.no_prompt_here)."""
 import re
 
@@ -24,6 +25,18 @@ for _ in range(3):
     optimizer.step()
     optimizer.zero_grad()
 print(fabric.global_rank, fabric.world_size, round(float(model.weight.detach().sum()), 5))
+"""
+
+# The strategies Lightning runs on CUDA only (deepspeed; fsdp refuses a CPU before anything else):
+# no GPU here, so what is checked is the World's part, the environment Lightning picks for them
+ON_CUDA = """%%mpirun -o environments_out
+import lightning as L
+fabric = L.Fabric(accelerator="cpu", strategy="deepspeed", devices=4, num_nodes=1)
+trainer = L.Trainer(accelerator="cpu", strategy="deepspeed", devices=4, num_nodes=1, logger=False)
+for strategy in (fabric.strategy, trainer.strategy):
+    env = strategy.cluster_environment
+    print(type(strategy).__name__, type(env).__name__, env.creates_processes_externally,
+          env.global_rank(), env.world_size(), env.local_rank())
 """
 
 TRAINER = """%%mpirun -o trainer_out
@@ -66,11 +79,18 @@ def same_weights_on_every_rank(outputs: list) -> list:
 
 
 @pytest.mark.slow
-def test_fabric_under_ddp_runs_on_every_rank_as_under_mpiexec(fresh_world, capsys):
+def test_fabric_under_ddp_runs_on_every_rank_as_under_mpiexec_and_deepspeed_finds_them_alike(
+        fresh_world, capsys):
     ip = fresh_world
     assert run(ip, FABRIC) is None, capsys.readouterr().out[-3000:]
     printed = same_weights_on_every_rank(ip.user_ns["fabric_out"])
     assert [p[:2] for p in printed] == [[str(rank), "4"] for rank in range(4)]
+    pytest.importorskip("deepspeed", reason="deepspeed is in the test extra: `pip install -e '.[test]'`")
+    assert run(ip, ON_CUDA) is None, capsys.readouterr().out[-3000:]
+    for rank, result in enumerate(ip.user_ns["environments_out"]):   # Fabric's, then the Trainer's
+        expected = f"DeepSpeedStrategy MPIEnvironment True {rank} 4 {rank}"
+        found = [line for line in result.stdout.splitlines() if "Strategy" in line]
+        assert found == [expected, expected], result.stdout
 
 
 @pytest.mark.slow

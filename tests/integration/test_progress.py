@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from tests.integration.conftest import live_texts
+
 LOOP = """%%mpirun
 import time
 from tqdm{module} import tqdm
@@ -16,16 +18,6 @@ for i in tqdm(range(40), desc="epoch 0"):
     time.sleep(0.15 if rank == 2 else 0.05)
 """
 GROUP = re.compile(r"^epoch 0 (\d+)/40 \[[#-]{10}\] \| ranks 0-3(?:, slowest rank (\d) at (\d+)/40)?$", re.M)
-
-
-def live_texts(cell) -> list:
-    """The texts of the cell's streaming area while it ran: its display and updates but the last
-    (the summary; the ranks' own displays follow it)."""
-    shown = [m["content"] for m in cell.messages if m["msg_type"] in ("display_data", "update_display_data")]
-    area = shown[0].get("transient", {}).get("display_id")
-    texts = [content["data"].get("text/plain", "") for content in shown
-             if content.get("transient", {}).get("display_id") == area]
-    return texts[:-1]
 
 
 @pytest.mark.slow
