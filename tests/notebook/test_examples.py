@@ -32,7 +32,7 @@ def _cell(notebook, needle: str):
 def test_every_example_is_covered():
     names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(EXAMPLES, "*.ipynb")))
     covered = {"01-hello-ranks.ipynb", "02-torch-ddp.ipynb", "03-allrun.ipynb", "04-cluster-view.ipynb",
-               "05-many-ranks.ipynb", "06-debug-a-rank.ipynb"}
+               "05-many-ranks.ipynb", "06-debug-a-rank.ipynb", "07-frameworks.ipynb"}
     assert set(names) <= covered, f"example without a test: {set(names) - covered}"
 
 
@@ -143,6 +143,27 @@ def test_many_ranks():
     # the size as cloudpickle writes a float
     assert "pushed lr (float, 21 B) to ranks 0-1" in _cell(nb, "%mpirun --push lr")
     assert "lr on this rank: 0.25" in _cell(nb, "print('lr on this rank:', lr)")
+
+
+def test_frameworks():
+    """The tutorial: one model trained with the Hugging Face Trainer, Lightning and DeepSpeed in one
+    World, each with its progress, and the three models kept."""
+    for framework in ("transformers", "lightning", "deepspeed"):
+        pytest.importorskip(framework, reason="in the test extra: `pip install -e '.[test]'`")
+    nb = run_notebook(os.path.join(EXAMPLES, "07-frameworks.ipynb"))
+    assert "rank {rank} of 4: 512 examples" in _cell(nb, "class Regressor")
+    trainer = [c for c in nb.cells if "Trainer(model=hf_model" in c.source][0]
+    tables = [o["data"]["text/html"] for o in trainer.outputs
+              if "<progress" in o.get("data", {}).get("text/html", "")]
+    assert len(tables) == 1 and "<progress value='32' max='32'" in tables[0], tables   # as it ended
+    assert re.findall(r"<td>(\d+)</td>", tables[0]) == ["8", "16", "24", "32"], tables[0]   # its losses
+    assert re.search(r"^\[rank 0\] Epoch 1", _cell(nb, "L.Trainer("), re.M), _cell(nb, "L.Trainer(")
+    assert "[rank 0] epoch 1: 100% [##########] 16/16" in _cell(nb, "deepspeed.initialize(")
+    kept = _cell(nb, "for name, model in")
+    assert "---------------- ranks 0-3 (4) on localhost ----------------" in kept   # one model on all
+    losses = re.findall(r"^(Hugging Face|Lightning|DeepSpeed): test loss (\d\.\d+)$", kept, re.M)
+    assert [name for name, _ in losses] == ["Hugging Face", "Lightning", "DeepSpeed"], kept
+    assert all(float(loss) < 0.5 for _, loss in losses), kept   # about 3 before training
 
 
 def test_the_demo_prints_the_grouped_outputs_and_no_warning_of_its_kernel():
