@@ -46,6 +46,18 @@ def rank_words(ranks) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {fold_ranks(ranks)}"
 
 
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")   # where each rank's object lives: differs for no reason
+
+
+def by_message(problems: dict) -> str:
+    """{rank: message} -> 'ranks 1,3: message; rank 2: other': ranks with one message named once;
+    messages that differ only in an object's address (``<function <lambda> at 0x7f...>``) are one."""
+    ranks_of: dict = {}
+    for rank, message in sorted(problems.items()):
+        ranks_of.setdefault(_ADDRESS.sub("0x...", message), []).append(rank)
+    return "; ".join(f"{rank_words(ranks)}: {message}" for message, ranks in ranks_of.items())
+
+
 def parse_ranks(spec: str, world_size: int | None = None, *, option: str = "--ranks") -> list[int]:
     """ "0,2-3" -> [0, 2, 3]; "all" needs ``world_size``. Sorted, duplicates dropped."""
     if not isinstance(spec, str):

@@ -13,7 +13,7 @@ import time
 from mlp_magic import config
 from mlp_magic.client.job import call
 from mlp_magic.client.remote_errors import Failed
-from mlp_magic.core.ranges import parse_ranks, rank_words
+from mlp_magic.core.ranges import by_message, parse_ranks, rank_words
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.respawn.pure import plan
 from mlp_magic.values.pure.compare import size_text
@@ -65,7 +65,7 @@ def _ask(world, ranks: list, function, *args) -> dict:
     answers = call(world, ranks, function, *args, timeout=ASK_TIMEOUT_S, what="%mpirun --respawn")
     failed = {rank: answer.message for rank, answer in answers.items() if isinstance(answer, Failed)}
     if failed:
-        raise MlpMagicError(f"%mpirun --respawn: {failed}")
+        raise MlpMagicError(f"%mpirun --respawn: {by_message(failed)}")
     return answers
 
 
@@ -79,6 +79,6 @@ def _copy(world, names: tuple, source: int, ranks: list, cap: int) -> str:
                   what="%mpirun --respawn --copy")
     failed = {rank: answer.message for rank, answer in stored.items() if isinstance(answer, Failed)}
     if failed:
-        return f"not copied to every new rank: {failed}"
+        return f"not copied to every new rank: {by_message(failed)}"
     return (f"copied {', '.join(names)} ({packed.type_name}; {size_text(packed.nbytes)}) "
             f"from rank {source} to {rank_words(ranks)}")

@@ -11,27 +11,14 @@ lambdas and closures travel by value, inside whatever holds them.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from mlp_magic.values.pure.compare import size_text
-from mlp_magic.core.ranges import fold_ranks, rank_words
+from mlp_magic.core.ranges import by_message, fold_ranks
 from mlp_magic.values.rank import transfer as on_rank
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.client.job import call
 from mlp_magic.client.remote_errors import Failed
-
-
-_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")   # where each rank's object lives: differs for no reason
-
-
-def _grouped(problems: dict) -> str:
-    """{rank: message} -> 'ranks 1,3: message; rank 2: other'; messages that differ only in an
-    object's address (``<function <lambda> at 0x7f...>``) are one."""
-    by_message: dict = {}
-    for rank, message in sorted(problems.items()):
-        by_message.setdefault(_ADDRESS.sub("0x...", message), []).append(rank)
-    return "; ".join(f"{rank_words(ranks)}: {message}" for message, ranks in by_message.items())
 
 
 def memory_budget() -> int:
@@ -71,7 +58,7 @@ def pull(world, name: str, ranks: list, cap: int, timeout: float | None = None) 
                 problems[rank] = (f"its {answer.type_name} cannot be loaded in the notebook: "
                                   f"{type(exc).__name__}: {exc}")
     if problems:
-        raise MlpMagicError(f"%mpirun --pull {name}: nothing pulled: {_grouped(problems)}")
+        raise MlpMagicError(f"%mpirun --pull {name}: nothing pulled: {by_message(problems)}")
     return values
 
 
@@ -97,7 +84,7 @@ def push(world, name: str, namespace: Mapping, ranks: list, cap: int, timeout: f
     answers = call(world, ranks, on_rank.store, name, packed, timeout=timeout, what=f"%mpirun --push {name}")
     problems = {rank: answer.message for rank, answer in answers.items() if isinstance(answer, Failed)}
     if problems:
-        raise MlpMagicError(f"%mpirun --push {name}: not stored on every rank: {_grouped(problems)}")
+        raise MlpMagicError(f"%mpirun --push {name}: not stored on every rank: {by_message(problems)}")
     return f"pushed {name} ({type(value).__qualname__}, {size_text(size)}) to ranks {fold_ranks(ranks)}"
 
 

@@ -16,7 +16,7 @@ import time
 
 from mlp_magic.client.job import CALL, CHORE, RankJob, call, call_each
 from mlp_magic.client.remote_errors import Failed, one_line
-from mlp_magic.core.ranges import fold_ranks
+from mlp_magic.core.ranges import by_message, fold_ranks
 from mlp_magic.engine import identity as engine_identity
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.respawn.rank import mpi_join
@@ -114,7 +114,7 @@ def _refuse_failures(world, jobs: list, ranks: list) -> None:
                        if isinstance(answer, dict) and answer.get("error")})
         late = job.unanswered()
         if failed or late:
-            what = "; ".join(f"rank {rank}: {line}" for rank, line in sorted(failed.items()))
+            what = by_message(failed)
             what += f"{'; ' if what else ''}ranks {fold_ranks(late)} did not finish in time" if late else ""
             raise MlpMagicError(f"%mpirun --respawn of {fold_ranks(ranks) or 'the dead ranks'} failed: "
                                 f"{what}; `%mpirun --restart` starts the World again; "
@@ -145,7 +145,6 @@ def remake_default_group(world, ranks: list) -> list:
                      what="making torch's default group again")
     failed = {rank: answer.message for rank, answer in made.items() if isinstance(answer, Failed)}
     if failed:
-        return ["torch's default group was not made again: " + "; ".join(
-            f"rank {rank}: {message}" for rank, message in sorted(failed.items()))]
+        return [f"torch's default group was not made again: {by_message(failed)}"]
     backends = ", ".join(dict.fromkeys(part.rpartition(":")[2] for part in found["backend"].split(",")))
     return [f"torch's default group made again over all {world.np} ranks ({backends}, at {address}:{port})"]

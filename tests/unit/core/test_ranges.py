@@ -263,3 +263,27 @@ def test_rank_words():
 
     assert rank_words([3]) == "rank 3" and rank_words([0, 1, 2, 7]) == "ranks 0-2,7"
     assert rank_words(iter([5])) == "rank 5"
+
+
+def test_by_message_names_the_ranks_of_each_message_once():
+    from mlp_magic.core.ranges import by_message
+
+    assert by_message({2: "timed out", 0: "timed out", 5: "no such name"}) == (
+        "ranks 0,2: timed out; rank 5: no such name")
+    # an object's address differs on every rank, the message does not
+    assert by_message({1: "cannot pickle <function <lambda> at 0x7f3a2b1c>",
+                       3: "cannot pickle <function <lambda> at 0x7f99aa00>"}) == (
+        "ranks 1,3: cannot pickle <function <lambda> at 0x...>")
+    assert by_message({}) == ""
+
+
+@given(st.dictionaries(st.integers(0, 511), st.sampled_from(["a", "b", "c"]), min_size=1))
+def test_by_message_names_every_rank_once(problems):
+    from mlp_magic.core.ranges import by_message
+
+    text = by_message(problems)
+    named = []
+    for part in text.split("; "):
+        words, _, message = part.partition(": ")
+        named += [(rank, message) for rank in parse_ranks(words.split(" ", 1)[1])]
+    assert sorted(named) == sorted(problems.items())
