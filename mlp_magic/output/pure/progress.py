@@ -87,8 +87,14 @@ def bar_in_html(markup) -> Bar | None:
     attributes = {name.lower(): number for name, number in _ATTRIBUTE.findall(found.group("attributes"))}
     if "value" not in attributes:
         return None
-    desc = " ".join(html.unescape(_TAG.sub(" ", found.group("before"))).split())
-    return Bar(desc, attributes["value"], attributes.get("max"))
+    return Bar(plain_text(found.group("before")), attributes["value"], attributes.get("max"))
+
+
+def plain_text(markup) -> str:
+    """An HTML fragment's text on one line: tags out, entities read, tqdm's figure spaces as spaces."""
+    if not isinstance(markup, str):
+        return ""
+    return " ".join(html.unescape(_TAG.sub(" ", markup)).replace("\u2007", " ").split())
 
 
 class ProgressBoard:

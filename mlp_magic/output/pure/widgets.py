@@ -9,15 +9,13 @@ it stands now, for its display when the cell ends.
 """
 from __future__ import annotations
 
-import html
 import re
 
-from mlp_magic.output.pure.progress import Bar, drawn_bar
+from mlp_magic.output.pure.progress import Bar, drawn_bar, plain_text
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PROGRESS_MODELS = frozenset({"FloatProgressModel", "IntProgressModel"})
 TEXT_MODELS = frozenset({"HTMLModel", "LabelModel", "TextModel", "HTMLMathModel"})
-_TAG = re.compile(r"<[^>]*>")
 _PERCENT = re.compile(r"\s*\d{1,3}%$")
 _COUNTS = re.compile(r"^\s*(\d+(?:\.\d+)?[kMGTPEZY]?)(?:/(\d+(?:\.\d+)?[kMGTPEZY]?))?")
 _REFERENCE = "IPY_MODEL_"
@@ -63,7 +61,7 @@ class WidgetModels:
             return None
         name = state.get("_model_name")
         if name in TEXT_MODELS:
-            return _plain(state.get("value"))
+            return plain_text(state.get("value"))
         if name in PROGRESS_MODELS:
             return drawn_bar(_float(state.get("value")), _float(state.get("max"))) or None
         parts = [self.text(child, depth + 1) for child in _children(state)]
@@ -75,7 +73,7 @@ class WidgetModels:
         at = siblings.index(model) if model in siblings else 0
         before = " ".join(filter(None, (self.text(m) for m in siblings[:at])))
         after = " ".join(filter(None, (self.text(m) for m in siblings[at + 1:])))
-        desc = _PERCENT.sub("", before).strip().rstrip(":").strip() or _plain(state.get("description"))
+        desc = _PERCENT.sub("", before).strip().rstrip(":").strip() or plain_text(state.get("description"))
         counts = _COUNTS.match(after)
         if counts and counts.group(2):
             return Bar(desc, counts.group(1), counts.group(2))
@@ -90,13 +88,6 @@ def _children(state: dict) -> list:
         return []
     return [child[len(_REFERENCE):] for child in children
             if isinstance(child, str) and child.startswith(_REFERENCE)]
-
-
-def _plain(value) -> str:
-    """An HTML value's text: tags out, entities read, tqdm's figure spaces as spaces."""
-    if not isinstance(value, str):
-        return ""
-    return " ".join(html.unescape(_TAG.sub("", value)).replace("\u2007", " ").split())
 
 
 def _float(value) -> float:
