@@ -18,6 +18,7 @@ from mlp_magic.client.job import RankJob
 from mlp_magic.client.quiet_replies import run_seconds
 from mlp_magic.client.remote_errors import traceback_text
 from mlp_magic.world.guards import KEPT_RESULTS, say_once
+from mlp_magic.mpirun.forwarded_displays import ForwardedDisplays
 from mlp_magic.mpirun.rank_displays import RankDisplays
 from mlp_magic.output.pure import rewrites
 
@@ -72,6 +73,8 @@ class Cell:
                                    before_wait=lambda: world.live.cell_started(code, ranks, log_dir),
                                    on_display=self.displays.take)
         self.ranks = self.job.ranks
+        # the shown ranks' displays in the notebook, while the cell runs and at its end
+        self.forwarded = ForwardedDisplays(self.ranks, bool(args is not None and args.all_outputs))
         self.started = self.job.started
         self._unread = set(range(len(self.ranks)))   # output that came before the wait began
         # where each stream was read to (the client rewrites a line a rank rewrote with \r)

@@ -1,5 +1,6 @@
 """The rich displays a cell's ranks make and update, kept in the kernel while the cell runs: their
-progress for the cell's live area, and each display as it stands for the cell's end.
+progress for the cell's live area, and each display as it stands, for the notebook and the cell's
+end.
 
 - Widgets (``tqdm.auto`` picks tqdm's notebook bar on a rank; Lightning's bar is one): the rank's
   comm messages say their state (output/pure/widgets). ipyparallel's client forwards them to the
@@ -10,7 +11,9 @@ progress for the cell's live area, and each display as it stands for the cell's 
 - Displays a rank clears and draws again (``clear_output``: rich's live display, so Lightning's
   RichProgressBar): the client keeps every frame, and drops the clearing.
 
-``shown`` gives them as they stand now; a display's text or HTML that draws a bar is progress.
+``shown`` gives them as they stand now, for the cell's end; ``changed_displays`` those up since a
+rank's last clearing, for the notebook while the cell runs (mpirun/forwarded_displays); a
+display's text or HTML that draws a bar is progress.
 """
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ class RankDisplays:
         self._made: dict = {}       # index -> how many displays it made
         self._cleared: dict = {}    # index -> how many of those it cleared
         self._moved: set = set()    # indices whose progress may have moved since new_bars()
+        self._up: dict = {}         # index -> the displays it made since it last cleared its output
+        self._changed: set = set()  # indices whose displays changed since changed_displays()
         self._lock = threading.Lock()
 
     def take(self, index: int, kind: str, content: dict) -> None:
@@ -42,6 +47,8 @@ class RankDisplays:
         with self._lock:
             if kind == CLEARED:
                 self._cleared[index] = self._made.get(index, 0)
+                self._up[index] = []
+                self._changed.add(index)
             elif kind in (SHOWN, UPDATE):
                 self._take_display(index, kind, content)
             elif self._widgets.setdefault(index, WidgetModels()).take(kind, content):
@@ -53,9 +60,11 @@ class RankDisplays:
             return
         if kind == SHOWN:
             self._made[index] = self._made.get(index, 0) + 1
+            self._up.setdefault(index, []).append(content)
         shown = (content.get("transient") or {}).get("display_id")
         if kind == UPDATE and isinstance(shown, str):
             self._updated.setdefault(index, {})[shown] = content
+        self._changed.add(index)
         if WIDGET_VIEW in data:   # its text is the widget as it was made: its models say how it moves
             return
         bar = bar_in_html(data.get("text/html"))
@@ -75,6 +84,15 @@ class RankDisplays:
                 bars += [(self._ranks[i], bar) for bar in (widgets.bars() if widgets else [])]
                 bars += [(self._ranks[i], bar) for bar in self._drawn.get(i, {}).values()]
             return bars
+
+    def changed_displays(self, indices) -> dict:
+        """{index: its displays up now, each as it stands} of those of ``indices`` whose displays
+        were made, updated or cleared since the last call."""
+        with self._lock:
+            changed = self._changed & set(indices)
+            self._changed -= changed
+            return {i: [_as_it_stands(output, self._widgets.get(i), self._updated.get(i, {}))
+                        for output in self._up.get(i, [])] for i in sorted(changed)}
 
     def shown(self, index: int, displays: list) -> list:
         """``displays`` of rank ``index`` (all it made, in order), each as it stands now, those it

@@ -108,6 +108,7 @@ def _follow(cell: Cell, live: display.StreamingOutput, deadline: float | None, w
                 return Outcome.DONE, ""
             chunks = cell.new_output()
             live.add(chunks, cell.displays.new_bars())
+            cell.forwarded.forward(cell.displays, live)
             if cell.job.requests.all_paused() or settled.paused(bool(chunks)):
                 return Outcome.PAUSED, ""
             if deadline is not None and time.monotonic() >= deadline:

@@ -23,7 +23,7 @@ def show(cell: Cell, code: str, results: list, args, live: display.StreamingOutp
     shown = _since_paused(cell, results)
     footer = display.footer(shown, cell.log_dir, outcome_note(cell.ending), args.all_outputs)
     bundle = _bundle(cell, shown, footer, live, stacks)
-    display.publish_rich_outputs(shown, args.all_outputs)
+    cell.forwarded.finish(shown)
     return MpirunResult(results, cell.log_dir, summary, bundle["text/plain"], bundle.get("text/html", ""))
 
 

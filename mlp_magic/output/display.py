@@ -17,7 +17,7 @@ import time
 from collections import deque
 
 from IPython import get_ipython
-from IPython.display import display, publish_display_data
+from IPython.display import display
 
 from mlp_magic.output.pure.fold.groups import fold_groups
 from mlp_magic.output.pure.fold.streaming import StreamingFold
@@ -151,6 +151,12 @@ class StreamingOutput:
             self.handle.update(bundle, raw=True)
         self._last_update, self._dirty = now, False
 
+    def show_area(self) -> None:
+        """The streaming area on screen now, empty if nothing came yet: what a rank displays while
+        the cell runs shows below it (mpirun/forwarded_displays)."""
+        if self.notebook and self.handle is None:
+            self.handle = display({"text/plain": ""}, raw=True, display_id=True)
+
     def finish(self, bundle: dict) -> None:
         """Replace the streaming area (if any) with the final bundle."""
         if self.handle is not None:
@@ -221,19 +227,6 @@ def stack_report(stacks: dict, hosts: dict, where: str, collectives: list = ()) 
     markup = (f"<div style='margin-top:0.8em;font-weight:bold'>{html.escape(STACKS_TITLE)}</div>"
               f"{merged_html(root, label)}{collectives_html(collectives)}{footnote_html(where)}")
     return text, markup
-
-
-def publish_rich_outputs(results: list, all_ranks: bool) -> None:
-    """The ranks' display() outputs and last values: the lowest rank's, or every rank's."""
-    shown = results if all_ranks else [r for r in results if r.rank == min(x.rank for x in results)]
-    for result in shown:
-        for output in result.displays:
-            data = dict(output.get("data") or {})
-            if not data:
-                continue
-            if len(results) > 1 and "text/plain" in data:   # whose value it is
-                data["text/plain"] = f"[rank {result.rank}] {data['text/plain']}"
-            publish_display_data(data, output.get("metadata") or {})
 
 
 def _has_rich_output(result) -> bool:

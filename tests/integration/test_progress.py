@@ -64,3 +64,38 @@ def test_a_display_a_rank_updates_in_place_moves_while_the_cell_runs_and_ends_as
     html = [out["data"]["text/html"] for out in cell.outputs if "text/html" in out.get("data", {})
             and "<progress" in out["data"]["text/html"]]
     assert html == ["<progress value='8' max='8'></progress> step 8"], cell.outputs   # rank 0's, as it ends
+
+
+SHOWN_LIVE = """%%mpirun
+import time
+from IPython.display import HTML, clear_output, display
+table = display(HTML(f"<b>step 0 of rank {rank}</b>"), display_id=True)
+for step in range(1, 6):
+    time.sleep(0.5)
+    table.update(HTML(f"<b>step {step} of rank {rank}</b>"))
+for frame in range(3):   # as rich's live display draws: clear, then the next frame
+    clear_output(wait=True)
+    display(HTML(f"<i>frame {frame}</i>"))
+    time.sleep(0.5)
+"""
+
+
+@pytest.mark.slow
+def test_rank_0s_displays_and_their_updates_reach_the_notebook_while_the_cell_runs(fresh_world):
+    """Before, a rank's display reached the notebook only when the cell ended, as it stood then."""
+    ip = fresh_world
+    cell = ip.run_cell(SHOWN_LIVE)
+    assert cell.status == "ok", cell.shown[-3000:]
+    shown = [(m["msg_type"], m["content"]) for m in cell.messages
+             if m["msg_type"] in ("display_data", "update_display_data")]
+    ended = next(i for i, (_, content) in enumerate(shown)
+                 if re.search(r"^4 ranks \| ", content["data"].get("text/plain", ""), re.M))
+    html = [content["data"].get("text/html", "") for _, content in shown]
+    steps = {int(n) for markup in html[:ended] for n in re.findall(r"step (\d) of rank 0", markup)}
+    assert len(steps) >= 3, html[:ended]   # moved while the cell ran, not only at its end
+    assert any("frame" in markup for markup in html[:ended]), html[:ended]
+    assert not any("of rank 1" in markup for markup in html), html   # rank 0's only
+    kept = [out["data"]["text/html"] for out in cell.outputs if "text/html" in out.get("data", {})
+            and "<progress" not in out["data"]["text/html"] and "mlp-magic" not in out["data"]["text/html"]]
+    # one slot, redrawn: rank 0's display as it stands at the end, no stale frame, no step left
+    assert [markup for markup in kept if markup] == ["<i>frame 2</i>"], cell.outputs

@@ -69,3 +69,23 @@ def test_a_widgets_display_is_no_bar_of_its_own_its_models_move():
         "text/plain": "epoch 0:   0%|          | 0/40 [00:00<?, ?it/s]",
         "application/vnd.jupyter.widget-view+json": {"model_id": "p"}}})
     assert displays.new_bars() == [(0, Bar("epoch 0", "9", "40"))]
+
+
+def test_changed_displays_are_the_ones_up_since_the_last_clear_as_they_stand_once_per_change():
+    displays = RankDisplays([0, 1])
+    table = {"data": {"text/html": "<progress value='0' max='6'></progress>"}, "metadata": {},
+             "transient": {"display_id": "t"}}
+    displays.take(0, "display_data", table)
+    displays.take(1, "display_data", {"data": {"text/plain": "rank 1's"}, "metadata": {}})
+    assert displays.changed_displays([0]) == {0: [table]}   # rank 1's is asked for apart
+    assert displays.changed_displays([0]) == {}
+    displays.take(0, "update_display_data", {"data": {"text/html": "<progress value='3' max='6'></progress>"},
+                                             "metadata": {}, "transient": {"display_id": "t"}})
+    [now] = displays.changed_displays([0])[0]
+    assert now["data"] == {"text/html": "<progress value='3' max='6'></progress>"}
+    displays.take(0, "clear_output", {"wait": True})   # rich's live display: cleared, drawn again
+    assert displays.changed_displays([0]) == {0: []}
+    frame = {"data": {"text/plain": "frame 2"}, "metadata": {}}
+    displays.take(0, "display_data", frame)
+    assert displays.changed_displays([0, 1]) == {0: [frame], 1: [{"data": {"text/plain": "rank 1's"},
+                                                                  "metadata": {}}]}
