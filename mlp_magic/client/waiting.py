@@ -36,7 +36,8 @@ class Requests:
     caller forwards it); without it, only the end of every request, the deadline or the World's
     end do. ``on_display(index, kind, content)``: told each of ``DISPLAY_MESSAGES`` of an output
     request (a widget's comm messages, a display, its update, a clearing), on the IO thread; they
-    wake the wait at most every ``DISPLAY_WAKES_EVERY_S``.
+    wake the wait at most every ``DISPLAY_WAKES_EVERY_S``, and one that came in between wakes it
+    when that time is up.
     """
 
     def __init__(self, world, ranks: Sequence[int], futures: Sequence[Sequence], *, track: bool = True,
@@ -55,6 +56,7 @@ class Requests:
         self._resumed: dict = {}           # index -> the last stop a command moved it on from
         self.wakes = 0                     # how often a wait woke up (no events: none)
         self._on_display, self._display_woke = on_display, 0.0
+        self._display_due: float | None = None   # one came that did not wake the wait: wake by then
         if self._live is not None:
             self._live.sent(self.ranks)
         world.wake_when_a_process_ends(self)
@@ -102,8 +104,11 @@ class Requests:
         self._on_display(index, kind, content)
         now = time.monotonic()
         if now - self._display_woke >= DISPLAY_WAKES_EVERY_S:
-            self._display_woke = now
+            self._display_woke, self._display_due = now, None
             self.news()
+        elif self._display_due is None:   # the last before a quiet spell is not left unseen
+            self._display_due = self._display_woke + DISPLAY_WAKES_EVERY_S
+            self._woken.set()   # the wait counts it in its time
 
     def stopped(self, index: int, content: dict) -> None:
         """Rank ``index`` stopped at a breakpoint (its iopub message, or a debugger's reply);
@@ -167,8 +172,13 @@ class Requests:
             if self._wrote or self.world_ended() or self._news:
                 self._news = False
                 return False
-            left = None if until is None else until - time.monotonic()
-            if left is not None and left <= 0:
+            now, due = time.monotonic(), self._display_due
+            if due is not None and now >= due:
+                self._display_woke, self._display_due = now, None
+                return False
+            ends = [t - now for t in (until, due) if t is not None]
+            left = min(ends) if ends else None
+            if until is not None and until <= now:
                 return False
             self._woken.wait(left)
             self.wakes += 1

@@ -73,7 +73,7 @@ class Cell:
                                    before_wait=lambda: world.live.cell_started(code, ranks, log_dir),
                                    on_display=self.displays.take)
         self.ranks = self.job.ranks
-        # the shown ranks' displays in the notebook, while the cell runs and at its end
+        # one for the cell's whole life: after a pause at a breakpoint the same slots are updated
         self.forwarded = ForwardedDisplays(self.ranks, bool(args is not None and args.all_outputs))
         self.started = self.job.started
         self._unread = set(range(len(self.ranks)))   # output that came before the wait began

@@ -40,6 +40,7 @@ class RankDisplays:
         self._moved: set = set()    # indices whose progress may have moved since new_bars()
         self._up: dict = {}         # index -> the displays it made since it last cleared its output
         self._changed: set = set()  # indices whose displays changed since changed_displays()
+        self._clear_waits: set = set()   # indices that cleared with wait=True: cleared at the next
         self._lock = threading.Lock()
 
     def take(self, index: int, kind: str, content: dict) -> None:
@@ -47,8 +48,11 @@ class RankDisplays:
         with self._lock:
             if kind == CLEARED:
                 self._cleared[index] = self._made.get(index, 0)
-                self._up[index] = []
-                self._changed.add(index)
+                if content.get("wait"):   # as a frontend does: cleared when the next comes, no blank between
+                    self._clear_waits.add(index)
+                else:
+                    self._up[index] = []
+                    self._changed.add(index)
             elif kind in (SHOWN, UPDATE):
                 self._take_display(index, kind, content)
             elif self._widgets.setdefault(index, WidgetModels()).take(kind, content):
@@ -60,6 +64,9 @@ class RankDisplays:
             return
         if kind == SHOWN:
             self._made[index] = self._made.get(index, 0) + 1
+            if index in self._clear_waits:
+                self._clear_waits.discard(index)
+                self._up[index] = []
             self._up.setdefault(index, []).append(content)
         shown = (content.get("transient") or {}).get("display_id")
         if kind == UPDATE and isinstance(shown, str):

@@ -46,6 +46,7 @@ def show_paused(cell: Cell, live: display.StreamingOutput) -> MpirunResult:
     footer = f"{text}\n{display.footer(shown, cell.log_dir, note)}"
     said = [r for r in shown if r.stdout or r.stderr or r.status not in (status.PAUSED, status.RUNNING)]
     bundle = _bundle(cell, said, footer, live, None)
+    cell.forwarded.finish([r for r in shown if r.rank in finished])   # not shown again at the end
     cell.world.live.flush()   # the record says paused when the cell returns, as it says idle at an end
     cell.mark_shown(finished)
     return MpirunResult(results, cell.log_dir, None, bundle["text/plain"], bundle.get("text/html", ""))

@@ -7,7 +7,8 @@ and HTML). In a terminal, lines are printed as they come and the summary follows
 notebook shows one line per template, a terminal the first line of each template and then its
 repeats at most every 2 s, so 512 ranks stream a bounded number of lines. The summary folds
 outputs that differ only in numbers (output/pure/fold/groups). The rich outputs of the ranks (``display()``,
-plots, the last value) are published after it.
+plots, the last value) sit below the area: mpirun/forwarded_displays shows them as they come (in a
+notebook) and as they stand at the end.
 """
 from __future__ import annotations
 

@@ -79,13 +79,17 @@ def same_weights_on_every_rank(outputs: list) -> list:
 
 
 @pytest.mark.slow
-def test_fabric_under_ddp_runs_on_every_rank_as_under_mpiexec_and_deepspeed_finds_them_alike(
-        fresh_world, capsys):
+def test_fabric_under_ddp_runs_on_every_rank_as_under_mpiexec(fresh_world, capsys):
     ip = fresh_world
     assert run(ip, FABRIC) is None, capsys.readouterr().out[-3000:]
     printed = same_weights_on_every_rank(ip.user_ns["fabric_out"])
     assert [p[:2] for p in printed] == [[str(rank), "4"] for rank in range(4)]
+
+
+@pytest.mark.slow
+def test_the_deepspeed_strategy_finds_the_ranks_as_ddp_does(fresh_world, capsys):
     pytest.importorskip("deepspeed", reason="deepspeed is in the test extra: `pip install -e '.[test]'`")
+    ip = fresh_world
     assert run(ip, ON_CUDA) is None, capsys.readouterr().out[-3000:]
     for rank, result in enumerate(ip.user_ns["environments_out"]):   # Fabric's, then the Trainer's
         expected = f"DeepSpeedStrategy MPIEnvironment True {rank} 4 {rank}"

@@ -51,3 +51,26 @@ def test_a_finished_rank_is_no_longer_paused_and_none_paused_is_not_all_paused()
     assert waiting.paused == {}
     waiting.stopped(0, {"stop": 2})     # after its end: nothing to stop in
     assert waiting.paused == {}
+
+
+def test_a_display_message_between_wakes_wakes_the_wait_when_its_time_is_up():
+    """The last update before a quiet spell (a table's last step, then a long evaluation) is
+    not left unseen until the next message: before, the wait slept on to its deadline."""
+    import time
+
+    from mlp_magic.client.waiting import DISPLAY_WAKES_EVERY_S
+
+    futures = [[Future()]]
+    seen = []
+    waiting = Requests(World(), [0], futures, track=False, on_display=lambda *message: seen.append(message))
+    waiting._display(0, "update_display_data", {"data": {}})
+    assert waiting.wait(until=time.monotonic() + 5) is False     # the first wakes it at once
+    began = time.monotonic()
+    waiting._display(0, "update_display_data", {"data": {}})     # within the interval: no wake now
+    assert waiting.wait(until=time.monotonic() + 5) is False
+    took = time.monotonic() - began
+    assert DISPLAY_WAKES_EVERY_S * 0.8 <= took < 2, took           # but when the interval was up
+    assert len(seen) == 2
+    began = time.monotonic()
+    assert waiting.wait(until=time.monotonic() + 0.3) is False     # nothing new: the deadline
+    assert time.monotonic() - began >= 0.29

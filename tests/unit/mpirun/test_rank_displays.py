@@ -83,9 +83,25 @@ def test_changed_displays_are_the_ones_up_since_the_last_clear_as_they_stand_onc
                                              "metadata": {}, "transient": {"display_id": "t"}})
     [now] = displays.changed_displays([0])[0]
     assert now["data"] == {"text/html": "<progress value='3' max='6'></progress>"}
-    displays.take(0, "clear_output", {"wait": True})   # rich's live display: cleared, drawn again
+    displays.take(0, "clear_output", {"wait": False})   # cleared, then drawn again
     assert displays.changed_displays([0]) == {0: []}
     frame = {"data": {"text/plain": "frame 2"}, "metadata": {}}
     displays.take(0, "display_data", frame)
     assert displays.changed_displays([0, 1]) == {0: [frame], 1: [{"data": {"text/plain": "rank 1's"},
                                                                   "metadata": {}}]}
+
+
+def test_a_clearing_that_waits_empties_nothing_until_the_next_display_comes():
+    """rich's live display clears with wait=True: a frontend keeps the frame until the next one, so
+    the notebook never blinks empty between two frames."""
+    displays = RankDisplays([0])
+    first, second = ({"data": {"text/plain": f"frame {n}"}, "metadata": {}} for n in (1, 2))
+    displays.take(0, "display_data", first)
+    assert displays.changed_displays([0]) == {0: [first]}
+    displays.take(0, "clear_output", {"wait": True})
+    assert displays.changed_displays([0]) == {}   # frame 1 stays up
+    displays.take(0, "display_data", second)
+    assert displays.changed_displays([0]) == {0: [second]}
+    displays.take(0, "clear_output", {"wait": False})
+    assert displays.changed_displays([0]) == {0: []}
+    assert displays.shown(0, [first, second]) == []   # the end: all that was made then cleared
