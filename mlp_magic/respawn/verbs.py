@@ -29,12 +29,12 @@ def respawn(context, options) -> None:
     world = context.owner.world
     if world is None:
         raise MlpMagicError("%mpirun --respawn: no World running")
+    if not world.survives_deaths:   # said first: it is why such a World stopped at a death
+        raise MlpMagicError("%mpirun --respawn: this World's ranks end together when one dies (no ULFM: see "
+                            "the line its start printed); `%mpirun --restart` starts all ranks again")
     if not world.alive():   # its launcher or controller ended: every rank went with it
         raise MlpMagicError("%mpirun --respawn: the World has stopped, every rank with it; "
                             "`%mpirun --restart` starts it again")
-    if not world.survives_deaths:
-        raise MlpMagicError("%mpirun --respawn: this World's ranks end together when one dies (no ULFM: see "
-                            "the line its start printed); `%mpirun --restart` starts all ranks again")
     # (an earlier cell's group is made again below, over the new ranks too: not said twice)
     context.owner.idle_world(world, notice=lambda line: None)
     chosen = parse_ranks(options.ranks, world.np) if options.ranks else None

@@ -48,6 +48,7 @@ def spins_seen(work: str, tries: int = 5) -> tuple:
     return seen, asked
 
 
+@pytest.mark.alone   # its load is its own: another worker's tests on the cores skewed it (CI, 1 of 5)
 @pytest.mark.parametrize("load", ["idle", "busy"])
 def test_a_main_thread_spinning_in_c_is_told_from_one_running_python(load, request):
     if load == "busy":
