@@ -41,6 +41,14 @@ def live_texts(cell) -> list:
     return texts[:-1]
 
 
+def printed_by_rank(outputs: list, same_from: int) -> list:
+    """Each rank's last printed line, split; its fields from ``same_from`` on equal on every rank
+    (the replicas agree after the steps)."""
+    printed = [r.stdout.strip().splitlines()[-1].split() for r in outputs]
+    assert len({tuple(p[same_from:]) for p in printed}) == 1, printed
+    return printed
+
+
 def log_tails(folder: Path, lines: int = 15) -> list:
     tails = []
     for log in sorted(folder.glob("*.log")) if folder.is_dir() else ():

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.integration.conftest import live_texts, run
+from tests.integration.conftest import live_texts, printed_by_rank, run
 
 pytest.importorskip("accelerate", reason="accelerate is in the test extra: `pip install -e '.[test]'`")
 pytest.importorskip("transformers", reason="transformers is in the test extra: `pip install -e '.[test]'`")
@@ -48,18 +48,11 @@ print(trainer.args.process_index, trainer.args.world_size, trainer.state.global_
 """
 
 
-def same_result_on_every_rank(outputs: list) -> list:
-    """(rank, world size, ...) as each rank printed it, its last line; the rest equal on all ranks."""
-    printed = [r.stdout.strip().splitlines()[-1].split() for r in outputs]
-    assert len({tuple(p[2:]) for p in printed}) == 1, printed   # DDP kept the replicas equal
-    return printed
-
-
 @pytest.mark.slow
 def test_accelerate_runs_its_quick_start_on_every_rank_as_multi_cpu(fresh_world, capsys):
     ip = fresh_world
     assert run(ip, ACCELERATE) is None, capsys.readouterr().out[-3000:]
-    printed = same_result_on_every_rank(ip.user_ns["accelerate_out"])
+    printed = printed_by_rank(ip.user_ns["accelerate_out"], same_from=2)
     # each rank trained on its quarter of the 16 batches
     assert [p[:4] for p in printed] == [[str(rank), "4", "MULTI_CPU", "4"] for rank in range(4)], printed
 
@@ -69,7 +62,7 @@ def test_the_trainer_trains_on_every_rank_its_table_moving_and_ending_with_its_l
     ip = fresh_world
     cell = ip.run_cell(TRAINER)
     assert cell.status == "ok", cell.shown[-3000:]
-    printed = same_result_on_every_rank(ip.user_ns["trainer_out"])
+    printed = printed_by_rank(ip.user_ns["trainer_out"], same_from=2)
     assert [p[:3] for p in printed] == [[str(rank), "4", "12"] for rank in range(4)], printed
     live = [line for text in live_texts(cell) for line in text.splitlines()]
     assert any(re.match(r"\d+/12 \[[#-]{10}\] \| ranks 0-3", line) for line in live), live   # one bar, moving

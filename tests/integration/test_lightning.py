@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.integration.conftest import run
+from tests.integration.conftest import printed_by_rank, run
 
 pytest.importorskip("lightning", reason="lightning is in the test extra: `pip install -e '.[test]'`")
 
@@ -71,18 +71,11 @@ print(trainer.global_rank, trainer.world_size, trainer.global_step,
 """
 
 
-def same_weights_on_every_rank(outputs: list) -> list:
-    """(rank, world size, ...) as each rank printed it; one weight sum for all of them."""
-    printed = [r.stdout.split() for r in outputs]
-    assert len({tuple(p[2:]) for p in printed}) == 1, printed   # DDP kept the replicas equal
-    return printed
-
-
 @pytest.mark.slow
 def test_fabric_under_ddp_runs_on_every_rank_as_under_mpiexec(fresh_world, capsys):
     ip = fresh_world
     assert run(ip, FABRIC) is None, capsys.readouterr().out[-3000:]
-    printed = same_weights_on_every_rank(ip.user_ns["fabric_out"])
+    printed = printed_by_rank(ip.user_ns["fabric_out"], same_from=2)
     assert [p[:2] for p in printed] == [[str(rank), "4"] for rank in range(4)]
 
 
@@ -102,7 +95,7 @@ def test_the_trainer_under_ddp_fits_on_every_rank_and_ipython_is_as_it_was(fresh
     ip = fresh_world
     cell = ip.run_cell(TRAINER)
     assert cell.status == "ok", cell.shown[-3000:]
-    printed = same_weights_on_every_rank(ip.user_ns["trainer_out"])
+    printed = printed_by_rank(ip.user_ns["trainer_out"], same_from=2)
     assert [p[:3] for p in printed] == [[str(rank), "4", "3"] for rank in range(4)]
     # Lightning's bar (rank 0's; rich's live display where rich is installed, which clears and draws
     # again, else tqdm's notebook widget) is one display in the notebook, redrawn while the cell
