@@ -21,12 +21,13 @@ def run_and_keep(context, options, code: str, world=None) -> None:
     try:
         result = run_cell(context.owner, options, code, context.env, notice=context.notice, world=world)
     except RankFailure as failure:
-        _keep(context, options, failure.result)
+        keep_result(context, options, failure.result)
         raise
-    _keep(context, options, result)
+    keep_result(context, options, result)
 
 
-def _keep(context, options, result) -> None:
+def keep_result(context, options, result) -> None:
+    """``-o NAME``: the result in the notebook, with every rank's whole output."""
     if options.out:
         keep_whole_output(context.owner.world, result, options.out, context.notice)
         context.store(options.out, result)

@@ -19,6 +19,7 @@ from mlp_magic.core.results import why_no_answer
 from mlp_magic.errors import MlpMagicError
 from mlp_magic.fanout.hosts import names_elsewhere, start
 from mlp_magic.fanout.transports import Engines, InThisProcess, Shell
+from mlp_magic.machine.programs import find_pyspy
 from mlp_magic.stacks import scan
 
 # Each py-spy's own limit, as a share of the deadline: a wedged process comes back as that
@@ -83,7 +84,7 @@ def collect(hosts: Iterable, options, env: Mapping | None = None, transport_for=
     elsewhere = names_elsewhere(hosts)
     transport = transport_for(elsewhere) if elsewhere and transport_for else None
     there = _other_hosts(options, env, transport)
-    fan = start(hosts, scan_command(options, pyspy=scan.find_pyspy()), timeout=options.timeout,
+    fan = start(hosts, scan_command(options, pyspy=find_pyspy()), timeout=options.timeout,
                 there=there, here=_scan_here(options))
     found = fan.finish(deadline)
     from mlp_magic.stacks.pure.jobs import HostScan, parse_scan   # (its imports ran beside the handshakes)

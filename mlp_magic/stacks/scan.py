@@ -26,6 +26,7 @@ import time
 
 from mlp_magic import config
 from mlp_magic.engine.identity import PROGRAM as ENGINE_PROGRAM, collectives_path
+from mlp_magic.machine.programs import find_pyspy
 from mlp_magic.stacks import collectives
 from mlp_magic.core.proc_ranks import (children_of_ranks, is_launcher, is_python, is_stacks_tool,
                                        parse_cmdline, parse_environ, rank_of)
@@ -61,15 +62,6 @@ def _parent(pid: int) -> int:
     stat = _read(f"{PROC}/{pid}/stat") or b""
     fields = stat.rpartition(b")")[2].split()
     return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
-
-
-def find_pyspy(hint: str | None = None) -> str | None:
-    """py-spy: the caller's (same image), on PATH, or beside this Python."""
-    folders = os.environ.get("PATH", "").split(os.pathsep) + [os.path.dirname(sys.executable)]
-    for candidate in [hint] + [os.path.join(folder, "py-spy") for folder in folders if folder]:
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 class Selection:

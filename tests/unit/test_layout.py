@@ -224,7 +224,7 @@ LAYERS = (
     ("mlp_magic.ssh", "mlp_magic.fanout", "mlp_magic.client", "mlp_magic.output"),   # 4 reaching hosts, ranks
     ("mlp_magic.gpu", "mlp_magic.agent", "mlp_magic.stacks"),               # 5 probes, agents, stacks
     ("mlp_magic.world", "mlp_magic.unblock"),                               # 6 the World
-    ("mlp_magic.mpirun", "mlp_magic.values", "mlp_magic.debugging",         # 7 what runs on it
+    ("mlp_magic.mpirun", "mlp_magic.values", "mlp_magic.debugging", "mlp_magic.profile",   # 7 what runs on it
      "mlp_magic.allrun", "mlp_magic.doctor", "mlp_magic.respawn"),
     ("mlp_magic.cluster",),                                                 # 8 the cluster picture
     ("mlp_magic.panel",),                                                   # 9 the panel's server

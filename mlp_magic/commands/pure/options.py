@@ -13,6 +13,7 @@ from mlp_magic.core.options import (OFF, BadValue, Option, choice, matching, num
 MAX_PIDS = 4096
 STACKS_MAX_TIMEOUT = 86400.0   # a day: beyond it, poll's and the thread waits' limits would be hit
 DOCTOR_MAX_TIMEOUT = 3600.0
+PROFILE_MAX_RATE = 1000   # py-spy reads the rank 1000 times a second: beyond, its own cost shows
 _PID = r"[0-9]{1,10}"
 
 
@@ -86,6 +87,8 @@ COPY_NAMES = Option(names=("--copy",), dest="names", kind=python_names, metavar=
                     help="copy these variables (model,opt) from a live rank to the new ranks")
 FROM_RANK = Option(names=("--from",), dest="source", kind=rank_number, metavar="RANK",
                    help="the live rank --copy copies from (default: the lowest live rank)")
+RATE = Option(names=("--rate",), dest="rate", kind=positive_int(PROFILE_MAX_RATE), default=100, metavar="HZ",
+              help="samples a second on each rank (100)")
 FRAME = Option(names=("--frame",), dest="frame", kind=whole_number, metavar="K",
                help="the frame K of the failure (0: the innermost of user code)")
 

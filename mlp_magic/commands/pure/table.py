@@ -13,7 +13,8 @@ from mlp_magic.commands.pure.options import (
     FRAME, FROM_FILE, FROM_RANK, HELP, HOST_LIST, IF, HOST_TIMEOUT, HOSTFILE, INTERVAL, JSON, KEEP,
     LINK_RANKS, LISTEN_HOST,
     LINKS, LINKS_BACKEND, LOG_DIR, MATCH, NATIVE, NO_FOLD, NO_GROUP, NO_IMPORT, NO_PROBE, NP, ONCE, OUT,
-    OUTDIR, OVERSUBSCRIBE, PACKAGE, PIDS, PORT, PROBE_TIMEOUT, PYTHON, RANKS, REFRESH, RESTART, SIZE, SSH,
+    OUTDIR, OVERSUBSCRIBE, PACKAGE, PIDS, PORT, PROBE_TIMEOUT, PYTHON, RANKS, RATE, REFRESH, RESTART, SIZE,
+    SSH,
     STACKS_TIMEOUT, STATIC, STATUS_TIMEOUT, THREADS, TIMEOUT, TOPO_FILE, TOPO_HOST)
 from mlp_magic.core.options import Option, Options, break_location, python_name
 from mlp_magic.core.records import Record
@@ -65,6 +66,10 @@ MPIRUN = (
     Verb(name="post-mortem", magic="mpirun", flag=_flag("post-mortem"), form=CELL,
          options=(FRAME, RANKS, TIMEOUT, *SHOWN), run="mlp_magic.debugging.verbs:post_mortem",
          summary="run the cell in the frame that failed, on the ranks whose last cell failed"),
+    Verb(name="profile", magic="mpirun", flag=_flag("profile"), form=CELL,
+         options=(*WORLD, RANKS, TIMEOUT, RATE, NATIVE, *SHOWN), run="mlp_magic.profile.verbs:profile",
+         summary="run the cell with every rank sampled (py-spy): where each group spent it, and the "
+                 "straggler the others waited for"),
     Verb(name="where", magic="mpirun", flag=_flag("where"), options=(RANKS, TIMEOUT, *SHOWN),
          run="mlp_magic.debugging.verbs:where", summary="the failed ranks' tracebacks and locals"),
     Verb(name="status", magic="mpirun", flag=_flag("status"), run=f"{WORLDS}:status",

@@ -44,6 +44,23 @@ def slim(raw: Mapping, live: Mapping | None = None) -> dict:
                        for name in sorted(live, key=group_order)]}
 
 
+def entered(raw: Mapping, since_ns: int) -> list:
+    """The collectives of a dump entered (enqueued) at or after ``since_ns``, each ``{"group",
+    "seq", "op", "t"}`` (``t``: seconds since the epoch): when the rank arrived at each, which
+    is how %%mpirun --profile names the straggler."""
+    listed = raw.get("entries")
+    found = []
+    for entry in listed if isinstance(listed, list) else ():
+        if not isinstance(entry, dict) or entry.get("is_p2p") \
+                or not _is_count(entry.get("collective_seq_id")):
+            continue
+        created = entry.get("time_created_ns")
+        if _is_count(created) and created >= since_ns:
+            found.append({"group": _group_name(entry), "seq": entry["collective_seq_id"],
+                          "op": op_name(entry.get("profiling_name")), "t": created / 1e9})
+    return found
+
+
 def _group(name: str, now: Mapping, pg_id, status: Mapping, by_id: Mapping) -> dict:
     """One live group: the newest recorded group of its name, unless it made no collective yet."""
     entries = sorted(by_id.get(pg_id, ()), key=lambda e: e["collective_seq_id"])[-KEEP:]

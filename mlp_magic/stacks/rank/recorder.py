@@ -20,7 +20,7 @@ import sys
 from mlp_magic.engine.identity import collectives_path
 from mlp_magic.engine.private_files import open_private
 from mlp_magic.engine.side_signal import COLLECTIVES_SIGNAL, on_signal
-from mlp_magic.stacks.pure.recorded import slim
+from mlp_magic.stacks.pure.recorded import entered, slim
 
 # The recorder's size: the name torch reads now, then the older NCCL-only one. The user's
 # setting of either wins; ours keeps a long loop's recent collectives (a ring: older ones go).
@@ -53,14 +53,27 @@ def answer() -> None:
 def recorded() -> dict:
     """The recorder's dump, slimmed; no groups where torch.distributed was never imported, has
     no group, or its torch has no recorder (nothing to report, nothing to fail)."""
+    raw = _dump()
+    return {"groups": []} if raw is None else slim(raw, live_groups())
+
+
+def entered_since(since_ns: int) -> list:
+    """The collectives this rank entered since ``since_ns`` (``time.time_ns()``), each
+    ``{"group", "seq", "op", "t"}``: none without a group or a recorder (%%mpirun --profile)."""
+    raw = _dump()
+    return [] if raw is None else entered(raw, since_ns)
+
+
+def _dump() -> dict | None:
+    """The recorder's whole document, or None (no torch.distributed, no group, no recorder)."""
     dist = sys.modules.get("torch.distributed")   # never imported here: a rank without torch stays so
     if dist is None or not dist.is_available() or not dist.is_initialized():
-        return {"groups": []}
+        return None
     c10d = sys.modules.get("torch._C._distributed_c10d")
     dump = next((getattr(c10d, name) for name in DUMPS if hasattr(c10d, name)), None)
     if dump is None:
-        return {"groups": []}
-    return slim(json.loads(dump(includeCollectives=True, onlyActive=False)), live_groups())
+        return None
+    return json.loads(dump(includeCollectives=True, onlyActive=False))
 
 
 def live_groups() -> dict | None:
