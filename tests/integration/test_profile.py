@@ -118,3 +118,14 @@ def test_bad_input_is_one_line_and_no_cell_runs(fresh_world, capsys, tmp_path, m
     monkeypatch.undo()
     assert run(ip, "%%mpirun -o ran\nprint(globals().get('ran'))") is None
     assert [r.stdout for r in ip.user_ns["ran"]] == ["None\n"] * 4
+
+
+def test_a_cell_that_times_out_still_gets_its_report(fresh_world, capsys):
+    ip = fresh_world
+    error = run(ip, "%%mpirun --profile --timeout 2 -o spun\nimport time\ndef spin():\n    while True:\n"
+                    "        time.sleep(0.001)\nspin()")
+    assert error is not None, "the cell should time out"
+    out = capsys.readouterr().out
+    assert "profile of ranks 0-3 at 100 Hz over" in out, out
+    assert _first_places(out) == {"spin (cell:4)"}, out
+    assert sorted(ip.user_ns["spun"].profile.stacks) == [0, 1, 2, 3]
