@@ -24,7 +24,7 @@ from mlp_magic.mpirun.plan import chosen_ranks, live_ranks, wanted_spec
 from mlp_magic.mpirun.run import run_cell
 from mlp_magic.mpirun.verbs import keep_result
 from mlp_magic.profile.pure.picture import report_html
-from mlp_magic.profile.pure.report import found
+from mlp_magic.profile.pure.report import default_rate, found, rate_note
 from mlp_magic.profile.rank import sampler
 
 START_TIMEOUT_S = sampler.START_WAIT_S + 25.0   # a rank's answer: py-spy's start, and a busy host
@@ -36,7 +36,9 @@ def profile(context, options) -> None:
     keeps the cell's result with its ``profile`` (report.Found)."""
     world, ranks = _world_and_ranks(context, options)
     token = secrets.token_hex(6)
-    _start_samplers(world, ranks, token, options)
+    rate = options.rate or default_rate(world.ranks_per_cpu)
+    note = "" if options.rate else rate_note(rate, world.ranks_per_cpu)
+    _start_samplers(world, ranks, token, rate, bool(options.native))
     began = time.monotonic()
     failure = None
     try:
@@ -49,10 +51,11 @@ def profile(context, options) -> None:
     report = found({rank: a["raw"] for rank, a in answers.items() if "raw" in a},
                    {rank: a["entered"] for rank, a in answers.items() if "raw" in a},
                    {rank: a["error"] for rank, a in answers.items() if "raw" not in a},
-                   options.rate, time.monotonic() - began)
+                   rate, time.monotonic() - began)
     folder = _write_collapsed(report, result.log_dir)
     saved = f"the samples of each rank: {folder}/rank-N.txt (speedscope and flamegraph.pl read them)"
-    context.show(f"{report.text}\n{saved}", f"{report_html(report)}<pre>{html.escape(saved)}</pre>")
+    after = "\n".join(line for line in (note, saved) if line)
+    context.show(f"{report.text}\n{after}", f"{report_html(report)}<pre>{html.escape(after)}</pre>")
     result.profile = report
     keep_result(context, options, result)
     if failure is not None:
@@ -77,9 +80,9 @@ def _world_and_ranks(context, options) -> tuple:
     return owner.idle_world(world, context.notice), ranks
 
 
-def _start_samplers(world, ranks: list, token: str, options) -> None:
+def _start_samplers(world, ranks: list, token: str, rate: int, native: bool) -> None:
     """py-spy sampling every rank; one MlpMagicError where a rank's cannot (the others stopped)."""
-    answers = call(world, ranks, sampler.start, token, options.rate, bool(options.native), find_pyspy(),
+    answers = call(world, ranks, sampler.start, token, rate, native, find_pyspy(),
                    timeout=START_TIMEOUT_S, what="%%mpirun --profile: starting py-spy on the ranks")
     failed = {rank: answer.message if isinstance(answer, Failed) else answer["error"]
               for rank, answer in answers.items() if isinstance(answer, Failed) or "error" in answer}
@@ -92,7 +95,14 @@ def _start_samplers(world, ranks: list, token: str, options) -> None:
 
 def _stop_samplers(world, ranks: list, token: str) -> dict:
     """{rank: its sampler's answer}: the samples, or {"error"}; a rank still running the cell
-    answers later (its sampler stops then), and is said to be so."""
+    answers later (its sampler stops then), and is said to be so; a dead rank's py-spy ended
+    with it."""
+    if world.lifeline_ended():
+        return {rank: {"error": "not sampled: the World ended in the cell"} for rank in ranks}
+    dead = {rank: {"error": "not sampled: it died in the cell"} for rank in ranks if rank in world.dead_ranks}
+    ranks = [rank for rank in ranks if rank not in dead]
+    if not ranks:
+        return dead
     stopping = RankJob.apply(world, CHORE, ranks, sampler.stop, token)
     finished = stopping.wait_all(time.monotonic() + STOP_TIMEOUT_S)
     answers = stopping.answers()
@@ -104,4 +114,4 @@ def _stop_samplers(world, ranks: list, token: str) -> dict:
             answers[rank] = {"error": "not sampled: still running when the cell ended"}
     if finished:
         stopping.release()
-    return answers
+    return {**answers, **dead}

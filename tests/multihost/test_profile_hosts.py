@@ -9,7 +9,8 @@ pytestmark = pytest.mark.timeout(300)
 
 def test_the_straggler_on_the_second_host_is_named_and_every_host_is_sampled(two_hosts, capsys):
     ip, hostfile, _ = two_hosts
-    assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\nimport time, torch, torch.distributed as dist\n"
+    assert ip.run_cell(f"%%mpirun --hostfile {hostfile} -np 4\n"
+                       "import time, torch, torch.distributed as dist\n"
                        "dist.init_process_group('gloo')\nx = torch.ones(4)").success
     capsys.readouterr()
     cell = ip.run_cell("%%mpirun --profile -o prof\nimport socket\n"

@@ -87,8 +87,8 @@ COPY_NAMES = Option(names=("--copy",), dest="names", kind=python_names, metavar=
                     help="copy these variables (model,opt) from a live rank to the new ranks")
 FROM_RANK = Option(names=("--from",), dest="source", kind=rank_number, metavar="RANK",
                    help="the live rank --copy copies from (default: the lowest live rank)")
-RATE = Option(names=("--rate",), dest="rate", kind=positive_int(PROFILE_MAX_RATE), default=100, metavar="HZ",
-              help="samples a second on each rank (100)")
+RATE = Option(names=("--rate",), dest="rate", kind=positive_int(PROFILE_MAX_RATE), metavar="HZ",
+              help="samples a second on each rank (default: 100, lower where ranks share a host's cores)")
 FRAME = Option(names=("--frame",), dest="frame", kind=whole_number, metavar="K",
                help="the frame K of the failure (0: the innermost of user code)")
 

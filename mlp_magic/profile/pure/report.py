@@ -88,6 +88,31 @@ def header(ranks: list, rate: float, seconds: float) -> str:
     return f"profile of ranks {fold_ranks(ranks)} at {rate:g} Hz over {seconds:.1f} s:"
 
 
+# A py-spy sampling an engine (about 16 threads: torch's, ZeroMQ's, the kernel's) at 100 Hz takes
+# about a sixth of a core (docs/performance.md). By default the samplers take at most this share
+# of the busiest host's CPUs: 100 Hz where the ranks use under a fifth of the cores (GPU nodes),
+# lower where they share them, since a rank slowed by its sampler is not the rank it was.
+PYSPY_CORES_AT_100_HZ = 0.16
+SAMPLERS_SHARE = 0.03
+DEFAULT_RATE = 100
+
+
+def default_rate(ranks_per_cpu: float) -> int:
+    """Samples a second when ``--rate`` is not given, from the busiest host's ranks per CPU."""
+    if ranks_per_cpu <= 0:
+        return DEFAULT_RATE
+    fitting = DEFAULT_RATE * SAMPLERS_SHARE / (PYSPY_CORES_AT_100_HZ * ranks_per_cpu)
+    return max(1, min(DEFAULT_RATE, round(fitting)))
+
+
+def rate_note(rate: int, ranks_per_cpu: float) -> str:
+    """Why the default rate is lower than 100 Hz, or ''."""
+    if rate >= DEFAULT_RATE:
+        return ""
+    return (f"(at {rate} Hz, not {DEFAULT_RATE}: {ranks_per_cpu:g} ranks a CPU on the busiest host, and the "
+            f"samplers take at most {SAMPLERS_SHARE:.0%} of its CPUs; --rate HZ sets it)")
+
+
 class Found(Record):
     """What ``%%mpirun --profile`` found: the report's lines, and per rank its stacks, the
     collectives it entered and why it has no samples (``-o NAME`` keeps it, the exports read it)."""

@@ -1,5 +1,7 @@
 """The report: ranks that spent the cell alike on one line, the straggler and where its time went."""
-from mlp_magic.profile.pure.report import found
+from hypothesis import given, strategies as st
+
+from mlp_magic.profile.pure.report import default_rate, found, rate_note
 
 from tests.unit.profile.pure.test_arrivals import entered
 from tests.unit.profile.pure.test_samples import C10D, CELL_FILE, ENGINE
@@ -35,3 +37,17 @@ def test_ranks_whose_minor_places_or_order_differ_are_one_line():
     raws = {0: raw(48, 52), 1: raw(52, 48), 2: raw(50, 50) + f"{ENGINE};<module> ({CELL_FILE}:11) 2\n"}
     report = found(raws, {}, {}, 100, 1.0)
     assert report.lines[1] == "ranks 0-2 (3): in all_reduce 48-52 % · step (cell:7) 48-52 %", report.lines
+
+
+def test_the_default_rate_is_100_hz_until_the_ranks_share_the_cores():
+    assert default_rate(8 / 96) == 100 and default_rate(0) == 100   # a GPU node; an unknown host
+    assert default_rate(2) == 9 and default_rate(64) == 1   # 4 and 128 ranks on 2 cores
+    assert rate_note(100, 0.1) == ""
+    assert rate_note(9, 2) == ("(at 9 Hz, not 100: 2 ranks a CPU on the busiest host, and the samplers take "
+                               "at most 3% of its CPUs; --rate HZ sets it)")
+
+
+@given(st.floats(0.001, 1000), st.floats(0.001, 1000))
+def test_more_ranks_a_cpu_never_sample_faster(fewer, more):
+    fewer, more = sorted((fewer, more))
+    assert 1 <= default_rate(more) <= default_rate(fewer) <= 100
