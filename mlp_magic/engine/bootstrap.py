@@ -74,6 +74,13 @@ def engine_shell():
     return Kernel.instance().shell
 
 
+def running_engine_shell():
+    """``engine_shell()`` where this process is an engine, else None (none is made)."""
+    from ipykernel.kernelbase import Kernel
+
+    return Kernel.instance().shell if Kernel.initialized() else None
+
+
 # A host's chores, run by its first rank (``run_chore``): "module:function".
 RETENTION_CHORE = "mlp_magic.output.rank.retention:prune_in_background"
 AGENT_CHORE = "mlp_magic.agent.rank.start:start_agent"

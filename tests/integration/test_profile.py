@@ -27,7 +27,7 @@ def step():
     while time.perf_counter() - began < 0.02:
         pass
 
-for i in range(8):
+for i in range(12):
     slow_step() if rank == 2 else step()
     dist.all_reduce(x)
 print("trained")
@@ -56,7 +56,8 @@ def test_the_rank_that_works_longer_before_each_collective_is_named_and_the_othe
     # its own line: its time went elsewhere
     assert re.search(r"^rank 2: slow_step \(cell:[34]\) \d+ %", out, re.M), out
     verdict = next(line for line in out.splitlines() if line.startswith("rank 2 entered last at "))
-    assert " of 8 collectives (all_reduce #" in verdict, out
+    # last at 10 or more of the 12: chance would do that less than once in a thousand cells
+    assert re.match(r"rank 2 entered last at 1[0-2] of 12 collectives \(all_reduce #", verdict), out
     assert "its time went to slow_step (cell:" in verdict, out
     assert "ranks 0-1,3 (3) waited " in out and " in all_reduce for rank 2" in out, out
     # the picture: every rank's samples merged, the odd rank's frames marked; the arrivals' timeline
@@ -68,7 +69,7 @@ def test_the_rank_that_works_longer_before_each_collective_is_named_and_the_othe
     assert [r.stdout for r in kept] == ["trained\n"] * 4   # the cell's result, as -o keeps any cell's
     report = kept.profile
     assert report.straggler == 2 and sorted(report.stacks) == [0, 1, 2, 3], report
-    assert [len(report.entered[rank]) for rank in range(4)] == [8] * 4
+    assert [len(report.entered[rank]) for rank in range(4)] == [12] * 4
     folder = os.path.join(kept.log_dir, "profile")
     written = open(os.path.join(folder, "rank-2.txt")).read()
     # collapsed stacks: speedscope reads them

@@ -9,16 +9,20 @@ number in it; only those every profiled rank entered count.
 from __future__ import annotations
 
 from collections import Counter
+from math import comb
 from statistics import median
 
 from mlp_magic.core.ranges import fold_ranks, rank_words
 from mlp_magic.core.records import Record
 
 # A rank this much later than the others' median is late (below it: the ranks' clocks and the
-# recorder's own jitter). The straggler is the rank late at this share of all the collectives: one
-# late start (the first collective after the cell began on each rank at its own moment) is not one.
+# recorder's own jitter). The straggler is the rank late at this share of all the collectives, and
+# more often than chance would make it: on a loaded host every collective may see some rank a few
+# ms late, each rank as likely as the next, and one of 4 ranks is last at 3 of 6 half the time.
+# One late start (the first collective after the cell began on each rank at its own moment) is none.
 LATE_S = 0.005
 STRAGGLER_SHARE = 0.5
+CHANCE = 0.001   # the straggler is last so often that chance would do it at most this rarely
 
 
 class Collective(Record, frozen=True):
@@ -76,7 +80,13 @@ def straggler(collectives: list) -> Verdict:
                               f"entered {_seconds(spread)} after the others (median)",))
     lasts = Counter(c.last[0] for c in late)
     rank, times = lasts.most_common(1)[0]
-    if times < STRAGGLER_SHARE * len(collectives):
+    ranks, total = len(collectives[0].arrivals), len(collectives)
+    chance = by_chance(times, total, ranks)
+    if times >= STRAGGLER_SHARE * total and chance > CHANCE:
+        return Verdict(None, (f"no straggler named: rank {rank} entered last at {times} of {total} "
+                              f"collectives, which chance alone would do {chance:.1%} of the time with "
+                              f"{ranks} ranks; more collectives would tell",))
+    if times < STRAGGLER_SHARE * total:
         if len(lasts) == 1:
             return Verdict(None, (f"no straggler: rank {rank} entered late at only {times} of "
                                   f"{len(collectives)} collectives",))
@@ -85,6 +95,15 @@ def straggler(collectives: list) -> Verdict:
                               "collectives)",))
     held = [c for c in late if c.last[0] == rank]
     return Verdict(rank, (_last_line(rank, held, len(collectives)), _waiting_line(rank, held)))
+
+
+def by_chance(times: int, collectives: int, ranks: int) -> float:
+    """The chance that one given rank is last at ``times`` or more of ``collectives`` when each of
+    ``ranks`` is as likely to be last (the binomial tail), times the ranks: any of them."""
+    p = 1.0 / ranks
+    tail = sum(comb(collectives, k) * p ** k * (1 - p) ** (collectives - k)
+               for k in range(times, collectives + 1))
+    return min(1.0, tail * ranks)
 
 
 def _last_line(rank: int, held: list, total: int) -> str:

@@ -16,6 +16,7 @@ import subprocess
 import time
 
 from mlp_magic import config
+from mlp_magic.engine.bootstrap import running_engine_shell
 from mlp_magic.engine.private_files import open_private, private_dirs
 from mlp_magic.machine.programs import find_pyspy
 from mlp_magic.stacks.pure.pyspy import NO_PYSPY_FIX, PTRACE, PTRACE_FIX, classify_failure
@@ -31,6 +32,27 @@ _RUNNING: dict = {}   # {token: Sampler}: one per profiled cell
 class Sampler:
     def __init__(self, process, output: str, log: str, since_ns: int):
         self.process, self.output, self.log, self.since_ns = process, output, log, since_ns
+        self.told = False   # py-spy was told to stop
+
+    def tell_to_stop(self) -> None:
+        """Ctrl-C to py-spy: it writes what it has once its current sample is in (up to 1/rate s)."""
+        if not self.told and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        self.told = True
+
+
+def _stop_after_the_cell(sampler: Sampler) -> None:
+    """py-spy told to stop as the rank's cell ends (IPython's ``post_run_cell``), so that what it
+    recorded is written while the kernel hears of the cell's end; at a low rate that is most of
+    the wait. The start and stop come as our calls, not cells: they fire no such event."""
+    shell = running_engine_shell()
+    if shell is None:   # not in an engine: the stop's own signal will do
+        return
+
+    def once(result) -> None:
+        shell.events.unregister("post_run_cell", once)
+        sampler.tell_to_stop()
+    shell.events.register("post_run_cell", once)
 
 
 def start(token: str, rate: int, native: bool, pyspy: str | None = None) -> dict:
@@ -57,6 +79,7 @@ def start(token: str, rate: int, native: bool, pyspy: str | None = None) -> dict
         _end(sampler)
         return {"error": problem}
     _RUNNING[token] = sampler
+    _stop_after_the_cell(sampler)
     return {"pid": process.pid}
 
 
@@ -105,8 +128,7 @@ def stop(token: str) -> dict:
 def _end(sampler: Sampler) -> bool:
     """py-spy told to write what it has (Ctrl-C), killed if it does not stop in time."""
     process = sampler.process
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
+    sampler.tell_to_stop()
     try:
         process.wait(STOP_WAIT_S)
         return True
