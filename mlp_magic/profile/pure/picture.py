@@ -13,6 +13,7 @@ import html
 from mlp_magic.core.ranges import rank_words
 from mlp_magic.profile.pure.arrivals import matched
 from mlp_magic.stacks.pure.frames import frame_text
+from mlp_magic.stacks.pure.tree import Node, merge_counted
 
 TIMELINE_COLLECTIVES, TIMELINE_RANKS = 40, 32   # the last collectives, the first ranks (and the straggler)
 MIN_SHARE = 0.005   # frames narrower than this share of all samples are left out
@@ -25,54 +26,27 @@ STYLE = ("<style>.mlp-flame{font:11px monospace}"
          ".mlp-fc{display:flex}</style>")
 
 
-class FlameNode:
-    __slots__ = ("frame", "samples", "children")
-
-    def __init__(self, frame=None):
-        self.frame = frame
-        self.samples: dict = {}     # {rank: samples through this frame}
-        self.children: dict = {}    # {frame: FlameNode}
-
-    @property
-    def total(self) -> int:
-        return sum(self.samples.values())
-
-
-def merged(stacks: dict) -> FlameNode:
-    """Every rank's stacks ({rank: {frames: samples}}) in one tree, weighted by samples."""
-    root = FlameNode()
-    for rank, counted in stacks.items():
-        for frames, count in counted.items():
-            node = root
-            node.samples[rank] = node.samples.get(rank, 0) + count
-            for frame in frames:
-                node = node.children.setdefault(frame, FlameNode(frame))
-                node.samples[rank] = node.samples.get(rank, 0) + count
-    return root
-
-
 def flame_html(stacks: dict) -> str:
     """The merged flame graph, outermost frame on top; '' without samples."""
-    root = merged(stacks)
-    if not root.total:
+    root = merge_counted(stacks)
+    if not root.weight():
         return ""
-    everyone = set(root.samples)
     return (f"{STYLE}<div class='mlp-flame'>"
-            f"{_children_html(root, root.total, everyone, 0)}</div>")
+            f"{_children_html(root, root.weight(), root.members, 0)}</div>")
 
 
-def _children_html(node: FlameNode, whole: int, everyone: set, depth: int) -> str:
-    kept = [child for child in node.children.values() if child.total >= MIN_SHARE * whole]
+def _children_html(node: Node, whole: int, everyone: set, depth: int) -> str:
+    kept = [child for child in node.children.values() if child.weight() >= MIN_SHARE * whole]
     if not kept or depth >= MAX_DEPTH:
         return ""
     parts = []
-    for child in sorted(kept, key=lambda c: -c.total):
-        width = 100.0 * child.total / node.total
-        ranks = sorted(child.samples)
+    for child in sorted(kept, key=lambda c: -c.weight()):
+        width = 100.0 * child.weight() / node.weight()
+        ranks = sorted(child.members)
         part = set(ranks) != everyone
         who = rank_words(ranks) if part else "all ranks"
-        text = f"{frame_text(child.frame)} · {who} · {100.0 * child.total / whole:.0f} %"
-        per_rank = ", ".join(f"{rank}: {count}" for rank, count in sorted(child.samples.items()))
+        text = f"{frame_text(child.frame)} · {who} · {100.0 * child.weight() / whole:.0f} %"
+        per_rank = ", ".join(f"{rank}: {count}" for rank, count in sorted(child.counts.items()))
         parts.append(f"<div class='mlp-fn' style='width:{width:.2f}%'>"
                      f"<div class='mlp-fl{' mlp-part' if part else ''}' title='{html.escape(text)}&#10;"
                      f"samples by rank: {per_rank}'>{html.escape(text)}</div>"

@@ -33,6 +33,7 @@ class Sampler:
     def __init__(self, process, output: str, log: str, since_ns: int):
         self.process, self.output, self.log, self.since_ns = process, output, log, since_ns
         self.told = False   # py-spy was told to stop
+        self.unhook = lambda: None   # takes back the cell's end's hook (_stop_after_the_cell)
 
     def tell_to_stop(self) -> None:
         """Ctrl-C to py-spy: it writes what it has once its current sample is in (up to 1/rate s)."""
@@ -50,9 +51,17 @@ def _stop_after_the_cell(sampler: Sampler) -> None:
         return
 
     def once(result) -> None:
-        shell.events.unregister("post_run_cell", once)
+        sampler.unhook()
         sampler.tell_to_stop()
+
+    def unhook() -> None:   # once: at the cell's end, or at a stop that came first
+        sampler.unhook = lambda: None
+        try:
+            shell.events.unregister("post_run_cell", once)
+        except ValueError:
+            pass
     shell.events.register("post_run_cell", once)
+    sampler.unhook = unhook
 
 
 def start(token: str, rate: int, native: bool, pyspy: str | None = None) -> dict:
@@ -128,6 +137,7 @@ def stop(token: str) -> dict:
 def _end(sampler: Sampler) -> bool:
     """py-spy told to write what it has (Ctrl-C), killed if it does not stop in time."""
     process = sampler.process
+    sampler.unhook()   # a profile refused before its cell: no hook left for the next cell
     sampler.tell_to_stop()
     try:
         process.wait(STOP_WAIT_S)

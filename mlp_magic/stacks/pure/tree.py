@@ -5,6 +5,8 @@ share those nodes, and every node carries the set of members (ranks, or indexes 
 without a rank) whose stack passes through it. Where a node's members part ways (it has several
 children, or some stacks end there while others go on), the ranks diverge: the biggest branch is
 the majority, and a branch at most half its size is an odd group, named with its members.
+A profile's tree (``merge_counted``) holds many sampled stacks a member, and each node counts
+every member's samples through it: the flame graph of ``%%mpirun --profile``.
 
 Members are plain ints; what they stand for, and how a set of them reads ("ranks 0-6,8-15 (15)
 on worker[0-3]"), is the caller's ``label``. Frames are any hashable values; the renderers
@@ -22,13 +24,18 @@ class Node:
     """One frame of the tree (the root has none): the members that reach it, the frames they
     call next (``children``, in the order first seen) and the members whose stack ends here."""
 
-    __slots__ = ("frame", "members", "children", "ends")
+    __slots__ = ("frame", "members", "children", "ends", "counts")
 
     def __init__(self, frame: Hashable = None):
         self.frame = frame
         self.members: set = set()
         self.children: dict = {}
         self.ends: set = set()
+        self.counts: dict = {}   # {member: samples through this node}: ``merge_counted``'s trees
+
+    def weight(self) -> int:
+        """The samples through this node, all members together (``merge_counted``'s trees)."""
+        return sum(self.counts.values())
 
     def branches(self) -> list:
         """How the members part at this node: [(members, child Node, or None for the stacks that
@@ -42,6 +49,23 @@ class Node:
         return len(self.children) + (1 if self.ends else 0) > 1
 
 
+def merge_counted(stacks: Mapping[int, Mapping[Sequence[Hashable], int]]) -> Node:
+    """{member: {frames: samples}}, many stacks a member (a profile's samples) -> their prefix
+    tree, each node counting every member's samples through it."""
+    root = Node()
+    for member in sorted(stacks):
+        for frames, count in stacks[member].items():
+            node = root
+            node.members.add(member)
+            node.counts[member] = node.counts.get(member, 0) + count
+            for frame in frames:
+                node = _child(node, frame)
+                node.members.add(member)
+                node.counts[member] = node.counts.get(member, 0) + count
+            node.ends.add(member)
+    return root
+
+
 def merge(stacks: Mapping[int, Sequence[Hashable]]) -> Node:
     """{member: frames, outermost first} -> the root of their prefix tree (empty stacks end at
     the root)."""
@@ -50,13 +74,18 @@ def merge(stacks: Mapping[int, Sequence[Hashable]]) -> Node:
         node = root
         node.members.add(member)
         for frame in stacks[member]:
-            child = node.children.get(frame)
-            if child is None:
-                child = node.children[frame] = Node(frame)
-            child.members.add(member)
-            node = child
+            node = _child(node, frame)
+            node.members.add(member)
         node.ends.add(member)
     return root
+
+
+def _child(node: Node, frame: Hashable) -> Node:
+    """``node``'s child at ``frame``, made if it is new (children keep the order first seen)."""
+    child = node.children.get(frame)
+    if child is None:
+        child = node.children[frame] = Node(frame)
+    return child
 
 
 def chain(node: Node) -> tuple:

@@ -51,3 +51,26 @@ def test_a_sampler_left_by_a_cell_whose_stop_never_came_ends_with_the_next_start
     finally:
         sampler.stop_all()
     assert not os.path.exists(f"/proc/{second}")
+
+
+def _engine_shell():
+    from IPython.core.events import EventManager, available_events
+
+    return type("Shell", (), {"events": EventManager(object(), available_events)})()
+
+
+def test_the_cells_end_stops_py_spy_and_a_stop_before_it_leaves_no_hook(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLP_MAGIC_HOME", str(tmp_path))
+    shell = _engine_shell()
+    hooks = shell.events.callbacks["post_run_cell"]
+    with mock.patch.object(sampler, "running_engine_shell", return_value=shell):
+        sampler.start("t6", 100, False)
+        assert len(hooks) == 1
+        _busy(0.2)
+        shell.events.trigger("post_run_cell", None)   # the cell ended: py-spy writes and exits
+        assert hooks == [] and sampler._RUNNING["t6"].told
+        assert "_busy (" in sampler.stop("t6")["raw"]
+        sampler.start("t7", 100, False)   # a profile refused on another rank: stopped before its cell
+        assert len(hooks) == 1
+        sampler.stop("t7")
+        assert hooks == []   # the next cell does not reach a sampler that is gone

@@ -6,9 +6,10 @@ from collections import Counter
 from hypothesis import given, strategies as st
 
 from mlp_magic.profile.pure.arrivals import matched
-from mlp_magic.profile.pure.picture import flame_html, merged, report_html, timeline_svg
+from mlp_magic.profile.pure.picture import flame_html, report_html, timeline_svg
 from mlp_magic.profile.pure.report import found
 from mlp_magic.stacks.pure.frames import CELL, Frame
+from mlp_magic.stacks.pure.tree import merge_counted
 
 from tests.unit.profile.pure.test_arrivals import entered
 from tests.unit.profile.pure.test_report import raw
@@ -30,13 +31,14 @@ def test_frames_all_ranks_reached_are_one_and_the_odd_ranks_frames_are_marked():
     st.lists(st.sampled_from([MODULE, STEP, SLOW]), min_size=1, max_size=4).map(tuple), st.integers(1, 50),
     min_size=1, max_size=4), min_size=1, max_size=8))
 def test_a_frame_holds_the_samples_of_every_stack_through_it(stacks):
-    root = merged({rank: Counter(counted) for rank, counted in stacks.items()})
-    assert root.total == sum(sum(c.values()) for c in stacks.values())
+    root = merge_counted({rank: Counter(counted) for rank, counted in stacks.items()})
+    assert root.weight() == sum(sum(c.values()) for c in stacks.values())
 
     def check(node):
-        assert node.total >= sum(child.total for child in node.children.values())
+        assert node.weight() >= sum(child.weight() for child in node.children.values())
+        assert set(node.counts) == node.members
         for child in node.children.values():
-            assert set(child.samples) <= set(node.samples)
+            assert child.members <= node.members
             check(child)
     check(root)
 
