@@ -25,10 +25,12 @@ from mlp_magic.mpirun.run import run_cell
 from mlp_magic.mpirun.verbs import keep_result
 from mlp_magic.profile.pure.picture import report_html
 from mlp_magic.profile.pure.report import default_rate, found, rate_note
+from mlp_magic.profile.pure.speedscope import speedscope_json
 from mlp_magic.profile.rank import sampler
 
 START_TIMEOUT_S = sampler.START_WAIT_S + 25.0   # a rank's answer: py-spy's start, and a busy host
 STOP_TIMEOUT_S = sampler.STOP_WAIT_S + 5.0
+SPEEDSCOPE_FILE = "ranks.speedscope.json"
 
 
 def profile(context, options) -> None:
@@ -52,8 +54,9 @@ def profile(context, options) -> None:
                    {rank: a["entered"] for rank, a in answers.items() if "raw" in a},
                    {rank: a["error"] for rank, a in answers.items() if "raw" not in a},
                    rate, time.monotonic() - began)
-    folder = _write_collapsed(report, result.log_dir)
-    saved = f"the samples of each rank: {folder}/rank-N.txt (speedscope and flamegraph.pl read them)"
+    folder = _write_samples(report, result.log_dir)
+    saved = (f"the samples: {folder}/{SPEEDSCOPE_FILE} (every rank, for speedscope), rank-N.txt "
+             "(collapsed stacks, for flamegraph.pl)")
     after = "\n".join(line for line in (note, saved) if line)
     context.show(f"{report.text}\n{after}", f"{report_html(report)}<pre>{html.escape(after)}</pre>")
     result.profile = report
@@ -62,9 +65,12 @@ def profile(context, options) -> None:
         raise failure
 
 
-def _write_collapsed(report, log_dir: str) -> str:
-    """Each rank's samples in the cell's log folder, as collapsed stacks; the folder."""
+def _write_samples(report, log_dir: str) -> str:
+    """The ranks' samples in the cell's log folder: all in one speedscope file, and each rank's as
+    collapsed stacks; the folder."""
     folder = private_dirs(os.path.join(log_dir, "profile"))
+    write_private(os.path.join(folder, SPEEDSCOPE_FILE),
+                  speedscope_json(report.stacks, report.rate, f"%%mpirun --profile, {os.path.basename(log_dir)}"))
     for rank in report.stacks:
         write_private(os.path.join(folder, f"rank-{rank}.txt"), report.collapsed(rank))
     return folder

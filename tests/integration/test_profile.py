@@ -1,6 +1,7 @@
 """``%%mpirun --profile``: every rank sampled by a real py-spy while the cell runs, and the report
 names the rank the others waited for. In the session's real kernel, real mpiexec, real engines,
 torch's gloo and its flight recorder."""
+import json
 import os
 import re
 import stat
@@ -69,9 +70,12 @@ def test_the_rank_that_works_longer_before_each_collective_is_named_and_the_othe
     assert [len(report.entered[rank]) for rank in range(4)] == [12] * 4
     folder = os.path.join(kept.log_dir, "profile")
     written = open(os.path.join(folder, "rank-2.txt")).read()
-    # collapsed stacks: speedscope reads them
+    # collapsed stacks, as flamegraph.pl reads them
     assert re.search(r"^<module> \(<cell>:12\);slow_step \(<cell>:[34]\) \d+$", written, re.M), written
     assert stat.S_IMODE(os.stat(os.path.join(folder, "rank-2.txt")).st_mode) == 0o600
+    every_rank = json.load(open(os.path.join(folder, "ranks.speedscope.json")))   # one profile a rank
+    assert [p["name"] for p in every_rank["profiles"]] == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    assert stat.S_IMODE(os.stat(os.path.join(folder, "ranks.speedscope.json")).st_mode) == 0o600
 
 
 def test_ranks_that_do_the_same_work_have_no_straggler(fresh_world, capsys):
