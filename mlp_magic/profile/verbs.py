@@ -69,8 +69,8 @@ def _write_samples(report, log_dir: str) -> str:
     """The ranks' samples in the cell's log folder: all in one speedscope file, and each rank's as
     collapsed stacks; the folder."""
     folder = private_dirs(os.path.join(log_dir, "profile"))
-    write_private(os.path.join(folder, SPEEDSCOPE_FILE),
-                  speedscope_json(report.stacks, report.rate, f"%%mpirun --profile, {os.path.basename(log_dir)}"))
+    name = f"%%mpirun --profile, {os.path.basename(log_dir)}"
+    write_private(os.path.join(folder, SPEEDSCOPE_FILE), speedscope_json(report.stacks, report.rate, name))
     for rank in report.stacks:
         write_private(os.path.join(folder, f"rank-{rank}.txt"), report.collapsed(rank))
     return folder

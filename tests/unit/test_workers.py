@@ -62,8 +62,8 @@ def _two_workers(first_alone: bool, second_alone: bool, first_holds_s: float, fi
         process.join(10)
     # In the order they happened, not the order they arrived: a Queue's put hands the event to
     # a feeder thread, so one worker's "out" can reach the pipe after the other's "in".
-    order = [event[:2] for event in sorted((events.get(timeout=10) for _ in range(3)),
-                                            key=lambda event: event[2])]
+    arrived = [events.get(timeout=10) for _ in range(3)]
+    order = [event[:2] for event in sorted(arrived, key=lambda event: event[2])]
     _remove_locks_of_this_process()
     return order
 

@@ -8,7 +8,8 @@ from hypothesis import given, strategies as st
 from mlp_magic.profile.pure.speedscope import speedscope_json
 from mlp_magic.stacks.pure.frames import CELL, Frame
 
-MODULE, STEP, NATIVE = Frame(CELL, 12, "<module>"), Frame(CELL, 7, "step"), Frame("libmpi.so", 0, "MPI_Allreduce")
+MODULE, STEP = Frame(CELL, 12, "<module>"), Frame(CELL, 7, "step")
+NATIVE = Frame("libmpi.so", 0, "MPI_Allreduce")
 
 
 def _back(text: str) -> dict:
