@@ -16,6 +16,7 @@ import { healthOf, hostRow, rankStatesOf } from '../src/model/hosts';
 import { hostGroups, rankRows, rankText } from '../src/model/ranks';
 import {
   cellLine,
+  lastProfile,
   highlightedRanks,
   LATE_AFTER_S,
   orphaned,
@@ -280,6 +281,18 @@ test('the running cell: first line, elapsed, and its ranks when not all', () => 
   assert.deepEqual(cellLine(world(ranks, { cell }), NOW), { firstLine: 'model.train()', elapsed: '43 s', on: '' });
   const some = { first_line: '', started: ago(61), ranks: [1, 2] };
   assert.deepEqual(cellLine(world(ranks, { cell: some }), NOW), { firstLine: '(empty cell)', elapsed: '1 min 1 s', on: 'ranks 1-2' });
+});
+
+test('the last profile: when, the straggler, its lines and where its samples are', () => {
+  const ranks = [0, 1].map(r => rank(r, 'idle', 5));
+  assert.equal(lastProfile(world(ranks), NOW), null);
+  const profile = { at: ago(130), lines: ['profile of ranks 0-1 at 100 Hz over 2.0 s:', 'rank 1 entered last'], straggler: 1, folder: '/l/p' };
+  assert.deepEqual(lastProfile(world(ranks, { profile }), NOW), {
+    title: 'last profile (2 min 10 s ago): straggler: rank 1',
+    text: 'profile of ranks 0-1 at 100 Hz over 2.0 s:\nrank 1 entered last\nthe samples: /l/p'
+  });
+  assert.equal(lastProfile(world(ranks, { profile: { ...profile, straggler: null } }), NOW)?.title,
+    'last profile (2 min 10 s ago): no straggler named');
 });
 
 test('snippets for the highlighted ranks', () => {

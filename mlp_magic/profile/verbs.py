@@ -59,6 +59,7 @@ def profile(context, options) -> None:
              "(collapsed stacks, for flamegraph.pl)")
     after = "\n".join(line for line in (note, saved) if line)
     context.show(f"{report.text}\n{after}", f"{report_html(report)}<pre>{html.escape(after)}</pre>")
+    world.live.profiled(report.lines, report.straggler, folder)   # the panel shows the last one
     result.profile = report
     keep_result(context, options, result)
     if failure is not None:

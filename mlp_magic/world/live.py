@@ -38,6 +38,7 @@ class LiveWorld:
         self.states = RankStates(hosts, clock())
         self.cell: dict | None = None
         self.log_dir: str | None = None   # the running or last cell's (a rank's log tail)
+        self.profile: dict | None = None   # the last %%mpirun --profile's report (``profiled``)
         self._publish = publish
         self._changed = threading.Event()
         self._closed = False
@@ -102,6 +103,14 @@ class LiveWorld:
             self.states.version += 1
         self.flush()
 
+    def profiled(self, lines: list, straggler: int | None, folder: str) -> None:
+        """A profiled cell's report, for the panel: its lines, the straggler named, its samples."""
+        with self._lock:
+            self.profile = {"at": iso(self._clock()), "lines": list(lines), "straggler": straggler,
+                            "folder": folder}
+            self.states.version += 1
+        self.flush()
+
     def flush(self) -> None:
         """Write the record now if it changed: when a cell returns, its record says so already
         (``mlp-magic status`` or a script reading it right after the cell sees idle ranks)."""
@@ -119,10 +128,10 @@ class LiveWorld:
 
     # ------------------------------------------------------------------ reading
     def record(self) -> dict:
-        """{"cell": ..., "log_dir": ..., "ranks": [...]} as the World's record holds them."""
+        """{"cell", "log_dir", "ranks": [...], "profile"} as the World's record holds them."""
         with self._lock:
             return {"cell": dict(self.cell) if self.cell else None, "log_dir": self.log_dir,
-                    "ranks": self.states.to_json()}
+                    "ranks": self.states.to_json(), "profile": self.profile}
 
     def summary(self) -> str:
         """ "4 ranks: 4 paused 12 s": the states counted (world/pure/rank_states.summary_line)."""

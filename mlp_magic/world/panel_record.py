@@ -21,6 +21,7 @@ def world_record(world) -> dict:
         "mpi": world.mpi.flavour if world.mpi else None, "source": world.spec.topology.source,
         "dead_ranks": sorted(world.dead_ranks),   # died; the others run on (ULFM)
         "cell": live["cell"], "log_dir": live["log_dir"], "ranks": live["ranks"], "gpus": world.gpus,
+        "profile": live["profile"],   # the last %%mpirun --profile: lines, straggler, folder
         # What a later kernel needs to clean up after this one if it dies without stopping.
         "processes": [{"pid": p.pid, "create_time": p.create_time} for p in world.processes],
         # For the server's actions only (never served): which process each rank is.

@@ -67,6 +67,20 @@ def test_a_sleeping_rank_is_shown_busy_while_it_sleeps(watched_world, tmp_path):
     assert panel.wait_for_states(IDLE_4, hang_bound(1.0)) is not None
 
 
+def test_the_last_profile_is_shown_with_its_report_and_where_its_samples_are(watched_world):
+    kernel, panel = watched_world
+    kernel.run("%%mpirun --profile --rate 50\nimport time\ntime.sleep(0.5)")
+    assert kernel.next(120) == {"ended": True, "error": None}
+    title = panel.locator(".jp-MlpLive-profile summary")
+    title.wait_for(timeout=UI_TIMEOUT_MS)   # no torch: no arrivals to name a straggler by
+    said = title.inner_text()
+    assert re.fullmatch(r"last profile \(.+ ago\): no straggler named", said), said
+    title.click()
+    report = panel.locator(".jp-MlpLive-profile pre").inner_text()
+    assert report.startswith("profile of ranks 0-3 at 50 Hz over "), report
+    assert re.search(r"^the samples: /.+/profile$", report, re.M), report
+
+
 def test_the_interrupt_button_ends_a_hung_cell(watched_world):
     kernel, panel = watched_world
     kernel.run("%%mpirun\nimport time\ntime.sleep(600)")

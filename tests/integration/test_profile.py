@@ -9,6 +9,7 @@ import stat
 import pytest
 
 from mlp_magic.profile.pure.report import default_rate
+from mlp_magic.world import published
 
 from tests.integration.conftest import run
 
@@ -87,6 +88,10 @@ def test_ranks_that_do_the_same_work_have_no_straggler(fresh_world, capsys):
     out = capsys.readouterr().out
     assert "profile of ranks 0-3 at 50 Hz over" in out, out
     assert _first_places(out) == {"<module> (cell:2)"}, out   # sleeping on every rank
+    # the World's record keeps the last profile for the panel
+    profile = [w for w in published.read_worlds() if w["pid"] == ip.pid][0]["profile"]
+    assert profile["lines"][0].startswith("profile of ranks 0-3 at 50 Hz over"), profile
+    assert profile["straggler"] is None and profile["folder"].endswith("/profile"), profile
     assert any(line.startswith(("no rank was late: at each of 6 collectives", "no straggler: ",
                                 "no one straggler: ")) for line in out.splitlines()), out
 

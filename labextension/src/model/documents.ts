@@ -113,6 +113,16 @@ export interface ICell {
   log_dir?: string;
 }
 
+/** The World's last `%%mpirun --profile` (world/live.py LiveWorld.profiled). */
+export interface IProfile {
+  at: string;
+  /** The report's lines, as the notebook showed them. */
+  lines: string[];
+  straggler: number | null;
+  /** Where its samples are (a speedscope file, and a rank-N.txt a rank). */
+  folder: string;
+}
+
 /** One of a World's agents (world/agents.py): where it listens, or why it did not start. */
 export type WorldAgent = { addr: string; port: number; pid: number } | { error: string };
 
@@ -135,6 +145,8 @@ export interface IWorld {
   started_at?: string | null;
   updated_at?: string;
   cell?: ICell | null;
+  /** The last profiled cell's report (absent before the first). */
+  profile?: IProfile | null;
   /** The running or last cell's logs (null before the first cell). */
   log_dir?: string | null;
   ranks?: IRank[];

@@ -224,6 +224,21 @@ export function cellLine(world: IWorld, nowMs: number): ICellLine | null {
   };
 }
 
+/** The last profile: a title (when, and the straggler) and its report; null before the first. */
+export function lastProfile(world: IWorld, nowMs: number): { title: string; text: string } | null {
+  const profile = world.profile;
+  if (!profile) {
+    return null;
+  }
+  const age = ageSeconds(profile.at, nowMs);
+  const when = age === null ? '' : ` (${formatAge(age)} ago)`;
+  const who = profile.straggler === null ? 'no straggler named' : `straggler: rank ${profile.straggler}`;
+  return {
+    title: `last profile${when}: ${who}`,
+    text: [...profile.lines, `the samples: ${profile.folder}`].join('\n')
+  };
+}
+
 /** `%mpirun --ranks 17,301 --where` for some ranks; `%mpirun --stacks` for none. */
 export function snippetFor(ranks: number[]): string {
   return ranks.length > 0

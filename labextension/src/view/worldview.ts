@@ -24,6 +24,7 @@ import {
   gridSummaryLine,
   highlightedRanks,
   IStraggler,
+  lastProfile,
   snippetFor,
   stragglerText,
   stragglers,
@@ -69,6 +70,13 @@ async function lastWrittenLine(worldId: string, rank: number): Promise<string> {
   return out || lastLineOf(await rankLog(worldId, rank, 'stderr'));
 }
 
+/** The last profile, folded: its title, and the report under it. */
+function profileBox(): HTMLElement {
+  const box = el('details', 'jp-MlpLive-profile');
+  box.append(el('summary'), el('pre'));
+  return box;
+}
+
 export class WorldView {
   constructor(
     world: IWorld,
@@ -81,6 +89,7 @@ export class WorldView {
     this._summary = el('div', 'jp-MlpLive-summary');
     this._cell = el('div', 'jp-MlpLive-cell');
     this._stragglers = el('div', 'jp-MlpLive-stragglers');
+    this._profile = profileBox();
     this._message = el('div', 'jp-MlpLive-message');
     this._snippet = el('code', 'jp-MlpLive-snippetText');
     this._selection = el('span', 'jp-MlpLive-selection');
@@ -107,6 +116,7 @@ export class WorldView {
       this._summary,
       this._cell,
       this._stragglers,
+      this._profile,
       actions,
       snippetRow,
       this._selection,
@@ -181,6 +191,12 @@ export class WorldView {
     }
     this._stragglers.hidden = found.length === 0;
     setText(this._stragglers, grid ? stragglerLine(found.map(s => s.rank)) : stragglerText(found));
+    const profile = lastProfile(world, nowMs);
+    this._profile.hidden = profile === null;
+    if (profile) {
+      setText(this._profile.firstChild as HTMLElement, profile.title);
+      setText(this._profile.lastChild as HTMLElement, profile.text);
+    }
     this._highlighted = highlightedRanks(world, [...this._selected], found, nowMs);
     setText(this._snippet, snippetFor(this._highlighted));
     this._selection.hidden = this._selected.size === 0;
@@ -367,6 +383,7 @@ export class WorldView {
   private _title: HTMLElement;
   private _summary: HTMLElement;
   private _cell: HTMLElement;
+  private _profile: HTMLElement;
   private _stragglers: HTMLElement;
   private _message: HTMLElement;
   private _snippet: HTMLElement;

@@ -89,3 +89,20 @@ def test_first_line_skips_magics_comments_and_blanks_and_shortens():
     assert first_line("# only a comment") == ""
     long = first_line("x = '" + "a" * 200 + "'")
     assert len(long) == 120 and long.endswith("…")
+
+
+def test_a_profiled_cells_report_is_written_at_once_and_stays_for_the_next_cells():
+    live, written = live_world()
+    try:
+        live.ready()
+        assert live.record()["profile"] is None
+        lines = ["profile of ranks 0-1 at 100 Hz over 1.0 s:", "rank 1 entered last"]
+        live.profiled(lines, 1, "/logs/c3/profile")
+        profile = written.written[-1]["profile"]
+        assert profile["lines"][1] == "rank 1 entered last" and profile["straggler"] == 1
+        assert profile["folder"] == "/logs/c3/profile" and profile["at"]
+        live.cell_started("z = 3", [0, 1], "/logs/c4")
+        live.cell_ended("/logs/c4")
+        assert written.written[-1]["profile"] == profile   # the last profile, whatever ran after it
+    finally:
+        live.close()
