@@ -15,7 +15,8 @@ the bed outside those files is refused at collection (``check_bed_scope``). xdis
 ``--dist loadgroup`` reads marks through a node id it rewrites, which pytest 9.2 no longer
 allows (pytest-xdist issue 1386): it silently stopped grouping.
 A test marked ``alone`` runs while the other worker runs nothing: those that time a sub-second
-wait, and those that count processes machine-wide. The whole browser tier runs alone
+wait, those that count processes machine-wide, and one whose failures came only under the other
+worker's load (its comment says how, until the cause is found). The whole browser tier runs alone
 (``runs_alone``): under the other worker's load, JupyterLab's theme stylesheet missed its load
 time (an "Error Loading Theme Stylesheet" dialog over the page), and its long-task budgets are
 timed.

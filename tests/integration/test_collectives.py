@@ -40,6 +40,10 @@ def _report(ip, capsys, cell: str) -> str:
     return capsys.readouterr().out
 
 
+# alone: in 2 of 3 full runs on 2 cores (2026-12-07) this failed under the other worker's load, once
+# with no dump from ranks 0-2 (a 52 s World start just before), once with rank 3's #3 not yet
+# completed in its flight recorder 5 s after it returned; alone and in other runs it passes
+@pytest.mark.alone
 def test_a_rank_that_ran_one_collective_fewer_is_named_with_both_numbers(gloo_world, capsys):
     ip = gloo_world
     said = _report(ip, capsys, SKIP)
