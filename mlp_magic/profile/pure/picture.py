@@ -36,16 +36,17 @@ def flame_html(stacks: dict) -> str:
 
 
 def _children_html(node: Node, whole: int, everyone: set, depth: int) -> str:
-    kept = [child for child in node.children.values() if child.weight() >= MIN_SHARE * whole]
+    weighed = [(child.weight(), child) for child in node.children.values()]   # once: a sum over ranks
+    kept = [(weight, child) for weight, child in weighed if weight >= MIN_SHARE * whole]
     if not kept or depth >= MAX_DEPTH:
         return ""
-    parts = []
-    for child in sorted(kept, key=lambda c: -c.weight()):
-        width = 100.0 * child.weight() / node.weight()
+    parts, here = [], node.weight()
+    for weight, child in sorted(kept, key=lambda kept_child: -kept_child[0]):
+        width = 100.0 * weight / here
         ranks = sorted(child.members)
         part = set(ranks) != everyone
         who = rank_words(ranks) if part else "all ranks"
-        text = f"{frame_text(child.frame)} · {who} · {100.0 * child.weight() / whole:.0f} %"
+        text = f"{frame_text(child.frame)} · {who} · {100.0 * weight / whole:.0f} %"
         per_rank = ", ".join(f"{rank}: {count}" for rank, count in sorted(child.counts.items()))
         parts.append(f"<div class='mlp-fn' style='width:{width:.2f}%'>"
                      f"<div class='mlp-fl{' mlp-part' if part else ''}' title='{html.escape(text)}&#10;"

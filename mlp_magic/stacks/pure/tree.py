@@ -55,13 +55,9 @@ def merge_counted(stacks: Mapping[int, Mapping[Sequence[Hashable], int]]) -> Nod
     root = Node()
     for member in sorted(stacks):
         for frames, count in stacks[member].items():
-            node = root
-            node.members.add(member)
-            node.counts[member] = node.counts.get(member, 0) + count
+            node = _counted(root, member, count)
             for frame in frames:
-                node = _child(node, frame)
-                node.members.add(member)
-                node.counts[member] = node.counts.get(member, 0) + count
+                node = _counted(_child(node, frame), member, count)
             node.ends.add(member)
     return root
 
@@ -78,6 +74,13 @@ def merge(stacks: Mapping[int, Sequence[Hashable]]) -> Node:
             node.members.add(member)
         node.ends.add(member)
     return root
+
+
+def _counted(node: Node, member: int, count: int) -> Node:
+    """``node``, with ``count`` more samples of ``member`` through it."""
+    node.members.add(member)
+    node.counts[member] = node.counts.get(member, 0) + count
+    return node
 
 
 def _child(node: Node, frame: Hashable) -> Node:
